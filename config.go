@@ -1,0 +1,221 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"admit/handlers"
+)
+
+// Config is admit's configuration, read from the environment (DESIGN §5).
+type Config struct {
+	Addr                   string
+	DataDir                string
+	PublicURL              *url.URL
+	ClerkSecretKey         string
+	ClerkPublishableKey    string
+	ClerkAPIURL            string
+	ClerkIssuer            string
+	ClerkAuthorizedParties []string
+	ClientIPHeader         string
+	NetworkHourlyLimit     int
+	DevOwnerEmail          string
+}
+
+// DevMode reports whether admit runs with the development identity.
+func (c *Config) DevMode() bool { return c.ClerkSecretKey == "" }
+
+// DBPath is the SQLite file in the data directory.
+func (c *Config) DBPath() string { return filepath.Join(c.DataDir, "admit.db") }
+
+// LoadConfig reads and validates the configuration. Every problem is
+// reported at once, each with the variable that causes it.
+func LoadConfig(getenv func(string) string) (*Config, error) {
+	env := func(k, def string) string {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := &Config{
+		Addr:                env("ADMIT_ADDR", "127.0.0.1:8080"),
+		DataDir:             env("ADMIT_DATA", "./data"),
+		ClerkSecretKey:      env("CLERK_SECRET_KEY", ""),
+		ClerkPublishableKey: env("CLERK_PUBLISHABLE_KEY", ""),
+		ClerkAPIURL:         env("CLERK_API_URL", "https://api.clerk.com/v1"),
+		ClerkIssuer:         env("CLERK_ISSUER", ""),
+		ClientIPHeader:      env("ADMIT_CLIENT_IP_HEADER", ""),
+		DevOwnerEmail:       env("ADMIT_DEV_OWNER_EMAIL", "owner@example.test"),
+	}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		bad("ADMIT_ADDR=%q is not host:port (for example 127.0.0.1:8080 or :0)", c.Addr)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		bad("ADMIT_ADDR=%q has an invalid port", c.Addr)
+	}
+
+	public := env("ADMIT_PUBLIC_URL", "")
+	if public == "" {
+		h := host
+		if h == "" || h == "0.0.0.0" || h == "::" {
+			h = "localhost"
+		}
+		public = "http://" + net.JoinHostPort(h, port)
+	}
+	if u, err := url.Parse(public); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		bad("ADMIT_PUBLIC_URL=%q must be an origin like https://admit.example.com (no path or query)", public)
+	} else {
+		u.Path = ""
+		c.PublicURL = u
+	}
+
+	limit := env("ADMIT_NETWORK_HOURLY_LIMIT", "20")
+	if n, err := strconv.Atoi(limit); err != nil || n < 1 || n > 1000000 {
+		bad("ADMIT_NETWORK_HOURLY_LIMIT=%q must be a whole number from 1 to 1000000", limit)
+	} else {
+		c.NetworkHourlyLimit = n
+	}
+
+	if c.ClientIPHeader != "" && strings.ContainsAny(c.ClientIPHeader, " :\t") {
+		bad("ADMIT_CLIENT_IP_HEADER=%q is not a header name", c.ClientIPHeader)
+	}
+
+	if c.DevMode() {
+		// The development identity trusts any address: never off this machine.
+		if !isLoopbackHost(host) {
+			bad("ADMIT_ADDR=%q: development sign-in (no CLERK_SECRET_KEY) only listens on a loopback address such as 127.0.0.1", c.Addr)
+		}
+		if c.ClerkPublishableKey != "" || c.ClerkIssuer != "" {
+			bad("CLERK_PUBLISHABLE_KEY or CLERK_ISSUER is set but CLERK_SECRET_KEY is not: set all three for Clerk mode")
+		}
+	} else {
+		if c.ClerkPublishableKey == "" {
+			bad("CLERK_PUBLISHABLE_KEY is required with CLERK_SECRET_KEY")
+		}
+		if c.ClerkIssuer == "" {
+			bad("CLERK_ISSUER is required with CLERK_SECRET_KEY: the exact iss of your Clerk session tokens, e.g. https://clerk.example.com")
+		} else if u, err := url.Parse(c.ClerkIssuer); err != nil || u.Scheme != "https" && !isLoopbackHost(u.Hostname()) {
+			bad("CLERK_ISSUER=%q must be an https URL", c.ClerkIssuer)
+		}
+		if u, err := url.Parse(c.ClerkAPIURL); err != nil || u.Host == "" || !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+			bad("CLERK_API_URL=%q must be the Backend API base ending in /v1", c.ClerkAPIURL)
+		}
+		c.ClerkAPIURL = strings.TrimRight(c.ClerkAPIURL, "/")
+	}
+	parties := env("CLERK_AUTHORIZED_PARTIES", "")
+	if parties == "" && c.PublicURL != nil {
+		parties = c.PublicURL.String()
+	}
+	for _, p := range strings.Split(parties, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			c.ClerkAuthorizedParties = append(c.ClerkAuthorizedParties, p)
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// isLoopbackHost reports whether host is localhost or a loopback IP.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// secretNames are the keys in the secrets file, each 32 random bytes as hex.
+var secretNames = []string{"session_hash", "session_block", "csrf", "binding", "counter"}
+
+// LoadKeys reads the server keys from ADMIT_SECRET_<NAME> variables, or from
+// the secrets file in the data directory, generating that file (mode 0600) on
+// first start. Keys never live in the database.
+func LoadKeys(getenv func(string) string, dataDir string) (handlers.Keys, error) {
+	vals := map[string][]byte{}
+	fromEnv := 0
+	for _, n := range secretNames {
+		if v := getenv("ADMIT_SECRET_" + strings.ToUpper(n)); v != "" {
+			b, err := hex.DecodeString(v)
+			if err != nil || len(b) != 32 {
+				return handlers.Keys{}, fmt.Errorf("ADMIT_SECRET_%s must be 64 hex characters (32 bytes)", strings.ToUpper(n))
+			}
+			vals[n] = b
+			fromEnv++
+		}
+	}
+	if fromEnv != 0 && fromEnv != len(secretNames) {
+		return handlers.Keys{}, fmt.Errorf("set all of ADMIT_SECRET_{%s} or none", strings.ToUpper(strings.Join(secretNames, ",")))
+	}
+	if fromEnv == 0 {
+		var err error
+		if vals, err = secretsFile(filepath.Join(dataDir, "secrets")); err != nil {
+			return handlers.Keys{}, err
+		}
+	}
+	return handlers.Keys{SessionHash: vals["session_hash"], SessionBlock: vals["session_block"], CSRF: vals["csrf"],
+		Binding: vals["binding"], Counter: vals["counter"]}, nil
+}
+
+func secretsFile(path string) (map[string][]byte, error) {
+	vals := map[string][]byte{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+		var sb strings.Builder
+		sb.WriteString("# admit server keys: keep private, back up separately from the database.\n")
+		for _, n := range secretNames {
+			k := make([]byte, 32)
+			if _, err := rand.Read(k); err != nil {
+				return nil, err
+			}
+			vals[n] = k
+			fmt.Fprintf(&sb, "%s=%s\n", n, hex.EncodeToString(k))
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("create secrets file: %w", err)
+		}
+		if _, err := f.WriteString(sb.String()); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("write secrets file: %w", err)
+		}
+		return vals, f.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read secrets file: %w", err)
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("secrets file %s is readable by others (mode %o): chmod 600 it", path, st.Mode().Perm())
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		key, err := hex.DecodeString(v)
+		if !ok || err != nil || len(key) != 32 {
+			return nil, fmt.Errorf("secrets file %s line %d is not name=<64 hex>", path, i+1)
+		}
+		vals[k] = key
+	}
+	for _, n := range secretNames {
+		if vals[n] == nil {
+			return nil, fmt.Errorf("secrets file %s has no %s key", path, n)
+		}
+	}
+	return vals, nil
+}

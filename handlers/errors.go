@@ -1,0 +1,143 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"admit/store"
+	"admit/views"
+)
+
+// httpError is an error that belongs to the HTTP layer (size, type, origin,
+// CSRF), as opposed to a store error code.
+type httpError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *httpError) Error() string { return e.code + ": " + e.message }
+
+var (
+	errTooLarge     = &httpError{http.StatusRequestEntityTooLarge, "payload_too_large", "The request is larger than 32 KiB."}
+	errContentType  = &httpError{http.StatusUnsupportedMediaType, "unsupported_media_type", "The request has the wrong content type."}
+	errCrossOrigin  = &httpError{http.StatusForbidden, "forbidden", "This request came from another site and was refused."}
+	errCSRF         = &httpError{http.StatusForbidden, "forbidden", "Your form expired. Reload the page and try again."}
+	errNotFound     = &httpError{http.StatusNotFound, "not_found", "There is nothing here, or you do not have access to it."}
+	errMethod       = &httpError{http.StatusMethodNotAllowed, "method_not_allowed", "That method is not allowed here."}
+	errSignedOutAPI = &httpError{http.StatusUnauthorized, "unauthorized", "Sign in to continue."}
+)
+
+// invalid returns a 400 error with a message for the field at fault.
+func invalid(message string) error { return store.Errorf(store.EINVALID, "%s", message) }
+
+// statusFor is the one table from store error codes to HTTP status.
+var statusFor = map[string]int{
+	store.EINVALID:     http.StatusBadRequest,
+	store.ENOTFOUND:    http.StatusNotFound,
+	store.ECONFLICT:    http.StatusConflict,
+	store.ERATELIMITED: http.StatusTooManyRequests,
+	store.EFORBIDDEN:   http.StatusForbidden,
+	store.EUNAVAILABLE: http.StatusServiceUnavailable,
+	store.EINTERNAL:    http.StatusInternalServerError,
+}
+
+// titles are the generic page titles per status.
+var titles = map[int]string{
+	http.StatusBadRequest:            "Please check your input",
+	http.StatusUnauthorized:          "Please sign in",
+	http.StatusForbidden:             "Not allowed",
+	http.StatusNotFound:              "Not found",
+	http.StatusMethodNotAllowed:      "Not allowed",
+	http.StatusConflict:              "Please reload",
+	http.StatusRequestEntityTooLarge: "Too large",
+	http.StatusUnsupportedMediaType:  "Unsupported request",
+	http.StatusTooManyRequests:       "Please try again later",
+	http.StatusServiceUnavailable:    "Temporarily unavailable",
+	http.StatusInternalServerError:   "Something went wrong",
+}
+
+// fixedMessages are used for statuses whose message must not vary: a 404
+// reads the same whether a thing is absent, foreign or revoked.
+var fixedMessages = map[int]string{
+	http.StatusNotFound:            errNotFound.message,
+	http.StatusTooManyRequests:     "Too many requests right now. Please try again later.",
+	http.StatusServiceUnavailable:  "We could not reach our sign-in provider. Nothing was changed. Please try again in a moment.",
+	http.StatusInternalServerError: "Something went wrong on our side. Nothing was changed.",
+	http.StatusUnauthorized:        "Sign in to continue.",
+}
+
+// classify turns any error into status, JSON code and person-readable message.
+func classify(err error) (status int, code, message string) {
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		status, code, message = he.status, he.code, he.message
+	case errors.Is(err, ErrSignedOut):
+		status, code, message = http.StatusUnauthorized, "unauthorized", ""
+	case errors.Is(err, ErrIdentityUnavailable):
+		status, code, message = http.StatusServiceUnavailable, store.EUNAVAILABLE, ""
+	default:
+		code = store.ErrorCode(err)
+		status = statusFor[code]
+		message = store.ErrorMessage(err)
+	}
+	if m, ok := fixedMessages[status]; ok {
+		message = m
+	}
+	return status, code, message
+}
+
+// writeError is the one error adapter: it logs internal errors (never
+// personal data) and renders JSON, an htmx block or a full page.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code, message := classify(err)
+	if status >= 500 && status != http.StatusServiceUnavailable {
+		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern, "err", err)
+	}
+	w.Header().Set("Cache-Control", "private, no-store")
+	if isAPI(r) {
+		writeJSON(w, status, map[string]string{"error": code})
+		return
+	}
+	if status == http.StatusUnauthorized && r.Method == http.MethodGet && !isHTMX(r) {
+		http.Redirect(w, r, signInURL(r.URL.Path), http.StatusSeeOther)
+		return
+	}
+	if status == http.StatusUnauthorized && isHTMX(r) {
+		w.Header().Set("HX-Redirect", signInURL(r.URL.Path))
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Vary", "HX-Request")
+	if isHTMX(r) {
+		w.WriteHeader(status)
+		_ = views.ErrorBlock(status, titles[status], message).Render(r.Context(), w)
+		return
+	}
+	c := s.chrome(w, r, titles[status])
+	w.WriteHeader(status)
+	_ = views.ErrorPage(c, status, titles[status], message).Render(r.Context(), w)
+}
+
+// writeJSON writes v as a JSON response with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	_ = enc.Encode(v)
+}
+
+// signInURL is the sign-in page returning to a local path afterwards.
+func signInURL(path string) string {
+	if !safeRedirect(path) {
+		path = "/"
+	}
+	return "/sign-in?redirect_url=" + urlQueryEscape(path)
+}
+
+// safeRedirect reports whether p is a local path (not //host or /\host).
+func safeRedirect(p string) bool {
+	return len(p) >= 1 && p[0] == '/' && (len(p) == 1 || (p[1] != '/' && p[1] != '\\'))
+}

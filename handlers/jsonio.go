@@ -1,0 +1,160 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// mediaType returns the request's media type, lowercased, without parameters.
+func mediaType(r *http.Request) string {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(mt)
+}
+
+// readBody reads the (already size-limited) body; over the limit is 413.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, errTooLarge
+	}
+	if err != nil {
+		return nil, invalid("The request body could not be read.")
+	}
+	return b, nil
+}
+
+// decodeJSON decodes a JSON request body into v strictly: the content type
+// must be application/json (else 415), the body at most 32 KiB (else 413),
+// valid UTF-8 holding exactly one JSON value with no unknown and no
+// duplicated fields (else 400).
+func decodeJSON(r *http.Request, v any) error {
+	if mediaType(r) != "application/json" {
+		return errContentType
+	}
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(b, v)
+}
+
+// decodeStrict is decodeJSON's parser, separate so it can be fuzzed.
+func decodeStrict(b []byte, v any) error {
+	if !utf8.Valid(b) {
+		return invalid("The request body is not valid UTF-8.")
+	}
+	if err := checkDuplicateKeys(b); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalid("The request body is not valid JSON for this request.")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("The request body has data after the JSON value.")
+	}
+	return nil
+}
+
+// checkDuplicateKeys rejects an object that names a key twice. Go's decoder
+// matches names case-insensitively, so "email" and "Email" are duplicates too.
+func checkDuplicateKeys(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	type frame struct {
+		object    bool
+		keys      map[string]bool
+		expectKey bool
+	}
+	var stack []*frame
+	malformed := invalid("The request body is not valid JSON.")
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return malformed
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.expectKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				if len(stack) > 0 {
+					stack[len(stack)-1].expectKey = stack[len(stack)-1].object
+				}
+				continue
+			}
+			k, ok := tok.(string)
+			if !ok {
+				return malformed
+			}
+			lk := strings.ToLower(k)
+			if top.keys[lk] {
+				return invalid("The request body names a field twice.")
+			}
+			top.keys[lk] = true
+			top.expectKey = false
+			continue
+		}
+		switch d := tok.(type) {
+		case json.Delim:
+			switch d {
+			case '{':
+				stack = append(stack, &frame{object: true, keys: map[string]bool{}, expectKey: true})
+				continue
+			case '[':
+				stack = append(stack, &frame{})
+				continue
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+			}
+		}
+		// a complete value was read: an enclosing object expects a key next
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].expectKey = true
+		}
+	}
+}
+
+// parseForm parses a urlencoded form body: wrong type 415, too large 413.
+func parseForm(r *http.Request) error {
+	if mediaType(r) != "application/x-www-form-urlencoded" {
+		return errContentType
+	}
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errTooLarge
+		}
+		return invalid("The form could not be read.")
+	}
+	return nil
+}
+
+// formValue returns the single value of a form field; a repeated field is
+// an error, so a value cannot be smuggled in a second copy.
+func formValue(r *http.Request, name string) (string, error) {
+	vs := r.PostForm[name]
+	switch len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+		return vs[0], nil
+	}
+	return "", invalid("The form repeats the field " + name + ".")
+}

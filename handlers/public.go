@@ -1,0 +1,48 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"admit/views"
+)
+
+// handleHome lists the programs open for signup.
+func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) error {
+	ps, err := s.db.OpenPrograms(r.Context())
+	if err != nil {
+		return err
+	}
+	cards := make([]views.ProgramCard, 0, len(ps))
+	for _, p := range ps {
+		cards = append(cards, views.ProgramCard{Slug: p.Slug, Purpose: p.Purpose})
+	}
+	c := s.chrome(w, r, "Waitlists")
+	return s.render(w, r, http.StatusOK, c, views.Home(c, cards))
+}
+
+// handleHealthz answers while the process runs.
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleReadyz answers 200 when the database answers and nothing else
+// reports a problem, 503 otherwise.
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.db.Ping(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database"})
+		return
+	}
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

@@ -1,0 +1,85 @@
+package handlers
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+
+	"admit/views"
+
+	"github.com/a-h/templ"
+)
+
+// chrome builds the page shell's view model for this request. It
+// authenticates softly: a failure only means the visitor is shown as
+// signed out.
+func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) views.Chrome {
+	c := views.Chrome{Title: title, DevMode: s.id.Mode() == "dev", Path: r.URL.Path}
+	p := principalFrom(r.Context())
+	if p == nil {
+		if soft, err := s.id.Authenticate(r); err == nil {
+			p = soft
+		}
+	}
+	if p != nil {
+		c.SignedIn = true
+		c.CSRF = s.csrfToken(w, r, p)
+		if ws, err := s.db.OwnedWorkspaces(r.Context(), p.UserID); err == nil && len(ws) > 0 {
+			c.IsOwner = true
+		}
+	}
+	if s.id.Mode() == "clerk" && p != nil {
+		c.Clerk = s.clerkJS("", "")
+	}
+	return c
+}
+
+// clerkJS configures ClerkJS for a page.
+func (s *Server) clerkJS(mount, redirect string) *views.ClerkJS {
+	return &views.ClerkJS{
+		PublishableKey: s.opts.ClerkPublishableKey,
+		ScriptURL:      s.clerkFAPI + "/npm/@clerk/clerk-js@5/dist/clerk.browser.js",
+		Mount:          mount,
+		RedirectURL:    redirect,
+	}
+}
+
+// render writes a page (or, for htmx, the block) with the given status.
+// Pages that load ClerkJS get the CSP that allows its origin.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c views.Chrome, page templ.Component) error {
+	if c.Clerk != nil {
+		w.Header().Set("Content-Security-Policy", clerkCSP(s.clerkFAPI))
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Vary", "HX-Request")
+	if w.Header().Get("Cache-Control") == "" {
+		w.Header().Set("Cache-Control", "private, no-cache")
+	}
+	w.WriteHeader(status)
+	return page.Render(r.Context(), w)
+}
+
+// frontendAPIFromPublishableKey decodes the Clerk Frontend API origin from a
+// publishable key (pk_test_… or pk_live_…: base64 of "host$").
+func frontendAPIFromPublishableKey(pk string) (string, error) {
+	bad := errors.New("CLERK_PUBLISHABLE_KEY is not a Clerk publishable key (pk_test_… or pk_live_…)")
+	var enc string
+	switch {
+	case strings.HasPrefix(pk, "pk_test_"):
+		enc = strings.TrimPrefix(pk, "pk_test_")
+	case strings.HasPrefix(pk, "pk_live_"):
+		enc = strings.TrimPrefix(pk, "pk_live_")
+	default:
+		return "", bad
+	}
+	raw, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(enc, "="))
+	if err != nil {
+		return "", bad
+	}
+	host := strings.TrimSuffix(string(raw), "$")
+	if host == "" || strings.ContainsAny(host, "/ $\"'<>") {
+		return "", bad
+	}
+	return "https://" + host, nil
+}

@@ -1,0 +1,135 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+
+	"admit/assets"
+	"admit/store"
+)
+
+// routes registers every route, grouped by who may call it (spec 002
+// Appendix C, "Mount order and identity"): public routes; the recipient
+// group (a session and a verified email, never a staff row); the owner group
+// (a session and a current owner membership, checked on every request).
+// Anything else is a generic 404.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+
+	// Public: no identity required.
+	mux.Handle("GET /{$}", s.h(s.handleHome))
+	mux.Handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
+	mux.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
+	mux.Handle("GET /assets/", assets.Handler())
+	mux.Handle("GET /sign-in", s.h(s.handleSignIn))
+	mux.Handle("POST /sign-out", s.h(s.handleSignOut))
+	if _, ok := s.id.(*DevIdentity); ok {
+		mux.Handle("POST /dev/sign-in", s.h(s.handleDevSignIn))
+	}
+
+	// Signed in, no email needed.
+	mux.Handle("GET /api/csrf", s.authed(s.handleCSRF))
+
+	// Recipient group: session + verified email, never a staff row.
+	mux.Handle("GET /me", s.recipient(s.handleMe))
+	mux.Handle("GET /api/me/waitlist/{slug}", s.recipient(s.handleMyEntryAPI))
+
+	// Owner group: session + current owner membership on every request.
+	mux.Handle("GET /owner", s.owner(s.handleOwnerHome))
+	mux.Handle("GET /api/owner/workspaces", s.owner(s.handleOwnerWorkspacesAPI))
+	mux.Handle("GET /api/owner/programs", s.owner(s.handleOwnerProgramsAPI))
+
+	// Deny by default: no fall-through between groups.
+	mux.Handle("/", s.h(func(http.ResponseWriter, *http.Request) error { return errNotFound }))
+
+	return s.withSecurity(s.withOrigin(mux))
+}
+
+// authed requires a valid session (401 otherwise) and, for writes, the
+// session-bound CSRF token.
+func (s *Server) authed(fn handlerFunc) http.Handler {
+	return s.h(func(w http.ResponseWriter, r *http.Request) error {
+		p, err := s.id.Authenticate(r)
+		if err != nil {
+			return err
+		}
+		if isUnsafe(r.Method) {
+			if err := s.checkCSRF(r, p); err != nil {
+				return err
+			}
+		}
+		return fn(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+	})
+}
+
+// recipient requires a session and fetches the user's currently verified
+// addresses from the identity provider on every request: if it cannot be
+// reached, 503 and nothing else happens. Writes need the CSRF token.
+func (s *Server) recipient(fn handlerFunc) http.Handler {
+	return s.h(func(w http.ResponseWriter, r *http.Request) error {
+		p, err := s.id.Authenticate(r)
+		if err != nil {
+			return err
+		}
+		if isUnsafe(r.Method) {
+			if err := s.checkCSRF(r, p); err != nil {
+				return err
+			}
+		}
+		raw, err := s.id.VerifiedEmails(r.Context(), p)
+		if err != nil {
+			return ErrIdentityUnavailable
+		}
+		// The same grammar as signup: an address it rejects matches no entry.
+		var emails []string
+		for _, e := range raw {
+			if n, err := store.NormalizeEmail(e); err == nil {
+				emails = append(emails, n)
+			}
+		}
+		noStore(w)
+		ctx := context.WithValue(r.Context(), principalKey, p)
+		ctx = context.WithValue(ctx, emailsKey, emails)
+		return fn(w, r.WithContext(ctx))
+	})
+}
+
+// owner requires a session and a current owner membership of an active
+// workspace, read from the database on every request, so a removed owner is
+// denied on their next request. A signed-in person who is not an owner gets
+// the same 404 as for a path that does not exist. Writes need the CSRF token.
+func (s *Server) owner(fn handlerFunc) http.Handler {
+	return s.h(func(w http.ResponseWriter, r *http.Request) error {
+		p, err := s.id.Authenticate(r)
+		if err != nil {
+			return err
+		}
+		ws, err := s.db.OwnedWorkspaces(r.Context(), p.UserID)
+		if err != nil {
+			return err
+		}
+		if len(ws) == 0 {
+			return errNotFound
+		}
+		if isUnsafe(r.Method) {
+			if err := s.checkCSRF(r, p); err != nil {
+				return err
+			}
+		}
+		noStore(w)
+		ctx := context.WithValue(r.Context(), principalKey, p)
+		ctx = context.WithValue(ctx, workspacesKey, ws)
+		return fn(w, r.WithContext(ctx))
+	})
+}
+
+// ownerActor is the store actor for the owner making this request.
+func ownerActor(r *http.Request) store.Actor {
+	return store.Actor{Kind: store.ActorOwner, UserID: principalFrom(r.Context()).UserID}
+}
+
+// workspacesFrom returns the owner's current workspaces.
+func workspacesFrom(ctx context.Context) []store.Workspace {
+	ws, _ := ctx.Value(workspacesKey).([]store.Workspace)
+	return ws
+}

@@ -1,0 +1,110 @@
+// Package handlers is admit's HTTP layer: routing, identity, CSRF, security
+// headers, request parsing and rendering. Business rules live in store.
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"admit/store"
+
+	"github.com/gorilla/sessions"
+)
+
+// Keys are the server's secrets. Each is 32 random bytes with one purpose.
+type Keys struct {
+	// SessionHash and SessionBlock sign and encrypt the session cookie.
+	SessionHash, SessionBlock []byte
+	// CSRF binds CSRF tokens to a session.
+	CSRF []byte
+	// Binding keys request-binding HMACs (signup and owner receipts).
+	Binding []byte
+	// Counter keys the hourly network and attempt counters.
+	Counter []byte
+}
+
+// Options configure a Server.
+type Options struct {
+	// PublicURL is ADMIT_PUBLIC_URL: its origin is the only allowed Origin.
+	PublicURL *url.URL
+	// ClientIPHeader names a trusted proxy header carrying the client
+	// address; empty means RemoteAddr.
+	ClientIPHeader string
+	// NetworkHourlyLimit bounds signup attempts per network per UTC hour.
+	NetworkHourlyLimit int
+	// ClerkPublishableKey enables ClerkJS on pages in Clerk mode.
+	ClerkPublishableKey string
+	Keys                Keys
+	Logger              *slog.Logger
+	// Ready reports extra readiness problems (e.g. replication); nil means ready.
+	Ready func(context.Context) error
+}
+
+// Server serves admit.
+type Server struct {
+	opts     Options
+	db       *store.DB
+	id       Identity
+	sessions *sessions.CookieStore
+	log      *slog.Logger
+	origin   string
+	clerkFAPI string
+	handler  http.Handler
+}
+
+// New builds the server and its routes.
+func New(opts Options, db *store.DB, id Identity) (*Server, error) {
+	if opts.PublicURL == nil || opts.PublicURL.Host == "" {
+		return nil, errors.New("handlers: a public URL is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.NetworkHourlyLimit <= 0 {
+		opts.NetworkHourlyLimit = 20
+	}
+	for name, k := range map[string][]byte{"session hash": opts.Keys.SessionHash, "session block": opts.Keys.SessionBlock,
+		"csrf": opts.Keys.CSRF, "binding": opts.Keys.Binding, "counter": opts.Keys.Counter} {
+		if len(k) != 32 {
+			return nil, fmt.Errorf("handlers: the %s key must be 32 bytes", name)
+		}
+	}
+	s := &Server{opts: opts, db: db, id: id, log: opts.Logger}
+	s.origin = opts.PublicURL.Scheme + "://" + opts.PublicURL.Host
+	if id.Mode() == "clerk" {
+		fapi, err := frontendAPIFromPublishableKey(opts.ClerkPublishableKey)
+		if err != nil {
+			return nil, err
+		}
+		s.clerkFAPI = fapi
+	}
+	cs := sessions.NewCookieStore(opts.Keys.SessionHash, opts.Keys.SessionBlock)
+	cs.Options = &sessions.Options{
+		Path:     "/",
+		MaxAge:   int((7 * 24 * time.Hour).Seconds()),
+		HttpOnly: true,
+		Secure:   opts.PublicURL.Scheme == "https",
+		SameSite: http.SameSiteLaxMode,
+	}
+	s.sessions = cs
+	s.handler = s.routes()
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// isHTTPS reports whether the public URL is https (for HSTS and cookies).
+func (s *Server) isHTTPS() bool { return s.opts.PublicURL.Scheme == "https" }
+
+// isAPI reports whether the request is for the JSON API.
+func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
+
+// isHTMX reports whether htmx sent the request (and it wants a block).
+func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }

@@ -1,0 +1,190 @@
+// Package store holds admit's domain types and every operation on the SQLite
+// database. Each exported operation is one transaction.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"admit/migrations"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// BusyTimeout is how long a writer waits for the write lock before failing.
+const BusyTimeout = 10 * time.Second
+
+// DB is admit's database: one writer connection that serializes every write
+// transaction with BEGIN IMMEDIATE, and a pool of read-only connections that
+// read WAL snapshots.
+type DB struct {
+	Path string
+	// Now is the clock. Tx.Now is read from it once, after the write lock is held.
+	Now func() time.Time
+
+	writer *sql.DB
+	reader *sql.DB
+}
+
+// Tx is a transaction and the instant it runs at.
+type Tx struct {
+	*sql.Tx
+	// Now is the transaction clock, read once after BEGIN IMMEDIATE returned,
+	// so a lock wait across an hour boundary counts in the later hour.
+	Now time.Time
+}
+
+// dsn builds a modernc.org/sqlite DSN. busy_timeout comes first so that the
+// other pragmas wait for a lock instead of failing.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	pragmas := []string{
+		fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()),
+		"journal_mode(WAL)",
+		"foreign_keys(1)",
+		"synchronous(FULL)",
+		"secure_delete(1)",
+	}
+	if readOnly {
+		pragmas = append(pragmas, "query_only(1)")
+	}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	if !readOnly {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating if needed) the database at path, applies the embedded
+// migrations and checks that every required pragma took effect.
+func Open(ctx context.Context, path string) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	w, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, fmt.Errorf("open writer: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	db := &DB{Path: path, Now: time.Now, writer: w}
+	if err := checkPragmas(ctx, w, false); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open readers: %w", err)
+	}
+	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	db.reader = r
+	if err := checkPragmas(ctx, r, true); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// checkPragmas reads back the pragmas set in the DSN: a typo there is silent,
+// and running without WAL, foreign keys or FULL sync breaks admit's promises.
+func checkPragmas(ctx context.Context, pool *sql.DB, readOnly bool) error {
+	want := map[string]string{
+		"journal_mode":  "wal",
+		"foreign_keys":  "1",
+		"synchronous":   "2", // FULL
+		"secure_delete": "1",
+		"busy_timeout":  fmt.Sprint(BusyTimeout.Milliseconds()),
+	}
+	if readOnly {
+		want["query_only"] = "1"
+	}
+	for name, v := range want {
+		var got string
+		if err := pool.QueryRowContext(ctx, "PRAGMA "+name).Scan(&got); err != nil {
+			return fmt.Errorf("read pragma %s: %w", name, err)
+		}
+		if !strings.EqualFold(got, v) {
+			return fmt.Errorf("database pragma %s is %q, want %q: refusing to start", name, got, v)
+		}
+	}
+	return nil
+}
+
+func migrate(ctx context.Context, w *sql.DB) error {
+	p, err := goose.NewProvider(goose.DialectSQLite3, w, migrations.FS)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	var errs []error
+	if db.reader != nil {
+		errs = append(errs, db.reader.Close())
+	}
+	if db.writer != nil {
+		errs = append(errs, db.writer.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Update runs fn in a write transaction. BEGIN IMMEDIATE takes the database
+// write lock first; Tx.Now is read after it is held. fn's error rolls back.
+func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
+	sqlTx, err := db.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin immediate: %w", err)
+	}
+	defer sqlTx.Rollback()
+	tx := &Tx{Tx: sqlTx, Now: db.Now().UTC()}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return sqlTx.Commit()
+}
+
+// View runs fn in a read-only transaction on a consistent snapshot.
+func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
+	sqlTx, err := db.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	defer sqlTx.Rollback()
+	return fn(&Tx{Tx: sqlTx, Now: db.Now().UTC()})
+}
+
+// Ping checks that both pools answer.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.writer.PingContext(ctx); err != nil {
+		return err
+	}
+	return db.reader.PingContext(ctx)
+}
+
+// Millis converts an instant to the stored form: Unix milliseconds UTC.
+func Millis(t time.Time) int64 { return t.UnixMilli() }
+
+// FromMillis converts a stored instant back to UTC time.
+func FromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

@@ -1,0 +1,65 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Error codes. Handlers map each to one HTTP status in one table.
+const (
+	EINVALID     = "invalid"      // malformed input or out of bounds
+	ENOTFOUND    = "not_found"    // absent, foreign or revoked: never says which
+	ECONFLICT    = "conflict"     // revision, key binding or state
+	ERATELIMITED = "rate_limited" // caps and attempt rates
+	EFORBIDDEN   = "forbidden"    // a valid owner denied by policy
+	EUNAVAILABLE = "unavailable"  // a dependency cannot be reached
+	EINTERNAL    = "internal"     // everything unexpected
+)
+
+// Error is a domain error with a machine-readable code and a message that is
+// safe to show a person. Messages never contain personal data.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err: the code of a wrapped *Error, ECONFLICT
+// for a SQLite constraint failure, EINTERNAL otherwise (and "" for nil).
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if isConstraint(err) {
+		return ECONFLICT
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the person-readable message of err, or a generic one
+// for internal errors, which may hold details that must not be shown.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	if isConstraint(err) {
+		return "The change conflicts with the current state."
+	}
+	return "Something went wrong on our side."
+}
+
+func isConstraint(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "constraint failed")
+}

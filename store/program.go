@@ -1,0 +1,447 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Program is one waitlist with its caps and gates.
+type Program struct {
+	ID                   string
+	WorkspaceID          string
+	Slug                 string
+	Purpose              string
+	SignupOpen           bool
+	AccessEnabled        bool
+	QueueCap             int
+	HourlyCap            int
+	SeatCap              int
+	MaxInvitationDays    int
+	Revision             int64
+	CurrentNoticeID      string
+	CurrentNoticeVersion int
+	HasContent           bool
+	Occupied             int
+	RetiredAt            *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+}
+
+// Notice is one immutable, versioned privacy notice of a program.
+type Notice struct {
+	ID            string
+	ProgramID     string
+	Version       int
+	Purpose       string
+	ContactText   string
+	RetentionText string
+	PublishedAt   time.Time
+}
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9-]{3,60}$`)
+
+// ValidSlug reports whether s is a valid public program slug.
+func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
+
+// NewProgram holds the fields of a program being created.
+type NewProgram struct {
+	WorkspaceID       string
+	Slug              string
+	Purpose           string
+	QueueCap          int
+	HourlyCap         int
+	SeatCap           int
+	MaxInvitationDays int
+}
+
+// Validate checks every bound with a message for the field at fault.
+func (p NewProgram) Validate() error {
+	switch {
+	case !ValidSlug(p.Slug):
+		return Errorf(EINVALID, "The address name must be 3–60 lowercase letters, digits or hyphens.")
+	case !textBetween(p.Purpose, 1, 1000):
+		return Errorf(EINVALID, "The purpose must be 1–1000 characters.")
+	case p.QueueCap < 1 || p.QueueCap > 100000:
+		return Errorf(EINVALID, "The queue cap must be between 1 and 100000.")
+	case p.HourlyCap < 1 || p.HourlyCap > 100000:
+		return Errorf(EINVALID, "The hourly cap must be between 1 and 100000.")
+	case p.SeatCap < 1 || p.SeatCap > 100000:
+		return Errorf(EINVALID, "The seat cap must be between 1 and 100000.")
+	case p.MaxInvitationDays < 1 || p.MaxInvitationDays > 30:
+		return Errorf(EINVALID, "The invitation lifetime must be 1–30 days.")
+	}
+	return nil
+}
+
+// textBetween reports whether s, trimmed, has between min and max characters.
+func textBetween(s string, min, max int) bool {
+	n := utf8.RuneCountInString(strings.TrimSpace(s))
+	return utf8.ValidString(s) && n >= min && n <= max
+}
+
+const programColumns = `p.id, p.workspace_id, p.public_slug, p.purpose, p.signup_open, p.access_enabled,
+	p.queue_cap, p.hourly_cap, p.seat_cap, p.max_invitation_days, p.revision, coalesce(p.current_notice_id, ''),
+	coalesce((SELECT n.version FROM notices n WHERE n.id = p.current_notice_id), 0),
+	EXISTS (SELECT 1 FROM early_access_content c WHERE c.program_id = p.id),
+	p.occupied, p.retired_at, p.created_at, p.updated_at`
+
+func scanProgram(row interface{ Scan(...any) error }) (*Program, error) {
+	var p Program
+	var retired sql.NullInt64
+	var created, updated int64
+	err := row.Scan(&p.ID, &p.WorkspaceID, &p.Slug, &p.Purpose, &p.SignupOpen, &p.AccessEnabled,
+		&p.QueueCap, &p.HourlyCap, &p.SeatCap, &p.MaxInvitationDays, &p.Revision, &p.CurrentNoticeID,
+		&p.CurrentNoticeVersion, &p.HasContent, &p.Occupied, &retired, &created, &updated)
+	if err != nil {
+		return nil, err
+	}
+	if retired.Valid {
+		t := FromMillis(retired.Int64)
+		p.RetiredAt = &t
+	}
+	p.CreatedAt, p.UpdatedAt = FromMillis(created), FromMillis(updated)
+	return &p, nil
+}
+
+func programWhere(ctx context.Context, tx *Tx, where string, args ...any) (*Program, error) {
+	p, err := scanProgram(tx.QueryRowContext(ctx, `SELECT `+programColumns+` FROM programs p WHERE `+where, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(ENOTFOUND, "Not found.")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read program: %w", err)
+	}
+	return p, nil
+}
+
+// ownedProgram reads a program the actor currently owns. A missing program
+// and a foreign one give the same not-found error.
+func ownedProgram(ctx context.Context, tx *Tx, a Actor, programID string) (*Program, error) {
+	if _, err := uuid.Parse(programID); err != nil {
+		return nil, Errorf(ENOTFOUND, "Not found.")
+	}
+	p, err := programWhere(ctx, tx, "p.id = ?", programID)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireOwner(ctx, tx, a, p.WorkspaceID); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// CreateProgram creates a closed program with no notice and no content.
+func (db *DB) CreateProgram(ctx context.Context, a Actor, np NewProgram) (*Program, error) {
+	np.Purpose = strings.TrimSpace(np.Purpose)
+	if err := np.Validate(); err != nil {
+		return nil, err
+	}
+	var p *Program
+	err := db.Update(ctx, func(tx *Tx) error {
+		if err := requireOwner(ctx, tx, a, np.WorkspaceID); err != nil {
+			return err
+		}
+		var taken int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM programs WHERE public_slug = ?`, np.Slug).Scan(&taken); err != nil {
+			return fmt.Errorf("check slug: %w", err)
+		}
+		if taken > 0 {
+			return Errorf(ECONFLICT, "Another program already uses that address name.")
+		}
+		id := uuid.NewString()
+		_, err := tx.ExecContext(ctx, `INSERT INTO programs (id, workspace_id, public_slug, purpose, queue_cap, hourly_cap,
+			seat_cap, max_invitation_days, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, np.WorkspaceID, np.Slug, np.Purpose, np.QueueCap, np.HourlyCap, np.SeatCap, np.MaxInvitationDays,
+			Millis(tx.Now), Millis(tx.Now))
+		if err != nil {
+			return fmt.Errorf("insert program: %w", err)
+		}
+		if err := appendEvent(ctx, tx, id, "", a, "program_created", nil); err != nil {
+			return err
+		}
+		p, err = programWhere(ctx, tx, "p.id = ?", id)
+		return err
+	})
+	return p, err
+}
+
+// NewNotice holds the texts of a notice being published.
+type NewNotice struct {
+	Purpose       string
+	ContactText   string
+	RetentionText string
+}
+
+// Validate checks the notice's bounds.
+func (n NewNotice) Validate() error {
+	switch {
+	case !textBetween(n.Purpose, 1, 1000):
+		return Errorf(EINVALID, "The purpose must be 1–1000 characters.")
+	case !textBetween(n.ContactText, 1, 2000):
+		return Errorf(EINVALID, "The contact text must be 1–2000 characters.")
+	case !textBetween(n.RetentionText, 1, 1000):
+		return Errorf(EINVALID, "The retention text must be 1–1000 characters.")
+	}
+	return nil
+}
+
+// PublishNotice appends the next notice version and makes it current. The
+// purpose must equal the program's: a new purpose needs a new program.
+func (db *DB) PublishNotice(ctx context.Context, a Actor, programID string, nn NewNotice) (*Notice, error) {
+	nn.Purpose = strings.TrimSpace(nn.Purpose)
+	nn.ContactText = strings.TrimSpace(nn.ContactText)
+	nn.RetentionText = strings.TrimSpace(nn.RetentionText)
+	if err := nn.Validate(); err != nil {
+		return nil, err
+	}
+	var n *Notice
+	err := db.Update(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		if p.RetiredAt != nil {
+			return Errorf(ECONFLICT, "This program is retired.")
+		}
+		// spec: a changed purpose requires a new program and a new choice.
+		if nn.Purpose != p.Purpose {
+			return Errorf(ECONFLICT, "A notice must state the program's purpose exactly. For a new purpose, create a new program.")
+		}
+		n = &Notice{ID: uuid.NewString(), ProgramID: p.ID, Version: p.CurrentNoticeVersion + 1, Purpose: nn.Purpose,
+			ContactText: nn.ContactText, RetentionText: nn.RetentionText, PublishedAt: tx.Now}
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) + 1 FROM notices WHERE program_id = ?`, p.ID).Scan(&n.Version); err != nil {
+			return fmt.Errorf("next notice version: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO notices (id, program_id, version, purpose, contact_text, retention_text, published_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, n.ID, n.ProgramID, n.Version, n.Purpose, n.ContactText, n.RetentionText, Millis(tx.Now)); err != nil {
+			return fmt.Errorf("insert notice: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE programs SET current_notice_id = ?, revision = revision + 1, updated_at = ? WHERE id = ?`,
+			n.ID, Millis(tx.Now), p.ID); err != nil {
+			return fmt.Errorf("set current notice: %w", err)
+		}
+		return appendEvent(ctx, tx, p.ID, "", a, "notice_published", Details{"version": n.Version})
+	})
+	return n, err
+}
+
+// ProgramSettings is a partial update of a program; nil fields stay as they are.
+type ProgramSettings struct {
+	ExpectedRevision int64
+	SignupOpen       *bool
+	AccessEnabled    *bool
+	QueueCap         *int
+	HourlyCap        *int
+	SeatCap          *int
+}
+
+// UpdateProgram applies settings if the program is still at the expected
+// revision. Signup opens only with a current notice, access only with
+// content; the seat cap never drops below the seats in use; lowering a cap
+// removes nobody.
+func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s ProgramSettings) (*Program, error) {
+	for _, c := range []struct {
+		v    *int
+		name string
+	}{{s.QueueCap, "queue"}, {s.HourlyCap, "hourly"}, {s.SeatCap, "seat"}} {
+		if c.v != nil && (*c.v < 1 || *c.v > 100000) {
+			return nil, Errorf(EINVALID, "The %s cap must be between 1 and 100000.", c.name)
+		}
+	}
+	var p *Program
+	err := db.Update(ctx, func(tx *Tx) error {
+		var err error
+		if p, err = ownedProgram(ctx, tx, a, programID); err != nil {
+			return err
+		}
+		if p.Revision != s.ExpectedRevision {
+			return Errorf(ECONFLICT, "The program changed since you loaded it. Reload and try again.")
+		}
+		if p.RetiredAt != nil {
+			return Errorf(ECONFLICT, "This program is retired.")
+		}
+		next := *p
+		if s.SignupOpen != nil {
+			next.SignupOpen = *s.SignupOpen
+		}
+		if s.AccessEnabled != nil {
+			next.AccessEnabled = *s.AccessEnabled
+		}
+		if s.QueueCap != nil {
+			next.QueueCap = *s.QueueCap
+		}
+		if s.HourlyCap != nil {
+			next.HourlyCap = *s.HourlyCap
+		}
+		if s.SeatCap != nil {
+			next.SeatCap = *s.SeatCap
+		}
+		if next.SignupOpen && !p.SignupOpen && p.CurrentNoticeID == "" {
+			return Errorf(ECONFLICT, "Publish a notice before opening signup.")
+		}
+		if next.AccessEnabled && !p.AccessEnabled && !p.HasContent {
+			return Errorf(ECONFLICT, "Write the private content before enabling access.")
+		}
+		if next.SeatCap < p.SeatCap {
+			used, err := seatsInUse(ctx, tx, p.ID)
+			if err != nil {
+				return err
+			}
+			if next.SeatCap < used {
+				return Errorf(ECONFLICT, "The seat cap cannot be below the %d seats in use (active grants and unexpired invitations).", used)
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE programs SET signup_open = ?, access_enabled = ?, queue_cap = ?, hourly_cap = ?,
+			seat_cap = ?, revision = revision + 1, updated_at = ? WHERE id = ?`,
+			next.SignupOpen, next.AccessEnabled, next.QueueCap, next.HourlyCap, next.SeatCap, Millis(tx.Now), p.ID)
+		if err != nil {
+			return fmt.Errorf("update program: %w", err)
+		}
+		if err := appendEvent(ctx, tx, p.ID, "", a, "program_changed", Details{
+			"signupOpen": next.SignupOpen, "accessEnabled": next.AccessEnabled,
+			"queueCap": next.QueueCap, "hourlyCap": next.HourlyCap, "seatCap": next.SeatCap,
+		}); err != nil {
+			return err
+		}
+		p, err = programWhere(ctx, tx, "p.id = ?", p.ID)
+		return err
+	})
+	return p, err
+}
+
+// seatsInUse counts active grants plus unexpired issued invitations, judged
+// by the transaction clock.
+func seatsInUse(ctx context.Context, tx *Tx, programID string) (int, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM grants WHERE program_id = ? AND active = 1) +
+		(SELECT count(*) FROM invitations WHERE program_id = ? AND state = 'issued' AND expires_at > ?)`,
+		programID, programID, Millis(tx.Now)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count seats: %w", err)
+	}
+	return n, nil
+}
+
+// PutContent replaces a program's private content if it is still at the
+// expected revision (0 when there is none yet). It returns the new revision.
+func (db *DB) PutContent(ctx context.Context, a Actor, programID string, expectedRevision int64, body string) (int64, error) {
+	if !textBetween(body, 1, 20000) {
+		return 0, Errorf(EINVALID, "The private content must be 1–20000 characters.")
+	}
+	var rev int64
+	err := db.Update(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		var cur int64
+		err = tx.QueryRowContext(ctx, `SELECT revision FROM early_access_content WHERE program_id = ?`, p.ID).Scan(&cur)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read content: %w", err)
+		}
+		if cur != expectedRevision {
+			return Errorf(ECONFLICT, "The content changed since you loaded it. Reload and try again.")
+		}
+		rev = cur + 1
+		_, err = tx.ExecContext(ctx, `INSERT INTO early_access_content (program_id, revision, body, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (program_id) DO UPDATE SET revision = excluded.revision, body = excluded.body, updated_at = excluded.updated_at`,
+			p.ID, rev, body, Millis(tx.Now))
+		if err != nil {
+			return fmt.Errorf("write content: %w", err)
+		}
+		return appendEvent(ctx, tx, p.ID, "", a, "content_updated", Details{"revision": rev})
+	})
+	return rev, err
+}
+
+// OpenPrograms lists programs open for signup, for the public index.
+func (db *DB) OpenPrograms(ctx context.Context) ([]Program, error) {
+	var out []Program
+	err := db.View(ctx, func(tx *Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+programColumns+` FROM programs p
+			JOIN workspaces w ON w.id = p.workspace_id
+			WHERE p.signup_open = 1 AND w.active = 1 AND p.current_notice_id IS NOT NULL ORDER BY p.created_at, p.id`)
+		if err != nil {
+			return fmt.Errorf("open programs: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			p, err := scanProgram(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, *p)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// PublicProgram returns the program at slug with its current notice, for the
+// public signup page. A program without a notice is not found.
+func (db *DB) PublicProgram(ctx context.Context, slug string) (*Program, *Notice, error) {
+	if !ValidSlug(slug) {
+		return nil, nil, Errorf(ENOTFOUND, "Not found.")
+	}
+	var p *Program
+	var n *Notice
+	err := db.View(ctx, func(tx *Tx) error {
+		var err error
+		p, err = programWhere(ctx, tx, `p.public_slug = ? AND p.current_notice_id IS NOT NULL
+			AND EXISTS (SELECT 1 FROM workspaces w WHERE w.id = p.workspace_id AND w.active = 1)`, slug)
+		if err != nil {
+			return err
+		}
+		n, err = noticeByID(ctx, tx, p.CurrentNoticeID)
+		return err
+	})
+	return p, n, err
+}
+
+func noticeByID(ctx context.Context, tx *Tx, id string) (*Notice, error) {
+	var n Notice
+	var at int64
+	err := tx.QueryRowContext(ctx, `SELECT id, program_id, version, purpose, contact_text, retention_text, published_at
+		FROM notices WHERE id = ?`, id).Scan(&n.ID, &n.ProgramID, &n.Version, &n.Purpose, &n.ContactText, &n.RetentionText, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(ENOTFOUND, "Not found.")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read notice: %w", err)
+	}
+	n.PublishedAt = FromMillis(at)
+	return &n, nil
+}
+
+// OwnerPrograms lists the programs of every workspace the actor currently owns.
+func (db *DB) OwnerPrograms(ctx context.Context, a Actor) ([]Program, error) {
+	var out []Program
+	err := db.View(ctx, func(tx *Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+programColumns+` FROM programs p
+			JOIN staff_members s ON s.workspace_id = p.workspace_id AND s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner'
+			JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
+			ORDER BY p.created_at, p.id`, a.UserID)
+		if err != nil {
+			return fmt.Errorf("owner programs: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			p, err := scanProgram(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, *p)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

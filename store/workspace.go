@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Workspace groups programs and their owners.
+type Workspace struct {
+	ID        string
+	Name      string
+	Active    bool
+	CreatedAt time.Time
+}
+
+// StaffMember is a workspace owner membership.
+type StaffMember struct {
+	WorkspaceID string
+	UserID      string
+	Role        string
+	Active      bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// validWorkspaceName checks the schema's bound with a clear message.
+func validWorkspaceName(name string) error {
+	if n := len(strings.TrimSpace(name)); n < 1 || n > 120 || name != strings.TrimSpace(name) {
+		return Errorf(EINVALID, "A workspace name is 1–120 characters with no surrounding spaces.")
+	}
+	return nil
+}
+
+func validUserID(id string) error {
+	if len(id) < 1 || len(id) > 128 || strings.ContainsAny(id, " \t\r\n") {
+		return Errorf(EINVALID, "A user ID is 1–128 characters with no spaces.")
+	}
+	return nil
+}
+
+// workspaceByName reads a workspace by its unique name.
+func workspaceByName(ctx context.Context, tx *Tx, name string) (*Workspace, error) {
+	var w Workspace
+	var created int64
+	err := tx.QueryRowContext(ctx, `SELECT id, name, active, created_at FROM workspaces WHERE name = ?`, name).
+		Scan(&w.ID, &w.Name, &w.Active, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(ENOTFOUND, "No workspace is named %q.", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read workspace: %w", err)
+	}
+	w.CreatedAt = FromMillis(created)
+	return &w, nil
+}
+
+// ensureWorkspace returns the named workspace, creating it (audited) if needed.
+func ensureWorkspace(ctx context.Context, tx *Tx, a Actor, name string) (*Workspace, error) {
+	w, err := workspaceByName(ctx, tx, name)
+	if ErrorCode(err) != ENOTFOUND {
+		return w, err
+	}
+	w = &Workspace{ID: uuid.NewString(), Name: name, Active: true, CreatedAt: tx.Now}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, active, created_at) VALUES (?, ?, 1, ?)`,
+		w.ID, w.Name, Millis(tx.Now)); err != nil {
+		return nil, fmt.Errorf("insert workspace: %w", err)
+	}
+	if err := appendWorkspaceEvent(ctx, tx, w.ID, a, "workspace_created", ""); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// AddOwner makes userID an active owner of the named workspace, creating the
+// workspace if it does not exist. Every change is audited; adding an existing
+// active owner changes nothing and records nothing. This is the only way a
+// staff row comes to exist: signing in never creates one.
+func (db *DB) AddOwner(ctx context.Context, a Actor, workspaceName, userID string) (*Workspace, error) {
+	if err := validWorkspaceName(workspaceName); err != nil {
+		return nil, err
+	}
+	if err := validUserID(userID); err != nil {
+		return nil, err
+	}
+	var w *Workspace
+	err := db.Update(ctx, func(tx *Tx) error {
+		var err error
+		if w, err = ensureWorkspace(ctx, tx, a, workspaceName); err != nil {
+			return err
+		}
+		var active sql.NullBool
+		err = tx.QueryRowContext(ctx, `SELECT active FROM staff_members WHERE workspace_id = ? AND clerk_user_id = ?`,
+			w.ID, userID).Scan(&active)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = tx.ExecContext(ctx, `INSERT INTO staff_members (workspace_id, clerk_user_id, role, active, created_at, updated_at)
+				VALUES (?, ?, 'owner', 1, ?, ?)`, w.ID, userID, Millis(tx.Now), Millis(tx.Now))
+		case err != nil:
+			return fmt.Errorf("read staff: %w", err)
+		case active.Bool:
+			return nil // already an active owner
+		default:
+			_, err = tx.ExecContext(ctx, `UPDATE staff_members SET active = 1, updated_at = ? WHERE workspace_id = ? AND clerk_user_id = ?`,
+				Millis(tx.Now), w.ID, userID)
+		}
+		if err != nil {
+			return fmt.Errorf("write staff: %w", err)
+		}
+		return appendWorkspaceEvent(ctx, tx, w.ID, a, "owner_added", userID)
+	})
+	return w, err
+}
+
+// RemoveOwner deactivates userID's membership of the named workspace. The
+// owner is denied from their next request on. The row stays for the audit
+// trail.
+func (db *DB) RemoveOwner(ctx context.Context, a Actor, workspaceName, userID string) error {
+	if err := validUserID(userID); err != nil {
+		return err
+	}
+	return db.Update(ctx, func(tx *Tx) error {
+		w, err := workspaceByName(ctx, tx, workspaceName)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE staff_members SET active = 0, updated_at = ?
+			WHERE workspace_id = ? AND clerk_user_id = ? AND active = 1`, Millis(tx.Now), w.ID, userID)
+		if err != nil {
+			return fmt.Errorf("deactivate staff: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return Errorf(ENOTFOUND, "That user is not an active owner of %q.", workspaceName)
+		}
+		return appendWorkspaceEvent(ctx, tx, w.ID, a, "owner_removed", userID)
+	})
+}
+
+// ListOwners lists the named workspace's memberships, active and removed.
+func (db *DB) ListOwners(ctx context.Context, workspaceName string) ([]StaffMember, error) {
+	var out []StaffMember
+	err := db.View(ctx, func(tx *Tx) error {
+		w, err := workspaceByName(ctx, tx, workspaceName)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT workspace_id, clerk_user_id, role, active, created_at, updated_at
+			FROM staff_members WHERE workspace_id = ? ORDER BY created_at, clerk_user_id`, w.ID)
+		if err != nil {
+			return fmt.Errorf("list staff: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s StaffMember
+			var c, u int64
+			if err := rows.Scan(&s.WorkspaceID, &s.UserID, &s.Role, &s.Active, &c, &u); err != nil {
+				return err
+			}
+			s.CreatedAt, s.UpdatedAt = FromMillis(c), FromMillis(u)
+			out = append(out, s)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// OwnedWorkspaces returns the active workspaces where userID is currently an
+// active owner. The owner router calls it on every request, so a removed
+// owner is denied on their next request.
+func (db *DB) OwnedWorkspaces(ctx context.Context, userID string) ([]Workspace, error) {
+	var out []Workspace
+	err := db.View(ctx, func(tx *Tx) error {
+		var err error
+		out, err = ownedWorkspaces(ctx, tx, userID)
+		return err
+	})
+	return out, err
+}
+
+func ownedWorkspaces(ctx context.Context, tx *Tx, userID string) ([]Workspace, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT w.id, w.name, w.active, w.created_at
+		FROM staff_members s JOIN workspaces w ON w.id = s.workspace_id
+		WHERE s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner' AND w.active = 1
+		ORDER BY w.name`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("owned workspaces: %w", err)
+	}
+	defer rows.Close()
+	var out []Workspace
+	for rows.Next() {
+		var w Workspace
+		var c int64
+		if err := rows.Scan(&w.ID, &w.Name, &w.Active, &c); err != nil {
+			return nil, err
+		}
+		w.CreatedAt = FromMillis(c)
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// requireOwner checks, inside a transaction, that a is a current owner of the
+// active workspace. Absent, foreign, inactive or revoked all give the same
+// not-found error.
+func requireOwner(ctx context.Context, tx *Tx, a Actor, workspaceID string) error {
+	if a.Kind != ActorOwner || a.UserID == "" {
+		return Errorf(ENOTFOUND, "Not found.")
+	}
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM staff_members s JOIN workspaces w ON w.id = s.workspace_id
+		WHERE s.workspace_id = ? AND s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner' AND w.active = 1`,
+		workspaceID, a.UserID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Errorf(ENOTFOUND, "Not found.")
+	}
+	if err != nil {
+		return fmt.Errorf("check owner: %w", err)
+	}
+	return nil
+}

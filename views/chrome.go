@@ -1,0 +1,59 @@
+// Package views holds admit's templ components: the layout, the pages and
+// the blocks that htmx swaps.
+package views
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Chrome is what every page's shell needs.
+type Chrome struct {
+	Title string
+	// DevMode shows the development banner on every page.
+	DevMode bool
+	// CSRF is the session-bound token for forms and htmx requests; empty
+	// for a signed-out visitor.
+	CSRF string
+	// SignedIn and IsOwner choose the navigation links.
+	SignedIn bool
+	IsOwner  bool
+	// Clerk holds what the page needs to load ClerkJS; nil when it is not loaded.
+	Clerk *ClerkJS
+	// Path is the current request path, for the sign-in redirect.
+	Path string
+}
+
+// ClerkJS configures the Clerk browser script on a page.
+type ClerkJS struct {
+	PublishableKey string
+	// ScriptURL is the ClerkJS bundle on the Frontend API origin.
+	ScriptURL string
+	// Mount is "sign-in" to mount the sign-in component, "" to only keep the
+	// session fresh.
+	Mount string
+	// RedirectURL is where sign-in returns to (a local path).
+	RedirectURL string
+}
+
+// hxHeaders returns the hx-headers attribute value carrying the CSRF token.
+func hxHeaders(csrf string) string {
+	if csrf == "" {
+		return ""
+	}
+	b, _ := json.Marshal(map[string]string{"X-CSRF-Token": csrf})
+	return string(b)
+}
+
+// htmxConfig turns off htmx features the CSP forbids and lets htmx swap
+// error responses, so validation messages and error blocks appear in place.
+const htmxConfig = `{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true,` +
+	`"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},{"code":"[45]..","swap":true,"error":true}]}`
+
+// When formats an instant for people: UTC, to the minute.
+func When(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2 Jan 2006, 15:04 UTC")
+}

@@ -1,0 +1,46 @@
+package views
+
+import "time"
+
+// ProgramCard is an open program on the start page.
+type ProgramCard struct {
+	Slug    string
+	Purpose string
+}
+
+// SignInView configures the sign-in page.
+type SignInView struct {
+	// Dev shows the development form instead of ClerkJS.
+	Dev         bool
+	RedirectURL string
+	Email       string
+	Error       string
+}
+
+// MyEntry is one of the signed-in person's own waitlist entries.
+type MyEntry struct {
+	Slug          string
+	Purpose       string
+	State         string
+	JoinedAt      time.Time
+	NoticeVersion int
+	AccessEnabled bool
+}
+
+// OwnerProgramRow is one program in the owner console.
+type OwnerProgramRow struct {
+	ID         string
+	Slug       string
+	Purpose    string
+	SignupOpen bool
+	Access     bool
+	Occupied   int
+	QueueCap   int
+	Retired    bool
+}
+
+// OwnerHomeView is the owner console's start page.
+type OwnerHomeView struct {
+	Workspaces []string
+	Programs   []OwnerProgramRow
+}

@@ -48,14 +48,14 @@ type Options struct {
 
 // Server serves admit.
 type Server struct {
-	opts     Options
-	db       *store.DB
-	id       Identity
-	sessions *sessions.CookieStore
-	log      *slog.Logger
-	origin   string
+	opts      Options
+	db        *store.DB
+	id        Identity
+	sessions  *sessions.CookieStore
+	log       *slog.Logger
+	origin    string
 	clerkFAPI string
-	handler  http.Handler
+	handler   http.Handler
 }
 
 // New builds the server and its routes.

@@ -1,0 +1,364 @@
+package handlers
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"admit/internal/clerkfake"
+	"admit/store"
+)
+
+// testClock is the injectable store clock.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// testApp is the real server on a loopback port over a temp-file database.
+type testApp struct {
+	URL   string
+	DB    *store.DB
+	Clock *testClock
+	Clerk *clerkfake.Fake // nil in development mode
+	Dev   *DevIdentity
+	Srv   *Server
+	// OwnerID is the demo workspace owner's user ID.
+	OwnerID string
+	// Demo is the seeded demo program.
+	Demo *store.Program
+	Logs *syncBuffer
+}
+
+type appConfig struct {
+	clerk      bool
+	hourly     int
+	clientIPHd string
+}
+
+type appOption func(*appConfig)
+
+// withClerk runs the app in Clerk mode against the fake Backend API.
+func withClerk() appOption { return func(c *appConfig) { c.clerk = true } }
+
+// withNetworkLimit sets ADMIT_NETWORK_HOURLY_LIMIT.
+func withNetworkLimit(n int) appOption { return func(c *appConfig) { c.hourly = n } }
+
+// syncBuffer collects log output for assertions.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testKey returns a deterministic 32-byte key.
+func testKey(b byte) []byte {
+	k := make([]byte, 32)
+	for i := range k {
+		k[i] = b + byte(i)
+	}
+	return k
+}
+
+// MustStartApp starts admit on 127.0.0.1:0 with a fresh database seeded
+// with the demo workspace and program.
+func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
+	tb.Helper()
+	cfg := appConfig{hourly: 1000}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(tb.TempDir(), "admit.db"))
+	if err != nil {
+		tb.Fatalf("open db: %v", err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	clock := &testClock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	db.Now = clock.Now
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	base := "http://" + ln.Addr().String()
+	public, _ := url.Parse(base)
+	app := &testApp{URL: base, DB: db, Clock: clock, Logs: &syncBuffer{}}
+
+	keys := Keys{SessionHash: testKey(1), SessionBlock: testKey(40), CSRF: testKey(80), Binding: testKey(120), Counter: testKey(160)}
+	var id Identity
+	var publishable string
+	if cfg.clerk {
+		app.Clerk = clerkfake.New(tb)
+		app.Clerk.SetAuthorizedParty(base)
+		ci, err := NewClerkIdentity(ClerkConfig{SecretKey: app.Clerk.SecretKey(), APIURL: app.Clerk.URL(),
+			Issuer: app.Clerk.Issuer(), AuthorizedParties: []string{base}})
+		if err != nil {
+			tb.Fatalf("clerk identity: %v", err)
+		}
+		id = ci
+		publishable = "pk_test_" + base64.RawStdEncoding.EncodeToString([]byte("clerk.admit.test$"))
+		app.OwnerID = "user_owner"
+		app.Clerk.SetUser(app.OwnerID, clerkfake.Email{Address: "owner@example.test", Verified: true})
+	} else {
+		app.Dev = NewDevIdentity(keys.SessionHash, keys.SessionBlock, false)
+		id = app.Dev
+		app.OwnerID = DevUserID("owner@example.test")
+	}
+	if _, err := db.SeedDemo(ctx, app.OwnerID); err != nil {
+		tb.Fatalf("seed: %v", err)
+	}
+	ps, err := db.OwnerPrograms(ctx, store.Actor{Kind: store.ActorOwner, UserID: app.OwnerID})
+	if err != nil || len(ps) != 1 {
+		tb.Fatalf("demo program: %v %d", err, len(ps))
+	}
+	app.Demo = &ps[0]
+
+	srv, err := New(Options{
+		PublicURL: public, NetworkHourlyLimit: cfg.hourly, ClientIPHeader: cfg.clientIPHd,
+		ClerkPublishableKey: publishable, Keys: keys,
+		Logger: slog.New(slog.NewTextHandler(app.Logs, nil)),
+	}, db, id)
+	if err != nil {
+		tb.Fatalf("new server: %v", err)
+	}
+	app.Srv = srv
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+	})
+	return app
+}
+
+// testClient is a browser-like client: a cookie jar, no redirect following.
+type testClient struct {
+	*http.Client
+	app    *testApp
+	bearer string
+	csrf   string
+}
+
+// NewClient returns a signed-out client.
+func (a *testApp) NewClient(tb testing.TB) *testClient {
+	tb.Helper()
+	jar, _ := cookiejar.New(nil)
+	return &testClient{app: a, Client: &http.Client{
+		Jar:     jar,
+		Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}}
+}
+
+// SignIn signs the client in as email: the dev form in development mode, a
+// fake Clerk session cookie (user ID derived from the email, verified) in
+// Clerk mode. It returns the user ID.
+func (c *testClient) SignIn(tb testing.TB, email string) string {
+	tb.Helper()
+	if c.app.Clerk != nil {
+		id := "user_" + strings.NewReplacer("@", "_", ".", "_", "+", "_").Replace(email)
+		if email == "owner@example.test" {
+			id = c.app.OwnerID
+		}
+		c.app.Clerk.SetUser(id, clerkfake.Email{Address: email, Verified: true})
+		c.SetClerkSession(tb, id)
+		return id
+	}
+	resp := c.PostForm(tb, "/dev/sign-in", url.Values{"email": {email}, "redirect_url": {"/"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		tb.Fatalf("dev sign-in: status %d", resp.StatusCode)
+	}
+	return DevUserID(email)
+}
+
+// SetClerkSession puts a fresh fake-Clerk session token for userID in the
+// __session cookie.
+func (c *testClient) SetClerkSession(tb testing.TB, userID string) {
+	tb.Helper()
+	u, _ := url.Parse(c.app.URL)
+	c.Jar.SetCookies(u, []*http.Cookie{{Name: "__session", Value: c.app.Clerk.Session(userID), Path: "/"}})
+}
+
+// CSRF fetches and remembers the client's CSRF token.
+func (c *testClient) CSRF(tb testing.TB) string {
+	tb.Helper()
+	resp := c.Do(tb, "GET", "/api/csrf", "", nil)
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("GET /api/csrf: status %d body %s", resp.StatusCode, resp.Body)
+	}
+	var v struct {
+		CSRFToken string `json:"csrfToken"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &v); err != nil || v.CSRFToken == "" {
+		tb.Fatalf("csrf body %q: %v", resp.Body, err)
+	}
+	c.csrf = v.CSRFToken
+	return v.CSRFToken
+}
+
+// testResponse is a fully read response.
+type testResponse struct {
+	StatusCode int
+	Header     http.Header
+	Body       string
+}
+
+// Do sends a request with an optional body of the given content type.
+// Extra headers come as name, value pairs.
+func (c *testClient) Do(tb testing.TB, method, path, contentType string, body io.Reader, headers ...string) *testResponse {
+	tb.Helper()
+	req, err := http.NewRequest(method, c.app.URL+path, body)
+	if err != nil {
+		tb.Fatalf("new request: %v", err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+c.bearer)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := c.Client.Do(req)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("read body: %v", err)
+	}
+	return &testResponse{StatusCode: resp.StatusCode, Header: resp.Header, Body: string(b)}
+}
+
+// Get sends a GET.
+func (c *testClient) Get(tb testing.TB, path string, headers ...string) *testResponse {
+	tb.Helper()
+	return c.Do(tb, "GET", path, "", nil, headers...)
+}
+
+// PostForm sends a urlencoded form.
+func (c *testClient) PostForm(tb testing.TB, path string, form url.Values, headers ...string) *testResponse {
+	tb.Helper()
+	return c.Do(tb, "POST", path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), headers...)
+}
+
+// PostJSON sends a JSON body with the client's CSRF token, if any.
+func (c *testClient) PostJSON(tb testing.TB, method, path, body string, headers ...string) *testResponse {
+	tb.Helper()
+	if c.csrf != "" {
+		headers = append([]string{"X-CSRF-Token", c.csrf}, headers...)
+	}
+	return c.Do(tb, method, path, "application/json", strings.NewReader(body), headers...)
+}
+
+// tableCounts returns the row count of every table: a fingerprint to prove
+// that a rejected request changed nothing.
+func tableCounts(tb testing.TB, db *store.DB) map[string]int {
+	tb.Helper()
+	out := map[string]int{}
+	err := db.View(context.Background(), func(tx *store.Tx) error {
+		rows, err := tx.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+		if err != nil {
+			return err
+		}
+		var names []string
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+			names = append(names, n)
+		}
+		rows.Close()
+		for _, n := range names {
+			var c int
+			if err := tx.QueryRow(`SELECT count(*) FROM "` + n + `"`).Scan(&c); err != nil {
+				return err
+			}
+			out[n] = c
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("table counts: %v", err)
+	}
+	return out
+}
+
+// mustInsertEntry adds an entry for email to the program with raw SQL, for
+// tests that need one before the signup path is exercised.
+func mustInsertEntry(tb testing.TB, db *store.DB, p *store.Program, email, state string) string {
+	tb.Helper()
+	id := "00000000-0000-4000-8000-" + strings.Repeat("0", 12-len(email)%12) + strings.Repeat("1", len(email)%12)
+	err := db.Update(context.Background(), func(tx *store.Tx) error {
+		var n int
+		if err := tx.QueryRow(`SELECT count(*) FROM entries`).Scan(&n); err != nil {
+			return err
+		}
+		id = "00000000-0000-4000-8000-" + leftPad(n+1)
+		_, err := tx.Exec(`INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, p.ID, email, p.CurrentNoticeID, store.Millis(tx.Now), state,
+			store.Millis(tx.Now), store.Millis(tx.Now))
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("insert entry: %v", err)
+	}
+	return id
+}
+
+func leftPad(n int) string {
+	s := strings.Repeat("0", 12) + itoa(n)
+	return s[len(s)-12:]
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

@@ -1,0 +1,159 @@
+// Package browser starts headless Chromium for tests, driven by chromedp
+// (DESIGN §9). It is test-only: import it from _test.go files only, so it never
+// ships in the binary.
+//
+//	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
+//	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/waitlist/demo")); err != nil {
+//		t.Fatal(err)
+//	}
+//	heading, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("h1")))
+//
+// (chromedp v0.23 has the generic API: Do for steps, Run for one value.)
+//
+// Chromium is /usr/bin/chromium, or the CHROMIUM_PATH environment variable.
+// When it is missing, a test is skipped if CI is unset or empty, and fails
+// otherwise: under CI a missing browser must never look like a pass.
+package browser
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// DefaultPath is where Debian's chromium package installs the browser.
+const DefaultPath = "/usr/bin/chromium"
+
+// DefaultTimeout is the deadline of the context MustNew returns, so a test
+// whose page never answers fails instead of hanging.
+const DefaultTimeout = 60 * time.Second
+
+// config collects the Options given to MustNew.
+type config struct {
+	jsDisabled bool
+	timeout    time.Duration
+}
+
+// Option changes how MustNew starts the browser.
+type Option func(*config)
+
+// WithJavaScriptDisabled turns script execution off in the tab before its
+// first navigation (emulation.setScriptExecutionDisabled), so pages behave as
+// for a visitor without JavaScript: scripts do not run and <noscript> content
+// renders. It applies to the tab MustNew returns, not to tabs the test opens
+// later with chromedp.NewContext.
+func WithJavaScriptDisabled() Option {
+	return func(c *config) { c.jsDisabled = true }
+}
+
+// WithTimeout replaces DefaultTimeout as the deadline of the returned context.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) { c.timeout = d }
+}
+
+// ExecPath returns the Chromium binary to run: CHROMIUM_PATH when set,
+// otherwise DefaultPath. It reports an error when the binary is not there.
+func ExecPath() (string, error) {
+	p := os.Getenv("CHROMIUM_PATH")
+	if p == "" {
+		p = DefaultPath
+	}
+	resolved, err := exec.LookPath(p)
+	if err != nil {
+		return "", err
+	}
+	return resolved, nil
+}
+
+// MustNew starts a fresh headless Chromium with its own temporary profile and
+// returns a chromedp context for one tab in it. The context has a deadline of
+// DefaultTimeout (see WithTimeout). The browser process is stopped, and waited
+// for, when the test ends.
+//
+// With Chromium absent, MustNew skips the test when the CI environment
+// variable is unset or empty and fails it otherwise.
+func MustNew(tb testing.TB, opts ...Option) context.Context {
+	tb.Helper()
+	cfg := config{timeout: DefaultTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+
+	execPath, err := ExecPath()
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			tb.Skipf("browser: Chromium not available (%v); set CHROMIUM_PATH or install chromium", err)
+		}
+		tb.Fatalf("browser: Chromium required under CI but not available: %v", err)
+	}
+
+	// TempDir first: cleanups run last-in first-out, so the browser below is
+	// stopped before its profile directory is removed.
+	profile := tb.TempDir()
+
+	// DESIGN §9: root on a closed network, so no sandbox and no background
+	// traffic; a fresh profile for every test.
+	allocOpts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(execPath),
+		chromedp.UserDataDir(profile),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), allocOpts...)
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	tb.Cleanup(func() {
+		// Close the browser gracefully so that it stops its own child
+		// processes, then make sure: cancelling the allocator waits until
+		// the browser process has exited.
+		closeCtx, cancelClose := context.WithTimeout(browserCtx, 10*time.Second)
+		_ = chromedp.Cancel(closeCtx)
+		cancelClose()
+		cancelBrowser()
+		cancelAlloc()
+	})
+
+	// Start the browser now, with the untimed context: the context of the
+	// first action owns the browser process. A broken install then fails here
+	// with a clear message instead of inside the first action of the test.
+	if err := chromedp.Do(browserCtx); err != nil {
+		tb.Fatalf("browser: start %s: %v", execPath, err)
+	}
+	if cfg.jsDisabled {
+		// Before any navigation, so no page of the test ever runs a script.
+		if _, err := chromedp.Call(browserCtx, emulation.SetScriptExecutionDisabled,
+			emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+			tb.Fatalf("browser: disable JavaScript: %v", err)
+		}
+	}
+
+	ctx, cancelTimeout := context.WithTimeout(browserCtx, cfg.timeout)
+	tb.Cleanup(cancelTimeout)
+	return ctx
+}
+
+// Screenshot saves a full-page PNG of the tab in ctx to path, for looking at
+// a failing page. It fails the test when the capture or the write fails.
+func Screenshot(tb testing.TB, ctx context.Context, path string) {
+	tb.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.Fatalf("browser: screenshot: %v", err)
+	}
+	if len(png) == 0 {
+		tb.Fatal("browser: screenshot: empty image")
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		tb.Fatalf("browser: write screenshot: %v", err)
+	}
+}

@@ -1,0 +1,204 @@
+package browser_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"admit/internal/browser"
+)
+
+// page has text that its external script replaces, and a <noscript> block
+// that becomes elements only when scripting is off.
+const page = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>browser harness</title></head>
+<body>
+<p id="status">static</p>
+<noscript><p id="noscript">JavaScript is off</p></noscript>
+<script src="/app.js"></script>
+</body></html>`
+
+// nilSignal checks that a process exists without affecting it.
+var nilSignal = syscall.Signal(0)
+
+// mustServePage serves page and its script on loopback.
+func mustServePage(tb testing.TB) *httptest.Server {
+	tb.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, page)
+	})
+	mux.HandleFunc("GET /app.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		fmt.Fprint(w, `document.getElementById("status").textContent = "scripted";`)
+	})
+	srv := httptest.NewServer(mux) // listens on 127.0.0.1
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+// loadPage navigates to the test page and reports the #status text and how
+// many #noscript elements the DOM holds.
+func loadPage(tb testing.TB, ctx context.Context, url string) (status string, noscript int) {
+	tb.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		tb.Fatalf("load %s: %v", url, err)
+	}
+	status, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("status")))
+	if err != nil {
+		tb.Fatalf("read #status: %v", err)
+	}
+	noscript, err = chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#noscript").length`))
+	if err != nil {
+		tb.Fatalf("count #noscript: %v", err)
+	}
+	return status, noscript
+}
+
+func TestMustNew_JavaScriptDisabledScriptsDoNotRun(t *testing.T) {
+	srv := mustServePage(t)
+	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
+
+	status, noscript := loadPage(t, ctx, srv.URL+"/")
+	if got, want := status, "static"; got != want {
+		t.Fatalf("#status=%q, want %q (the page script ran)", got, want)
+	}
+	if got, want := noscript, 1; got != want {
+		t.Fatalf("#noscript elements=%d, want %d (<noscript> not rendered)", got, want)
+	}
+
+	// Still off after a second navigation.
+	status, _ = loadPage(t, ctx, srv.URL+"/")
+	if got, want := status, "static"; got != want {
+		t.Fatalf("second load: #status=%q, want %q", got, want)
+	}
+}
+
+func TestMustNew_JavaScriptEnabledByDefault(t *testing.T) {
+	srv := mustServePage(t)
+	ctx := browser.MustNew(t)
+
+	status, noscript := loadPage(t, ctx, srv.URL+"/")
+	if got, want := status, "scripted"; got != want {
+		t.Fatalf("#status=%q, want %q (the page script did not run)", got, want)
+	}
+	if got, want := noscript, 0; got != want {
+		t.Fatalf("#noscript elements=%d, want %d", got, want)
+	}
+}
+
+func TestMustNew_ContextHasDeadline(t *testing.T) {
+	ctx := browser.MustNew(t, browser.WithTimeout(30*time.Second))
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		t.Fatal("context has no deadline")
+	}
+	if left := time.Until(deadline); left <= 0 || left > 30*time.Second {
+		t.Fatalf("deadline in %v, want within (0, 30s]", left)
+	}
+}
+
+func TestMustNew_BrowserProcessEndsAtCleanup(t *testing.T) {
+	var proc *os.Process
+	t.Run("use", func(t *testing.T) {
+		ctx := browser.MustNew(t)
+		proc = chromedp.FromContext(ctx).Browser.Process()
+		if proc == nil {
+			t.Fatal("no browser process")
+		}
+		if err := proc.Signal(nilSignal); err != nil {
+			t.Fatalf("browser not running during the test: %v", err)
+		}
+	})
+	if proc == nil {
+		t.Fatal("subtest did not start a browser")
+	}
+	// The subtest's cleanup has run: the process must be gone and reaped.
+	if err := proc.Signal(nilSignal); err == nil {
+		t.Fatalf("browser process %d still running after cleanup", proc.Pid)
+	}
+}
+
+func TestScreenshot_WritesPNG(t *testing.T) {
+	srv := mustServePage(t)
+	ctx := browser.MustNew(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "page.png")
+	browser.Screenshot(t, ctx, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("screenshot is not a PNG (first bytes %q)", b[:min(len(b), 8)])
+	}
+}
+
+// recordingTB stands in for the test given to MustNew, to observe whether it
+// skips or fails. Skip and fail end the calling goroutine, as testing does.
+type recordingTB struct {
+	testing.TB
+	mu      sync.Mutex
+	skipped bool
+	failed  bool
+}
+
+func (r *recordingTB) Skipf(format string, args ...any) {
+	r.mu.Lock()
+	r.skipped = true
+	r.mu.Unlock()
+	runtime.Goexit()
+}
+
+func (r *recordingTB) Fatalf(format string, args ...any) {
+	r.mu.Lock()
+	r.failed = true
+	r.mu.Unlock()
+	runtime.Goexit()
+}
+
+func (r *recordingTB) Fatal(args ...any) { r.Fatalf("") }
+
+func TestMustNew_MissingChromium(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-chromium")
+	for _, tc := range []struct {
+		name              string
+		ci                string
+		wantSkip, wantErr bool
+	}{
+		{name: "CI unset skips", ci: "", wantSkip: true},
+		{name: "CI=true fails", ci: "true", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CHROMIUM_PATH", missing)
+			t.Setenv("CI", tc.ci)
+			rec := &recordingTB{TB: t}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				browser.MustNew(rec)
+			}()
+			<-done
+			if got, want := rec.skipped, tc.wantSkip; got != want {
+				t.Errorf("skipped=%v, want %v", got, want)
+			}
+			if got, want := rec.failed, tc.wantErr; got != want {
+				t.Errorf("failed=%v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// testEpoch is where every fake clock starts: a fixed instant, so stored
+// timestamps are predictable.
+var testEpoch = time.Date(2025, time.March, 10, 9, 0, 0, 0, time.UTC)
+
+// fakeClock is a controllable clock for DB.Now. It is safe for concurrent use,
+// so a test may advance it while another goroutine's transaction waits.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// newFakeClock returns a clock stopped at t.
+func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
+
+// Now returns the clock's current instant.
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Set moves the clock to t.
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// Add advances the clock by d and returns the new instant.
+func (c *fakeClock) Add(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t
+}
+
+// MustOpenDB opens a fresh database in a temp file (never :memory:) with its
+// clock stopped at testEpoch, and closes it when the test ends.
+func MustOpenDB(tb testing.TB) *DB {
+	tb.Helper()
+	db, _ := mustOpenDBWithClock(tb)
+	return db
+}
+
+// mustOpenDBWithClock is MustOpenDB that also returns the fake clock.
+func mustOpenDBWithClock(tb testing.TB) (*DB, *fakeClock) {
+	tb.Helper()
+	clock := newFakeClock(testEpoch)
+	return mustOpenAt(tb, filepath.Join(tb.TempDir(), "admit.db"), clock), clock
+}
+
+// mustOpenAt opens (migrating) the database file at path with the given
+// clock, and closes it when the test ends. Two calls on one path give two
+// independent *DB, each with its own writer connection.
+func mustOpenAt(tb testing.TB, path string, clock *fakeClock) *DB {
+	tb.Helper()
+	db, err := Open(context.Background(), path)
+	if err != nil {
+		tb.Fatalf("open %s: %v", path, err)
+	}
+	db.Now = clock.Now
+	tb.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			tb.Errorf("close db: %v", err)
+		}
+	})
+	return db
+}
+
+// mustOwner creates a new workspace through AddOwner (as the CLI would) and
+// returns an owner actor of it. Each call makes a distinct workspace and user.
+func mustOwner(tb testing.TB, db *DB) (Actor, *Workspace) {
+	tb.Helper()
+	suffix := uuid.NewString()[:8]
+	userID := "user_" + suffix
+	w, err := db.AddOwner(context.Background(), Actor{Kind: ActorCLI}, "Workspace "+suffix, userID)
+	if err != nil {
+		tb.Fatalf("add owner: %v", err)
+	}
+	return Actor{Kind: ActorOwner, UserID: userID}, w
+}
+
+// testPurpose is the purpose every test program and its notices state.
+const testPurpose = "Early access to the test product, invited in small groups."
+
+// mustProgram creates a closed program with the given slug in the owner's
+// workspace.
+func mustProgram(tb testing.TB, db *DB, a Actor, w *Workspace, slug string) *Program {
+	tb.Helper()
+	p, err := db.CreateProgram(context.Background(), a, NewProgram{WorkspaceID: w.ID, Slug: slug, Purpose: testPurpose,
+		QueueCap: 100, HourlyCap: 10, SeatCap: 5, MaxInvitationDays: 14})
+	if err != nil {
+		tb.Fatalf("create program %q: %v", slug, err)
+	}
+	return p
+}
+
+// testNotice is a valid notice for a program with testPurpose.
+var testNotice = NewNotice{
+	Purpose:       testPurpose,
+	ContactText:   "We will send you one invitation code by hand if you are selected.",
+	RetentionText: "Your address stays until the program is retired or you remove it.",
+}
+
+// mustNotice publishes testNotice on the program.
+func mustNotice(tb testing.TB, db *DB, a Actor, programID string) *Notice {
+	tb.Helper()
+	n, err := db.PublishNotice(context.Background(), a, programID, testNotice)
+	if err != nil {
+		tb.Fatalf("publish notice: %v", err)
+	}
+	return n
+}
+
+// mustUpdate runs fn in a write transaction and fails the test on error.
+func mustUpdate(tb testing.TB, db *DB, fn func(*Tx) error) {
+	tb.Helper()
+	if err := db.Update(context.Background(), fn); err != nil {
+		tb.Fatalf("update: %v", err)
+	}
+}
+
+// mustCount returns the single integer a counting query yields.
+func mustCount(tb testing.TB, db *DB, query string, args ...any) int {
+	tb.Helper()
+	var n int
+	err := db.View(context.Background(), func(tx *Tx) error {
+		return tx.QueryRowContext(context.Background(), query, args...).Scan(&n)
+	})
+	if err != nil {
+		tb.Fatalf("count %q: %v", query, err)
+	}
+	return n
+}

@@ -85,6 +85,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	db.BindingKey = keys.Binding
 
 	var id handlers.Identity
 	if cfg.DevMode() {

@@ -116,6 +116,7 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	tb.Cleanup(func() { db.Close() })
 	clock := &testClock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	db.Now = clock.Now
+	db.BindingKey = testKey(120)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -21,6 +21,13 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
 	mux.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 	mux.Handle("GET /assets/", assets.Handler())
+	mux.Handle("GET /waitlist/{slug}", s.h(s.handleWaitlist))
+	mux.Handle("POST /waitlist/{slug}", s.h(s.handleWaitlistPost))
+	mux.Handle("GET /api/public/programs/{slug}", s.h(s.handlePublicProgramAPI))
+	mux.Handle("POST /api/public/programs/{slug}/signups", s.h(s.handleSignupAPI))
+	mux.Handle("GET /manage/{$}", s.h(s.handleManage))
+	mux.Handle("POST /manage/remove", s.h(s.handleRemovePost))
+	mux.Handle("POST /api/public/removals", s.h(s.handleRemovalAPI))
 	mux.Handle("GET /sign-in", s.h(s.handleSignIn))
 	mux.Handle("POST /sign-out", s.h(s.handleSignOut))
 	if _, ok := s.id.(*DevIdentity); ok {

@@ -116,9 +116,12 @@ type WorkspaceEvent struct {
 func (db *DB) WorkspaceEvents(ctx context.Context, workspaceName string) ([]WorkspaceEvent, error) {
 	var out []WorkspaceEvent
 	err := db.View(ctx, func(tx *Tx) error {
+		w, err := workspaceByName(ctx, tx, workspaceName)
+		if err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT e.id, e.event_type, e.actor_kind, coalesce(e.subject_user_id, ''), e.event_at
-			FROM workspace_events e JOIN workspaces w ON w.id = e.workspace_id
-			WHERE w.name = ? ORDER BY e.id`, workspaceName)
+			FROM workspace_events e WHERE e.workspace_id = ? ORDER BY e.id`, w.ID)
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,11 @@ type DB struct {
 	Path string
 	// Now is the clock. Tx.Now is read from it once, after the write lock is held.
 	Now func() time.Time
+	// Retention is the erasure policy; the zero value means DefaultRetention.
+	Retention Retention
+	// BindingKey keys the HMAC that binds an idempotency key to its request.
+	// It comes from the server's secrets, never from the database.
+	BindingKey []byte
 
 	writer *sql.DB
 	reader *sql.DB

@@ -393,8 +393,8 @@ func rawInvitation(ctx context.Context, tx *Tx, programID, entryID, state string
 	return id, err
 }
 
-// mustEntry inserts a raw entry and fails the test on error.
-func mustEntry(t *testing.T, db *DB, programID, noticeID, state string) string {
+// mustRawEntry inserts a raw entry and fails the test on error.
+func mustRawEntry(t *testing.T, db *DB, programID, noticeID, state string) string {
 	t.Helper()
 	var id string
 	mustUpdate(t, db, func(tx *Tx) error {
@@ -405,8 +405,8 @@ func mustEntry(t *testing.T, db *DB, programID, noticeID, state string) string {
 	return id
 }
 
-// execErr runs one statement in its own write transaction and returns its error.
-func execErr(db *DB, query string, args ...any) error {
+// execRaw runs one statement in its own write transaction and returns its error.
+func execRaw(db *DB, query string, args ...any) error {
 	ctx := context.Background()
 	return db.Update(ctx, func(tx *Tx) error {
 		_, err := tx.ExecContext(ctx, query, args...)
@@ -414,7 +414,7 @@ func execErr(db *DB, query string, args ...any) error {
 	})
 }
 
-func wantConstraint(t *testing.T, what string, err error, fragment string) {
+func wantSchemaError(t *testing.T, what string, err error, fragment string) {
 	t.Helper()
 	if err == nil {
 		t.Errorf("%s: succeeded, want a constraint error", what)
@@ -436,14 +436,14 @@ func TestSchema_ForeignKeysAreEnforced(t *testing.T) {
 		_, err := rawEntry(ctx, tx, uuid.NewString(), n.ID, "waiting")
 		return err
 	})
-	wantConstraint(t, "entry with unknown program", err, "FOREIGN KEY constraint failed")
+	wantSchemaError(t, "entry with unknown program", err, "FOREIGN KEY constraint failed")
 	err = db.Update(ctx, func(tx *Tx) error {
 		_, err := rawEntry(ctx, tx, p.ID, uuid.NewString(), "waiting")
 		return err
 	})
-	wantConstraint(t, "entry with unknown notice", err, "FOREIGN KEY constraint failed")
+	wantSchemaError(t, "entry with unknown notice", err, "FOREIGN KEY constraint failed")
 
-	mustEntry(t, db, p.ID, n.ID, "waiting") // the same insert with real parents works
+	mustRawEntry(t, db, p.ID, n.ID, "waiting") // the same insert with real parents works
 	if got, want := mustCount(t, db, `SELECT count(*) FROM entries`), 1; got != want {
 		t.Fatalf("entries=%d, want %d", got, want)
 	}
@@ -455,18 +455,18 @@ func TestSchema_StrictTablesRejectWrongTypes(t *testing.T) {
 	p := mustProgram(t, db, a, w, "strict-program")
 	n := mustNotice(t, db, a, p.ID)
 
-	err := execErr(db, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state, created_at, updated_at)
+	err := execRaw(db, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state, created_at, updated_at)
 		VALUES (?, ?, 'a@example.test', ?, 'yesterday', 'waiting', 1, 1)`, uuid.NewString(), p.ID, n.ID)
-	wantConstraint(t, "text in entries.permission_at", err, "cannot store TEXT value in INTEGER column")
-	err = execErr(db, `UPDATE programs SET queue_cap = 'many' WHERE id = ?`, p.ID)
-	wantConstraint(t, "text in programs.queue_cap", err, "cannot store TEXT value in INTEGER column")
+	wantSchemaError(t, "text in entries.permission_at", err, "cannot store TEXT value in INTEGER column")
+	err = execRaw(db, `UPDATE programs SET queue_cap = 'many' WHERE id = ?`, p.ID)
+	wantSchemaError(t, "text in programs.queue_cap", err, "cannot store TEXT value in INTEGER column")
 }
 
 func TestSchema_ProgramChecksSlugAndCaps(t *testing.T) {
 	db := MustOpenDB(t)
 	_, w := mustOwner(t, db)
 	insert := func(slug string, queueCap, hourlyCap, seatCap, days int) error {
-		return execErr(db, `INSERT INTO programs (id, workspace_id, public_slug, purpose, queue_cap, hourly_cap, seat_cap,
+		return execRaw(db, `INSERT INTO programs (id, workspace_id, public_slug, purpose, queue_cap, hourly_cap, seat_cap,
 			max_invitation_days, created_at, updated_at) VALUES (?, ?, ?, 'A purpose.', ?, ?, ?, ?, 1, 1)`,
 			uuid.NewString(), w.ID, slug, queueCap, hourlyCap, seatCap, days)
 	}
@@ -489,7 +489,7 @@ func TestSchema_ProgramChecksSlugAndCaps(t *testing.T) {
 		{"zero invitation days", "zero-days", 1, 1, 1, 0},
 		{"long invitation days", "long-days", 1, 1, 1, 31},
 	} {
-		wantConstraint(t, tc.name, insert(tc.slug, tc.queue, tc.hourly, tc.seat, tc.days), "CHECK constraint failed")
+		wantSchemaError(t, tc.name, insert(tc.slug, tc.queue, tc.hourly, tc.seat, tc.days), "CHECK constraint failed")
 	}
 	if n := mustCount(t, db, `SELECT count(*) FROM programs`); n != 0 {
 		t.Fatalf("programs=%d after rejected inserts, want 0", n)
@@ -509,8 +509,8 @@ func TestSchema_OneIssuedInvitationPerEntry(t *testing.T) {
 	a, w := mustOwner(t, db)
 	p := mustProgram(t, db, a, w, "one-invite")
 	n := mustNotice(t, db, a, p.ID)
-	first := mustEntry(t, db, p.ID, n.ID, "invited")
-	second := mustEntry(t, db, p.ID, n.ID, "invited")
+	first := mustRawEntry(t, db, p.ID, n.ID, "invited")
+	second := mustRawEntry(t, db, p.ID, n.ID, "invited")
 
 	invite := func(entryID, state string) error {
 		return db.Update(ctx, func(tx *Tx) error {
@@ -525,7 +525,7 @@ func TestSchema_OneIssuedInvitationPerEntry(t *testing.T) {
 		t.Fatalf("issued invitation beside a revoked one: %v", err)
 	}
 	err := invite(first, "issued")
-	wantConstraint(t, "second issued invitation", err, "UNIQUE constraint failed")
+	wantSchemaError(t, "second issued invitation", err, "UNIQUE constraint failed")
 	if got, want := ErrorCode(err), ECONFLICT; got != want {
 		t.Errorf("ErrorCode(second issued)=%q, want %q", got, want)
 	}
@@ -543,7 +543,7 @@ func TestSchema_GrantActiveMatchesRevokedAt(t *testing.T) {
 	a, w := mustOwner(t, db)
 	p := mustProgram(t, db, a, w, "grant-check")
 	n := mustNotice(t, db, a, p.ID)
-	entry := mustEntry(t, db, p.ID, n.ID, "active")
+	entry := mustRawEntry(t, db, p.ID, n.ID, "active")
 	var invitation string
 	mustUpdate(t, db, func(tx *Tx) error {
 		var err error
@@ -551,17 +551,17 @@ func TestSchema_GrantActiveMatchesRevokedAt(t *testing.T) {
 		return err
 	})
 	grant := func(active int, revokedAt any) error {
-		return execErr(db, `INSERT INTO grants (id, program_id, entry_id, invitation_id, clerk_user_id, active, granted_at, revoked_at)
+		return execRaw(db, `INSERT INTO grants (id, program_id, entry_id, invitation_id, clerk_user_id, active, granted_at, revoked_at)
 			VALUES (?, ?, ?, ?, 'user_recipient', ?, 1, ?)`, uuid.NewString(), p.ID, entry, invitation, active, revokedAt)
 	}
-	wantConstraint(t, "active grant with revoked_at", grant(1, 5), "CHECK constraint failed")
-	wantConstraint(t, "revoked grant without revoked_at", grant(0, nil), "CHECK constraint failed")
+	wantSchemaError(t, "active grant with revoked_at", grant(1, 5), "CHECK constraint failed")
+	wantSchemaError(t, "revoked grant without revoked_at", grant(0, nil), "CHECK constraint failed")
 	if err := grant(1, nil); err != nil {
 		t.Fatalf("active grant: %v", err)
 	}
-	err := execErr(db, `UPDATE grants SET active = 0 WHERE entry_id = ?`, entry)
-	wantConstraint(t, "revoking without revoked_at", err, "CHECK constraint failed")
-	if err := execErr(db, `UPDATE grants SET active = 0, revoked_at = 7 WHERE entry_id = ?`, entry); err != nil {
+	err := execRaw(db, `UPDATE grants SET active = 0 WHERE entry_id = ?`, entry)
+	wantSchemaError(t, "revoking without revoked_at", err, "CHECK constraint failed")
+	if err := execRaw(db, `UPDATE grants SET active = 0, revoked_at = 7 WHERE entry_id = ?`, entry); err != nil {
 		t.Fatalf("revoke grant: %v", err)
 	}
 }
@@ -571,7 +571,7 @@ func TestSchema_AuditDetailsMustBeSmallJSONObjects(t *testing.T) {
 	a, w := mustOwner(t, db)
 	p := mustProgram(t, db, a, w, "audit-details")
 	insert := func(details string) error {
-		return execErr(db, `INSERT INTO audit_events (program_id, actor_kind, event_type, event_at, details)
+		return execRaw(db, `INSERT INTO audit_events (program_id, actor_kind, event_type, event_at, details)
 			VALUES (?, 'system', 'program_changed', 1, ?)`, p.ID, details)
 	}
 	big := `{"k":"` + strings.Repeat("x", 510) + `"}` // 518 bytes
@@ -582,7 +582,7 @@ func TestSchema_AuditDetailsMustBeSmallJSONObjects(t *testing.T) {
 		{"invalid JSON", `{"a":`},
 		{"over 512 bytes", big},
 	} {
-		wantConstraint(t, tc.name, insert(tc.details), "CHECK constraint failed")
+		wantSchemaError(t, tc.name, insert(tc.details), "CHECK constraint failed")
 	}
 	fits := `{"k":"` + strings.Repeat("x", 504) + `"}` // exactly 512 bytes
 	if err := insert(fits); err != nil {
@@ -617,9 +617,9 @@ func TestSchema_OccupancyTriggersCountEntriesNotWithdrawn(t *testing.T) {
 		want int
 	}{
 		{"start", func() {}, 0},
-		{"insert waiting", func() { waiting = mustEntry(t, db, p.ID, n.ID, "waiting") }, 1},
-		{"insert withdrawn", func() { mustEntry(t, db, p.ID, n.ID, "withdrawn") }, 1},
-		{"insert declined", func() { declined = mustEntry(t, db, p.ID, n.ID, "declined") }, 2},
+		{"insert waiting", func() { waiting = mustRawEntry(t, db, p.ID, n.ID, "waiting") }, 1},
+		{"insert withdrawn", func() { mustRawEntry(t, db, p.ID, n.ID, "withdrawn") }, 1},
+		{"insert declined", func() { declined = mustRawEntry(t, db, p.ID, n.ID, "declined") }, 2},
 		{"waiting to selected", func() { setState(waiting, "selected") }, 2},
 		{"selected to withdrawn", func() { setState(waiting, "withdrawn") }, 1},
 		{"withdrawn to withdrawn", func() { setState(waiting, "withdrawn") }, 1},
@@ -644,7 +644,7 @@ func TestSchema_OccupancyTriggersCountEntriesNotWithdrawn(t *testing.T) {
 func TestErrorCode_MapsConstraintsDomainAndOtherErrors(t *testing.T) {
 	db := MustOpenDB(t)
 	_, w := mustOwner(t, db)
-	constraint := execErr(db, `INSERT INTO workspaces (id, name, active, created_at) VALUES (?, ?, 1, 1)`,
+	constraint := execRaw(db, `INSERT INTO workspaces (id, name, active, created_at) VALUES (?, ?, 1, 1)`,
 		uuid.NewString(), w.Name)
 	if constraint == nil {
 		t.Fatal("duplicate workspace name was accepted")

@@ -14,7 +14,7 @@ func auditDelta(t *testing.T, db *DB, fn func()) int {
 	return mustCount(t, db, `SELECT count(*) FROM audit_events`) - before
 }
 
-func wantCode(t *testing.T, what string, err error, code string) {
+func wantErrorCode(t *testing.T, what string, err error, code string) {
 	t.Helper()
 	if got := ErrorCode(err); got != code {
 		t.Fatalf("%s: code=%q (%v), want %q", what, got, err, code)
@@ -93,7 +93,7 @@ func TestCreateProgram_NonOwnerGetsNotFoundAndNoRow(t *testing.T) {
 	} {
 		added := auditDelta(t, db, func() {
 			_, err := db.CreateProgram(ctx, tc.actor, newTestProgram(w, "not-yours"))
-			wantCode(t, tc.name, err, ENOTFOUND)
+			wantErrorCode(t, tc.name, err, ENOTFOUND)
 		})
 		if added != 0 {
 			t.Fatalf("%s: audit rows added=%d, want 0", tc.name, added)
@@ -121,7 +121,7 @@ func TestCreateProgram_DuplicateSlugConflicts(t *testing.T) {
 	} {
 		added := auditDelta(t, db, func() {
 			_, err := db.CreateProgram(ctx, tc.actor, newTestProgram(tc.w, "taken"))
-			wantCode(t, tc.name, err, ECONFLICT)
+			wantErrorCode(t, tc.name, err, ECONFLICT)
 		})
 		if added != 0 {
 			t.Fatalf("%s: audit rows added=%d, want 0", tc.name, added)
@@ -151,7 +151,7 @@ func TestCreateProgram_RejectsInvalidFields(t *testing.T) {
 		np := newTestProgram(w, "valid-slug")
 		tc.mutate(&np)
 		_, err := db.CreateProgram(ctx, a, np)
-		wantCode(t, tc.name, err, EINVALID)
+		wantErrorCode(t, tc.name, err, EINVALID)
 	}
 	if n := mustCount(t, db, `SELECT count(*) FROM programs`); n != 0 {
 		t.Fatalf("programs=%d, want 0", n)
@@ -205,15 +205,15 @@ func TestPublishNotice_DifferentPurposeConflictsAndWritesNothing(t *testing.T) {
 	changed.Purpose = "A different purpose altogether."
 	added := auditDelta(t, db, func() {
 		_, err := db.PublishNotice(ctx, a, p.ID, changed)
-		wantCode(t, "different purpose", err, ECONFLICT)
+		wantErrorCode(t, "different purpose", err, ECONFLICT)
 		_, err = db.PublishNotice(ctx, stranger, p.ID, testNotice)
-		wantCode(t, "foreign program", err, ENOTFOUND)
+		wantErrorCode(t, "foreign program", err, ENOTFOUND)
 		_, err = db.PublishNotice(ctx, a, "not-a-uuid", testNotice)
-		wantCode(t, "malformed program ID", err, ENOTFOUND)
+		wantErrorCode(t, "malformed program ID", err, ENOTFOUND)
 		blank := testNotice
 		blank.ContactText = " "
 		_, err = db.PublishNotice(ctx, a, p.ID, blank)
-		wantCode(t, "blank contact text", err, EINVALID)
+		wantErrorCode(t, "blank contact text", err, EINVALID)
 	})
 	if added != 0 {
 		t.Fatalf("audit rows added=%d, want 0", added)
@@ -251,7 +251,7 @@ func TestUpdateProgram_StaleRevisionConflictsAndChangesNothing(t *testing.T) {
 	clock.Add(time.Hour)
 	added = auditDelta(t, db, func() {
 		_, err := db.UpdateProgram(ctx, a, p.ID, ProgramSettings{ExpectedRevision: p.Revision, QueueCap: &seventy})
-		wantCode(t, "stale revision", err, ECONFLICT)
+		wantErrorCode(t, "stale revision", err, ECONFLICT)
 	})
 	if added != 0 {
 		t.Fatalf("audit rows for stale update=%d, want 0", added)
@@ -263,10 +263,10 @@ func TestUpdateProgram_StaleRevisionConflictsAndChangesNothing(t *testing.T) {
 
 	stranger, _ := mustOwner(t, db)
 	_, err := db.UpdateProgram(ctx, stranger, p.ID, ProgramSettings{ExpectedRevision: got.Revision, QueueCap: &seventy})
-	wantCode(t, "foreign program", err, ENOTFOUND)
+	wantErrorCode(t, "foreign program", err, ENOTFOUND)
 	zero := 0
 	_, err = db.UpdateProgram(ctx, a, p.ID, ProgramSettings{ExpectedRevision: got.Revision, SeatCap: &zero})
-	wantCode(t, "zero seat cap", err, EINVALID)
+	wantErrorCode(t, "zero seat cap", err, EINVALID)
 }
 
 func TestUpdateProgram_OpeningSignupNeedsANotice(t *testing.T) {
@@ -278,7 +278,7 @@ func TestUpdateProgram_OpeningSignupNeedsANotice(t *testing.T) {
 
 	added := auditDelta(t, db, func() {
 		_, err := db.UpdateProgram(ctx, a, p.ID, ProgramSettings{ExpectedRevision: p.Revision, SignupOpen: &yes})
-		wantCode(t, "open without notice", err, ECONFLICT)
+		wantErrorCode(t, "open without notice", err, ECONFLICT)
 	})
 	if added != 0 {
 		t.Fatalf("audit rows=%d, want 0", added)
@@ -307,7 +307,7 @@ func TestUpdateProgram_EnablingAccessNeedsContent(t *testing.T) {
 
 	added := auditDelta(t, db, func() {
 		_, err := db.UpdateProgram(ctx, a, p.ID, ProgramSettings{ExpectedRevision: p.Revision, AccessEnabled: &yes})
-		wantCode(t, "access without content", err, ECONFLICT)
+		wantErrorCode(t, "access without content", err, ECONFLICT)
 	})
 	if added != 0 {
 		t.Fatalf("audit rows=%d, want 0", added)
@@ -347,10 +347,10 @@ func TestPutContent_RevisionConflict(t *testing.T) {
 	}
 
 	for i, tc := range []struct {
-		expected int64
-		body     string
-		wantRev  int64
-		wantCode string
+		expected      int64
+		body          string
+		wantRev       int64
+		wantErrorCode string
 	}{
 		{1, "Too new.", 0, ECONFLICT},
 		{0, "First.", 1, ""},
@@ -362,8 +362,8 @@ func TestPutContent_RevisionConflict(t *testing.T) {
 		var rev int64
 		var err error
 		added := auditDelta(t, db, func() { rev, err = db.PutContent(ctx, a, p.ID, tc.expected, tc.body) })
-		wantCode(t, tc.body, err, tc.wantCode)
-		if tc.wantCode != "" {
+		wantErrorCode(t, tc.body, err, tc.wantErrorCode)
+		if tc.wantErrorCode != "" {
 			if added != 0 {
 				t.Fatalf("step %d: audit rows=%d on failure, want 0", i, added)
 			}
@@ -377,7 +377,7 @@ func TestPutContent_RevisionConflict(t *testing.T) {
 		t.Fatalf("body=%q, want %q", got, want)
 	}
 	_, err := db.PutContent(ctx, stranger, p.ID, 2, "Hijack.")
-	wantCode(t, "foreign program", err, ENOTFOUND)
+	wantErrorCode(t, "foreign program", err, ENOTFOUND)
 	if got, want := body(), "Second."; got != want {
 		t.Fatalf("body after foreign write=%q, want %q", got, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -31,7 +32,7 @@ type StaffMember struct {
 
 // validWorkspaceName checks the schema's bound with a clear message.
 func validWorkspaceName(name string) error {
-	if n := len(strings.TrimSpace(name)); n < 1 || n > 120 || name != strings.TrimSpace(name) {
+	if n := utf8.RuneCountInString(strings.TrimSpace(name)); n < 1 || n > 120 || name != strings.TrimSpace(name) {
 		return Errorf(EINVALID, "A workspace name is 1–120 characters with no surrounding spaces.")
 	}
 	return nil

@@ -1,0 +1,242 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"admit/store"
+	"admit/views"
+
+	"github.com/google/uuid"
+)
+
+// signupForm is the public signup, from the HTML form or the JSON API.
+type signupForm struct {
+	RequestKey    string
+	Email         string
+	NoticeVersion int
+	Permission    bool
+	// Honeypot is a field people never see; bots fill it.
+	Honeypot string
+	// field says which field a validation error belongs to.
+	field string
+}
+
+// Validate checks every field with a message for the one at fault. The
+// email is normalized in place.
+func (f *signupForm) Validate() error {
+	if f.Honeypot != "" {
+		f.field = "form"
+		return invalid("This form could not be accepted. Please reload the page and try again.")
+	}
+	if u, err := uuid.Parse(f.RequestKey); err != nil || len(f.RequestKey) != 36 {
+		f.field = "form"
+		return invalid("This form is missing its request key. Reload the page and try again.")
+	} else {
+		f.RequestKey = u.String()
+	}
+	if f.NoticeVersion < 1 {
+		f.field = "form"
+		return invalid("This form is missing its notice version. Reload the page and try again.")
+	}
+	norm, err := store.NormalizeEmail(f.Email)
+	if err != nil {
+		f.field = "email"
+		return err
+	}
+	f.Email = norm
+	if !f.Permission {
+		f.field = "permission"
+		return invalid("Tick the box to confirm your choice to join under this notice.")
+	}
+	return nil
+}
+
+// admit runs the one admission path shared by the form and the JSON API:
+// validation, then the network's hourly counter, then the store's single
+// transaction.
+func (s *Server) admit(r *http.Request, slug string, f *signupForm) (*store.SignupResult, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	network := s.clientNetwork(r)
+	err := s.db.CountAttempt(r.Context(), func(hour time.Time) []byte {
+		return s.counterKey("signup", hour, network)
+	}, s.opts.NetworkHourlyLimit)
+	if err != nil {
+		return nil, err
+	}
+	return s.db.Signup(r.Context(), store.SignupRequest{Slug: slug, RequestKey: f.RequestKey, Email: f.Email,
+		NoticeVersion: f.NoticeVersion, Permission: f.Permission})
+}
+
+// removalURL is the private removal link for a token: the token rides in
+// the fragment, which browsers never send to the server.
+func (s *Server) removalURL(token string) string {
+	return s.origin + "/manage/#" + token
+}
+
+// waitlistView loads the program and its current notice for the page.
+func (s *Server) waitlistView(r *http.Request, slug string) (*views.WaitlistView, error) {
+	p, n, err := s.db.PublicProgram(r.Context(), slug)
+	if err != nil {
+		return nil, err
+	}
+	return &views.WaitlistView{
+		Slug: p.Slug, Purpose: p.Purpose, Open: p.SignupOpen && p.RetiredAt == nil,
+		Notice: views.NoticeView{Version: n.Version, Purpose: n.Purpose, ContactText: n.ContactText,
+			RetentionText: n.RetentionText, PublishedAt: n.PublishedAt},
+		RequestKey: uuid.NewString(),
+	}, nil
+}
+
+// handleWaitlist shows a program's notice and signup form.
+func (s *Server) handleWaitlist(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.waitlistView(r, r.PathValue("slug"))
+	if err != nil {
+		return err
+	}
+	// The form carries a fresh request key: never cache it.
+	noStore(w)
+	c := s.chrome(w, r, "Join the waitlist")
+	return s.render(w, r, http.StatusOK, c, views.Waitlist(c, *v))
+}
+
+// handleWaitlistPost is the no-JavaScript signup form.
+func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) error {
+	slug := r.PathValue("slug")
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	f := &signupForm{}
+	var verr error
+	get := func(name string) string {
+		v, err := formValue(r, name)
+		if err != nil && verr == nil {
+			verr = err
+		}
+		return v
+	}
+	f.RequestKey = strings.TrimSpace(get("requestKey"))
+	f.Email = get("email")
+	f.Honeypot = get("website")
+	f.Permission = get("permission") == "yes"
+	if n, err := strconv.Atoi(get("noticeVersion")); err == nil {
+		f.NoticeVersion = n
+	}
+	submittedEmail := f.Email
+	noStore(w)
+
+	var res *store.SignupResult
+	err := verr
+	if err == nil {
+		res, err = s.admit(r, slug, f)
+	}
+	if err != nil {
+		status, _, message := classify(err)
+		switch status {
+		case http.StatusBadRequest, http.StatusConflict, http.StatusTooManyRequests:
+		default:
+			return err
+		}
+		v, lerr := s.waitlistView(r, slug)
+		if lerr != nil {
+			return lerr
+		}
+		v.Email, v.Permission = submittedEmail, f.Permission
+		switch {
+		case status == http.StatusBadRequest && f.field == "email":
+			v.EmailError = message
+		case status == http.StatusBadRequest && f.field == "permission":
+			v.PermissionError = message
+		default:
+			v.Message = message
+		}
+		if status == http.StatusBadRequest {
+			// Nothing was stored: the same key may be submitted again.
+			if _, perr := uuid.Parse(f.RequestKey); perr == nil {
+				v.RequestKey = f.RequestKey
+			}
+		}
+		// 409 and 429 get the fresh key waitlistView made.
+		c := s.chrome(w, r, "Join the waitlist")
+		return s.render(w, r, status, c, views.Waitlist(c, *v))
+	}
+
+	p, n, err := s.db.PublicProgram(r.Context(), slug)
+	if err != nil {
+		return err
+	}
+	rv := views.ReceivedView{Slug: p.Slug, Purpose: p.Purpose, NoticeVersion: f.NoticeVersion, RetentionText: n.RetentionText}
+	if res.RemovalToken != "" {
+		rv.RemovalToken = res.RemovalToken
+		rv.RemovalURL = s.removalURL(res.RemovalToken)
+	}
+	c := s.chrome(w, r, "Request received")
+	return s.render(w, r, http.StatusAccepted, c, views.Received(c, rv))
+}
+
+// signupJSON is the JSON signup body.
+type signupJSON struct {
+	RequestKey    string `json:"requestKey"`
+	Email         string `json:"email"`
+	NoticeVersion int    `json:"noticeVersion"`
+	Permission    bool   `json:"permission"`
+}
+
+// signupReceivedJSON is the 202 body; a same-key replay has no token.
+type signupReceivedJSON struct {
+	Status       string `json:"status"`
+	RemovalToken string `json:"removalToken,omitempty"`
+}
+
+// handleSignupAPI is the JSON signup.
+func (s *Server) handleSignupAPI(w http.ResponseWriter, r *http.Request) error {
+	var body signupJSON
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	noStore(w)
+	res, err := s.admit(r, r.PathValue("slug"), &signupForm{RequestKey: body.RequestKey, Email: body.Email,
+		NoticeVersion: body.NoticeVersion, Permission: body.Permission})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, signupReceivedJSON{Status: "received", RemovalToken: res.RemovalToken})
+	return nil
+}
+
+// publicProgramJSON is GET /api/public/programs/{slug}.
+type publicProgramJSON struct {
+	Slug       string     `json:"slug"`
+	Purpose    string     `json:"purpose"`
+	SignupOpen bool       `json:"signupOpen"`
+	Notice     noticeJSON `json:"notice"`
+}
+
+type noticeJSON struct {
+	Version       int    `json:"version"`
+	Purpose       string `json:"purpose"`
+	ContactText   string `json:"contactText"`
+	RetentionText string `json:"retentionText"`
+	PublishedAt   string `json:"publishedAt"`
+}
+
+func toNoticeJSON(n *store.Notice) noticeJSON {
+	return noticeJSON{Version: n.Version, Purpose: n.Purpose, ContactText: n.ContactText,
+		RetentionText: n.RetentionText, PublishedAt: n.PublishedAt.UTC().Format(time.RFC3339)}
+}
+
+// handlePublicProgramAPI returns a program's public notice.
+func (s *Server) handlePublicProgramAPI(w http.ResponseWriter, r *http.Request) error {
+	p, n, err := s.db.PublicProgram(r.Context(), r.PathValue("slug"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	writeJSON(w, http.StatusOK, publicProgramJSON{Slug: p.Slug, Purpose: p.Purpose,
+		SignupOpen: p.SignupOpen && p.RetiredAt == nil, Notice: toNoticeJSON(n)})
+	return nil
+}

@@ -1,0 +1,256 @@
+package store
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// SignupRequest is a validated public signup.
+type SignupRequest struct {
+	Slug string
+	// RequestKey is the form's idempotency key: a UUID, canonical lowercase.
+	RequestKey string
+	// Email is normalized by NormalizeEmail.
+	Email         string
+	NoticeVersion int
+	// Permission is the affirmative choice for this notice; it must be true.
+	Permission bool
+}
+
+// SignupResult is what a 202 shows.
+type SignupResult struct {
+	// RemovalToken is the private removal credential, shown once: a real one
+	// for a new entry, a decoy that matches nothing for a duplicate, and
+	// empty for a same-key replay, which never shows one again.
+	RemovalToken string
+	// Replay reports a same-key retry answered from its stored receipt.
+	Replay bool
+}
+
+// Validate checks the request's fields.
+func (r SignupRequest) Validate() error {
+	if u, err := uuid.Parse(r.RequestKey); err != nil || u.String() != r.RequestKey || len(r.RequestKey) != 36 {
+		return Errorf(EINVALID, "This form is missing its request key. Reload the page and try again.")
+	}
+	if _, err := NormalizeEmail(r.Email); err != nil {
+		return err
+	}
+	if r.NoticeVersion < 1 {
+		return Errorf(EINVALID, "This form is missing its notice version. Reload the page and try again.")
+	}
+	if !r.Permission {
+		return Errorf(EINVALID, "Tick the box to confirm your choice to join this waitlist under this notice.")
+	}
+	return nil
+}
+
+// bind computes the request-binding HMAC over length-delimited fields, so
+// no two different field lists can produce the same input. It is never a
+// plain digest of an email address.
+func bind(key []byte, purpose string, fields ...string) []byte {
+	m := hmac.New(sha256.New, key)
+	var n [4]byte
+	for _, f := range append([]string{"admit binding v1", purpose}, fields...) {
+		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
+		m.Write(n[:])
+		m.Write([]byte(f))
+	}
+	return m.Sum(nil)
+}
+
+// newRemovalToken returns a removal token (32 random bytes as 64 lowercase
+// hex) and its SHA-256.
+func newRemovalToken() (string, []byte) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	tok := hex.EncodeToString(b)
+	sum := sha256.Sum256([]byte(tok))
+	return tok, sum[:]
+}
+
+// HashRemovalToken returns the stored form of a removal token.
+func HashRemovalToken(tok string) []byte {
+	sum := sha256.Sum256([]byte(tok))
+	return sum[:]
+}
+
+// hourStart is the start of t's UTC hour.
+func hourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
+
+// Signup admits a public signup (spec 002, "Public signup and status"), in
+// one write transaction:
+//
+//  1. the request key is read after the lock: the same binding replays the
+//     stored 202, another binding is a conflict;
+//  2. the program must be open, its workspace active, the notice current;
+//  3. both caps are checked before the email is looked up, so a full cap
+//     answers the same 429 for known and unknown addresses and stores nothing;
+//  4. a duplicate email commits only a receipt and uses no quota;
+//  5. otherwise the entry, hour bucket, receipt and audit event are written.
+func (db *DB) Signup(ctx context.Context, req SignupRequest) (*SignupResult, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if len(db.BindingKey) != 32 {
+		return nil, errors.New("signup: no binding key configured")
+	}
+	var res *SignupResult
+	err := db.Update(ctx, func(tx *Tx) error {
+		var err error
+		res, err = db.signup(ctx, tx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupResult, error) {
+	var (
+		programID, noticeID                      string
+		open, wsActive                           bool
+		retired                                  sql.NullInt64
+		queueCap, hourlyCap, occupied, noticeVer int
+	)
+	err := tx.QueryRowContext(ctx, `SELECT p.id, p.signup_open, w.active, p.retired_at, p.queue_cap, p.hourly_cap, p.occupied,
+			coalesce(p.current_notice_id, ''), coalesce(n.version, 0)
+		FROM programs p JOIN workspaces w ON w.id = p.workspace_id
+		LEFT JOIN notices n ON n.id = p.current_notice_id
+		WHERE p.public_slug = ?`, req.Slug).
+		Scan(&programID, &open, &wsActive, &retired, &queueCap, &hourlyCap, &occupied, &noticeID, &noticeVer)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && noticeID == "") {
+		return nil, Errorf(ENOTFOUND, "Not found.")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read program: %w", err)
+	}
+
+	// spec: the key is read again after the lock, before any state check.
+	binding := bind(db.BindingKey, "signup", programID, req.RequestKey, req.Email,
+		strconv.Itoa(req.NoticeVersion), strconv.FormatBool(req.Permission))
+	var stored []byte
+	err = tx.QueryRowContext(ctx, `SELECT binding_hmac FROM signup_receipts WHERE program_id = ? AND request_key = ?`,
+		programID, req.RequestKey).Scan(&stored)
+	switch {
+	case err == nil:
+		if hmac.Equal(stored, binding) {
+			return &SignupResult{Replay: true}, nil
+		}
+		return nil, Errorf(ECONFLICT, "This form was already submitted with different details. Reload the page to start again.")
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("read receipt: %w", err)
+	}
+
+	// A genuinely new key. tx.Now was read after the lock was taken.
+	if !open || !wsActive || retired.Valid {
+		return nil, Errorf(ECONFLICT, "This waitlist is not accepting signups right now.")
+	}
+	if req.NoticeVersion != noticeVer {
+		return nil, Errorf(ECONFLICT, "The notice changed since you opened this page. Please read the current notice and submit again.")
+	}
+
+	// spec: both caps before dedupe, so a full cap reveals nothing.
+	bucket := Millis(hourStart(tx.Now))
+	var admitted int
+	err = tx.QueryRowContext(ctx, `SELECT admitted_count FROM intake_hours WHERE program_id = ? AND bucket_start = ?`,
+		programID, bucket).Scan(&admitted)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read hour bucket: %w", err)
+	}
+	if occupied >= queueCap || admitted >= hourlyCap {
+		return nil, Errorf(ERATELIMITED, "This waitlist is full right now. Please try again later.")
+	}
+
+	insertReceipt := func() error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO signup_receipts (program_id, request_key, binding_hmac, response_code, accepted_at)
+			VALUES (?, ?, ?, 202, ?)`, programID, req.RequestKey, binding, Millis(tx.Now))
+		if err != nil {
+			return fmt.Errorf("insert receipt: %w", err)
+		}
+		return nil
+	}
+
+	var existing int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE program_id = ? AND email_key = ?`,
+		programID, req.Email).Scan(&existing); err != nil {
+		return nil, fmt.Errorf("dedupe: %w", err)
+	}
+	if existing > 0 {
+		// A duplicate: the original entry, notice and choice stay as they
+		// are, and the answer carries a decoy token that removes nothing.
+		if err := insertReceipt(); err != nil {
+			return nil, err
+		}
+		decoy, _ := newRemovalToken()
+		return &SignupResult{RemovalToken: decoy}, nil
+	}
+
+	tok, hash := newRemovalToken()
+	entryID := uuid.NewString()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state,
+			created_at, updated_at, removal_hash) VALUES (?, ?, ?, ?, ?, 'waiting', ?, ?, ?)`,
+		entryID, programID, req.Email, noticeID, Millis(tx.Now), Millis(tx.Now), Millis(tx.Now), hash); err != nil {
+		return nil, fmt.Errorf("insert entry: %w", err)
+	}
+	if err := db.setEntryState(ctx, tx, programID, entryID, StateWaiting, false); err != nil {
+		return nil, err
+	}
+	var count int
+	err = tx.QueryRowContext(ctx, `INSERT INTO intake_hours (program_id, bucket_start, admitted_count) VALUES (?, ?, 1)
+		ON CONFLICT (program_id, bucket_start) DO UPDATE SET admitted_count = admitted_count + 1
+		RETURNING admitted_count`, programID, bucket).Scan(&count)
+	if err != nil {
+		return nil, fmt.Errorf("count hour: %w", err)
+	}
+	if count > hourlyCap {
+		return nil, Errorf(ERATELIMITED, "This waitlist is full right now. Please try again later.")
+	}
+	if err := insertReceipt(); err != nil {
+		return nil, err
+	}
+	if err := appendEvent(ctx, tx, programID, entryID, Actor{Kind: ActorPublic}, "signup",
+		Details{"noticeVersion": req.NoticeVersion}); err != nil {
+		return nil, err
+	}
+	return &SignupResult{RemovalToken: tok}, nil
+}
+
+// CountAttempt records one attempt against an hourly counter keyed by
+// keyFor(start of the current UTC hour) and fails with ERATELIMITED once
+// limit attempts were already counted this hour. It also deletes a batch of
+// expired counters: cleanup rides on later requests (spec 000).
+func (db *DB) CountAttempt(ctx context.Context, keyFor func(hour time.Time) []byte, limit int) error {
+	return db.Update(ctx, func(tx *Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE key IN
+			(SELECT key FROM network_counters WHERE expires_at <= ? LIMIT 200)`, Millis(tx.Now)); err != nil {
+			return fmt.Errorf("delete expired counters: %w", err)
+		}
+		hour := hourStart(tx.Now)
+		key := keyFor(hour)
+		var attempts int
+		err := tx.QueryRowContext(ctx, `INSERT INTO network_counters (key, attempts, expires_at) VALUES (?, 1, ?)
+			ON CONFLICT (key) DO UPDATE SET attempts = attempts + 1 RETURNING attempts`,
+			key, Millis(hour.Add(NetworkCounterLifetime))).Scan(&attempts)
+		if err != nil {
+			return fmt.Errorf("count attempt: %w", err)
+		}
+		if attempts > limit {
+			return Errorf(ERATELIMITED, "Too many attempts from your network this hour. Please try again later.")
+		}
+		return nil
+	})
+}

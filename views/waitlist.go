@@ -1,0 +1,49 @@
+package views
+
+import "time"
+
+// NoticeView is the exact notice an applicant is shown.
+type NoticeView struct {
+	Version       int
+	Purpose       string
+	ContactText   string
+	RetentionText string
+	PublishedAt   time.Time
+}
+
+// WaitlistView is the public signup page and its form state.
+type WaitlistView struct {
+	Slug    string
+	Purpose string
+	Notice  NoticeView
+	Open    bool
+	// RequestKey is a fresh server-generated UUID for this form.
+	RequestKey string
+	// Email and Permission echo what was submitted when the form is shown again.
+	Email      string
+	Permission bool
+	// Message is a form-level message (reload, full, try later).
+	Message         string
+	EmailError      string
+	PermissionError string
+}
+
+// ReceivedView is the page after a signup was accepted (202).
+type ReceivedView struct {
+	Slug          string
+	Purpose       string
+	NoticeVersion int
+	RetentionText string
+	// RemovalURL and RemovalToken are empty on a same-key replay: a secret
+	// is shown once.
+	RemovalURL   string
+	RemovalToken string
+	// WithdrawnDays is how long a signed-in withdrawal keeps the address.
+	PrivacyPath string
+}
+
+// ManageView is the removal page.
+type ManageView struct {
+	Token string
+	Error string
+}

@@ -103,7 +103,7 @@ func checkDuplicateKeys(b []byte) error {
 			if !ok {
 				return malformed
 			}
-			lk := strings.ToLower(k)
+			lk := strings.ToUpper(strings.ToLower(k)) // as encoding/json folds: "ſ" is "s", "K" is "k"
 			if top.keys[lk] {
 				return invalid("The request body names a field twice.")
 			}

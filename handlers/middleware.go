@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,18 @@ func (s *Server) h(fn handlerFunc) http.Handler {
 
 // maxBody is the request body limit (spec: 32 KiB).
 const maxBody = 32 << 10
+
+// maxUploadBody bounds an owner's private asset upload (multipart).
+const maxUploadBody = 3 << 20
+
+// bodyLimit is maxBody for every request except an owner's asset upload.
+func bodyLimit(r *http.Request) int64 {
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/assets") &&
+		(strings.HasPrefix(r.URL.Path, "/owner/programs/") || strings.HasPrefix(r.URL.Path, "/api/owner/programs/")) {
+		return maxUploadBody
+	}
+	return maxBody
+}
 
 // baseCSP is the Content-Security-Policy of every page that does not load
 // ClerkJS.
@@ -51,11 +64,12 @@ func (s *Server) withSecurity(next http.Handler) http.Handler {
 		if s.isHTTPS() {
 			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 		}
-		if r.ContentLength > maxBody {
+		limit := bodyLimit(r)
+		if r.ContentLength > limit {
 			s.writeError(w, r, errTooLarge)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if v := recover(); v != nil {

@@ -46,6 +46,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/owner/workspaces", s.owner(s.handleOwnerWorkspacesAPI))
 	mux.Handle("GET /api/owner/programs", s.owner(s.handleOwnerProgramsAPI))
 
+	// Owner console and private-access routes, one file per area.
+	s.ownerRoutes(mux)
+	s.recipientRoutes(mux)
+
 	// Deny by default: no fall-through between groups.
 	mux.Handle("/", s.h(func(http.ResponseWriter, *http.Request) error { return errNotFound }))
 

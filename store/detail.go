@@ -1,0 +1,226 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// EntryDetail is everything an owner sees about one entry.
+type EntryDetail struct {
+	Entry       Entry
+	Notice      Notice
+	Invitations []Invitation
+	Grant       *Grant
+	Events      []Event
+}
+
+func scanEvents(rows *sql.Rows) ([]Event, error) {
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var ev Event
+		var entry sql.NullString
+		var at int64
+		var details string
+		if err := rows.Scan(&ev.ID, &ev.ProgramID, &entry, &ev.ActorKind, &ev.Type, &at, &details); err != nil {
+			return nil, err
+		}
+		ev.EntryID = entry.String
+		ev.At = FromMillis(at)
+		if err := json.Unmarshal([]byte(details), &ev.Details); err != nil {
+			return nil, fmt.Errorf("decode event details: %w", err)
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+const eventColumns = `id, program_id, entry_id, actor_kind, event_type, event_at, details`
+
+// EntryDetail returns an entry with the exact notice it joined under, its
+// invitations, grant and audit history.
+func (db *DB) EntryDetail(ctx context.Context, a Actor, programID, entryID string) (*EntryDetail, error) {
+	var d EntryDetail
+	err := db.View(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		e, err := entryByID(ctx, tx, p.ID, entryID)
+		if err != nil {
+			return err
+		}
+		d.Entry = *e
+		n, err := noticeByID(ctx, tx, e.NoticeID)
+		if err != nil {
+			return err
+		}
+		d.Notice = *n
+		rows, err := tx.QueryContext(ctx, `SELECT `+invitationColumns+` FROM invitations i
+			WHERE i.entry_id = ? AND i.program_id = ? ORDER BY i.issued_at DESC, i.id`, e.ID, p.ID)
+		if err != nil {
+			return fmt.Errorf("list invitations: %w", err)
+		}
+		for rows.Next() {
+			inv, err := scanInvitation(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			d.Invitations = append(d.Invitations, *inv)
+		}
+		rows.Close()
+		g, err := scanGrant(tx.QueryRowContext(ctx, `SELECT `+grantColumns+` FROM grants g WHERE g.entry_id = ? AND g.program_id = ?`, e.ID, p.ID))
+		switch {
+		case err == nil:
+			d.Grant = g
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("read grant: %w", err)
+		}
+		evRows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM audit_events WHERE entry_id = ? AND program_id = ? ORDER BY id`, e.ID, p.ID)
+		if err != nil {
+			return fmt.Errorf("list events: %w", err)
+		}
+		d.Events, err = scanEvents(evRows)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// EventPage is a page of a program's audit log, newest first.
+type EventPage struct {
+	Events     []Event
+	NextCursor string
+}
+
+// ProgramEvents returns a page of the program's audit log, newest first.
+func (db *DB) ProgramEvents(ctx context.Context, a Actor, programID, cursor string, limit int) (*EventPage, error) {
+	if limit == 0 {
+		limit = DefaultPageSize
+	}
+	if limit < 1 || limit > MaxPageSize {
+		return nil, Errorf(EINVALID, "A page holds 1–%d events.", MaxPageSize)
+	}
+	before := int64(1<<62 - 1)
+	if cursor != "" {
+		n, err := strconv.ParseInt(cursor, 10, 64)
+		if err != nil || n < 1 {
+			return nil, Errorf(EINVALID, "The page position is not valid. Start again from the first page.")
+		}
+		before = n
+	}
+	page := &EventPage{}
+	err := db.View(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM audit_events WHERE program_id = ? AND id < ?
+			ORDER BY id DESC LIMIT ?`, p.ID, before, limit+1)
+		if err != nil {
+			return fmt.Errorf("list events: %w", err)
+		}
+		page.Events, err = scanEvents(rows)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Events) > limit {
+		page.Events = page.Events[:limit]
+		page.NextCursor = strconv.FormatInt(page.Events[limit-1].ID, 10)
+	}
+	return page, nil
+}
+
+// ExportQueue records the export as an audit event (holding only the row
+// count, no personal data) and then calls fn for every entry of the
+// program, oldest first, from one consistent snapshot.
+func (db *DB) ExportQueue(ctx context.Context, a Actor, programID string, fn func(Entry) error) error {
+	err := db.Update(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE program_id = ?`, p.ID).Scan(&n); err != nil {
+			return fmt.Errorf("count entries: %w", err)
+		}
+		return appendEvent(ctx, tx, p.ID, "", a, "queue_exported", Details{"rows": n})
+	})
+	if err != nil {
+		return err
+	}
+	return db.View(ctx, func(tx *Tx) error {
+		if _, err := ownedProgram(ctx, tx, a, programID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+entryColumns+entryFrom+`WHERE e.program_id = ? ORDER BY e.created_at, e.id`, programID)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			e, err := scanEntry(rows)
+			if err != nil {
+				return err
+			}
+			if err := fn(*e); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// OwnerContent returns a program's private content for its owner, with its
+// revision (0 and "" when none is written yet).
+func (db *DB) OwnerContent(ctx context.Context, a Actor, programID string) (body string, revision int64, err error) {
+	err = db.View(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		err = tx.QueryRowContext(ctx, `SELECT body, revision FROM early_access_content WHERE program_id = ?`, p.ID).Scan(&body, &revision)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return body, revision, err
+}
+
+// ProgramNotices lists a program's notice versions, newest first.
+func (db *DB) ProgramNotices(ctx context.Context, a Actor, programID string) ([]Notice, error) {
+	var out []Notice
+	err := db.View(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id, program_id, version, purpose, contact_text, retention_text, published_at
+			FROM notices WHERE program_id = ? ORDER BY version DESC`, p.ID)
+		if err != nil {
+			return fmt.Errorf("list notices: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n Notice
+			var at int64
+			if err := rows.Scan(&n.ID, &n.ProgramID, &n.Version, &n.Purpose, &n.ContactText, &n.RetentionText, &at); err != nil {
+				return err
+			}
+			n.PublishedAt = FromMillis(at)
+			out = append(out, n)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

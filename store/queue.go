@@ -1,0 +1,380 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Entry is one person on a program's waitlist.
+type Entry struct {
+	ID        string
+	ProgramID string
+	// Email is the normalized address, or "" once erased.
+	Email         string
+	State         string
+	NoticeID      string
+	NoticeVersion int
+	PermissionAt  time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	EraseAfter    *time.Time
+	ErasedAt      *time.Time
+}
+
+// Reason codes an owner records for a decision: a fixed list, never free text.
+var (
+	SelectReasons   = []string{"meets_policy", "priority_cohort", "owner_discretion"}
+	DeclineReasons  = []string{"not_eligible", "capacity", "invalid_request", "other"}
+	WithdrawReasons = []string{"applicant_request"}
+)
+
+// EntryStates lists every entry state, in lifecycle order.
+var EntryStates = []string{StateWaiting, StateSelected, StateInvited, StateActive, StateDeclined, StateWithdrawn, StateRevoked}
+
+func oneOf(v string, list []string) bool {
+	for _, x := range list {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+const entryColumns = `e.id, e.program_id, e.email_key, e.state, e.notice_id, n.version, e.permission_at,
+	e.created_at, e.updated_at, e.erase_after, e.erased_at`
+
+const entryFrom = ` FROM entries e JOIN notices n ON n.id = e.notice_id AND n.program_id = e.program_id `
+
+func scanEntry(row interface{ Scan(...any) error }) (*Entry, error) {
+	var e Entry
+	var perm, created, updated int64
+	var eraseAfter, erasedAt sql.NullInt64
+	if err := row.Scan(&e.ID, &e.ProgramID, &e.Email, &e.State, &e.NoticeID, &e.NoticeVersion, &perm,
+		&created, &updated, &eraseAfter, &erasedAt); err != nil {
+		return nil, err
+	}
+	e.PermissionAt, e.CreatedAt, e.UpdatedAt = FromMillis(perm), FromMillis(created), FromMillis(updated)
+	if eraseAfter.Valid {
+		t := FromMillis(eraseAfter.Int64)
+		e.EraseAfter = &t
+	}
+	if erasedAt.Valid {
+		t := FromMillis(erasedAt.Int64)
+		e.ErasedAt = &t
+		e.Email = ""
+	}
+	return &e, nil
+}
+
+// entryByID reads an entry of the given program; another program's entry is
+// not found.
+func entryByID(ctx context.Context, tx *Tx, programID, entryID string) (*Entry, error) {
+	if _, err := uuid.Parse(entryID); err != nil {
+		return nil, Errorf(ENOTFOUND, "Not found.")
+	}
+	e, err := scanEntry(tx.QueryRowContext(ctx, `SELECT `+entryColumns+entryFrom+`WHERE e.id = ? AND e.program_id = ?`,
+		entryID, programID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(ENOTFOUND, "Not found.")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read entry: %w", err)
+	}
+	return e, nil
+}
+
+// Queue page bounds.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 200
+)
+
+// QueueFilter selects a page of a program's queue.
+type QueueFilter struct {
+	// State is one of EntryStates, or "" for all.
+	State string
+	// From and To bound the join time: From ≤ created < To; zero is unbounded.
+	From, To time.Time
+	// Cursor is the opaque position returned as NextCursor, or "".
+	Cursor string
+	// Limit is 1–MaxPageSize; 0 means DefaultPageSize.
+	Limit int
+}
+
+// QueuePage is one page of the queue, oldest first.
+type QueuePage struct {
+	Entries    []Entry
+	NextCursor string
+}
+
+// encodeCursor makes an opaque cursor from a position: the join time and
+// the entry ID, nothing else.
+func encodeCursor(createdAt int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(createdAt, 10) + "." + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	bad := Errorf(EINVALID, "The page position is not valid. Start again from the first page.")
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", bad
+	}
+	ms, id, ok := strings.Cut(string(b), ".")
+	t, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil {
+		return 0, "", bad
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return 0, "", bad
+	}
+	return t, id, nil
+}
+
+// Validate checks the filter's bounds.
+func (f *QueueFilter) Validate() error {
+	if f.State != "" && !oneOf(f.State, EntryStates) {
+		return Errorf(EINVALID, "Unknown state %q.", f.State)
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultPageSize
+	}
+	if f.Limit < 1 || f.Limit > MaxPageSize {
+		return Errorf(EINVALID, "A page holds 1–%d entries.", MaxPageSize)
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return Errorf(EINVALID, "The start of the time range must be before its end.")
+	}
+	return nil
+}
+
+// Queue returns a bounded page of the program's entries with keyset
+// pagination: each page continues after the last (join time, ID) seen, so
+// every entry is visited once even while new ones arrive.
+func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilter) (*QueuePage, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	q := `SELECT ` + entryColumns + entryFrom + `WHERE e.program_id = ?`
+	args := []any{programID}
+	if f.State != "" {
+		q += ` AND e.state = ?`
+		args = append(args, f.State)
+	}
+	if !f.From.IsZero() {
+		q += ` AND e.created_at >= ?`
+		args = append(args, Millis(f.From))
+	}
+	if !f.To.IsZero() {
+		q += ` AND e.created_at < ?`
+		args = append(args, Millis(f.To))
+	}
+	if f.Cursor != "" {
+		t, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		q += ` AND (e.created_at, e.id) > (?, ?)`
+		args = append(args, t, id)
+	}
+	q += ` ORDER BY e.created_at, e.id LIMIT ?`
+	args = append(args, f.Limit+1)
+
+	page := &QueuePage{}
+	err := db.View(ctx, func(tx *Tx) error {
+		if _, err := ownedProgram(ctx, tx, a, programID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("queue: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			e, err := scanEntry(rows)
+			if err != nil {
+				return err
+			}
+			page.Entries = append(page.Entries, *e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Entries) > f.Limit {
+		page.Entries = page.Entries[:f.Limit]
+		last := page.Entries[f.Limit-1]
+		page.NextCursor = encodeCursor(Millis(last.CreatedAt), last.ID)
+	}
+	return page, nil
+}
+
+// StateCounts counts a program's entries by state.
+func (db *DB) StateCounts(ctx context.Context, a Actor, programID string) (map[string]int, error) {
+	out := map[string]int{}
+	err := db.View(ctx, func(tx *Tx) error {
+		if _, err := ownedProgram(ctx, tx, a, programID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT state, count(*) FROM entries WHERE program_id = ? GROUP BY state`, programID)
+		if err != nil {
+			return fmt.Errorf("count states: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s string
+			var n int
+			if err := rows.Scan(&s, &n); err != nil {
+				return err
+			}
+			out[s] = n
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// transition moves one entry from one of the allowed states to the next,
+// with its audit event, and returns the entry read back.
+func (db *DB) transition(ctx context.Context, tx *Tx, a Actor, p *Program, entryID string, from []string, to, event string, d Details) (*Entry, error) {
+	e, err := entryByID(ctx, tx, p.ID, entryID)
+	if err != nil {
+		return nil, err
+	}
+	if !oneOf(e.State, from) {
+		return nil, Errorf(ECONFLICT, "This entry is %s; it must be %s.", e.State, strings.Join(from, " or "))
+	}
+	if err := db.setEntryState(ctx, tx, p.ID, e.ID, to, p.RetiredAt != nil); err != nil {
+		return nil, err
+	}
+	if d == nil {
+		d = Details{}
+	}
+	d["from"] = e.State
+	if err := appendEvent(ctx, tx, p.ID, e.ID, a, event, d); err != nil {
+		return nil, err
+	}
+	return entryByID(ctx, tx, p.ID, e.ID)
+}
+
+// SelectEntry marks a waiting entry selected, recording the owner's reason.
+func (db *DB) SelectEntry(ctx context.Context, a Actor, programID, entryID, reason string) (*Entry, error) {
+	if !oneOf(reason, SelectReasons) {
+		return nil, Errorf(EINVALID, "Choose a reason for selecting: %s.", strings.Join(SelectReasons, ", "))
+	}
+	var e *Entry
+	err := db.Update(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting}, StateSelected, "selected", Details{"reason": reason})
+		return err
+	})
+	return e, err
+}
+
+// SelectEntries selects several waiting entries in one transaction: all of
+// them or, if any is no longer waiting, none.
+func (db *DB) SelectEntries(ctx context.Context, a Actor, programID string, entryIDs []string, reason string) ([]Entry, error) {
+	if !oneOf(reason, SelectReasons) {
+		return nil, Errorf(EINVALID, "Choose a reason for selecting: %s.", strings.Join(SelectReasons, ", "))
+	}
+	if len(entryIDs) == 0 || len(entryIDs) > MaxPageSize {
+		return nil, Errorf(EINVALID, "Select 1–%d entries.", MaxPageSize)
+	}
+	seen := map[string]bool{}
+	var out []Entry
+	err := db.Update(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, id := range entryIDs {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			e, err := db.transition(ctx, tx, a, p, id, []string{StateWaiting}, StateSelected, "selected",
+				Details{"reason": reason, "batch": true})
+			if err != nil {
+				return err
+			}
+			out = append(out, *e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeclineEntry declines a waiting or selected entry that has no issued
+// invitation and no grant.
+func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID, reason string) (*Entry, error) {
+	if !oneOf(reason, DeclineReasons) {
+		return nil, Errorf(EINVALID, "Choose a reason for declining: %s.", strings.Join(DeclineReasons, ", "))
+	}
+	var e *Entry
+	err := db.Update(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		var blocking int
+		if err := tx.QueryRowContext(ctx, `SELECT
+			(SELECT count(*) FROM invitations WHERE entry_id = ? AND program_id = ? AND state = 'issued') +
+			(SELECT count(*) FROM grants WHERE entry_id = ? AND program_id = ?)`,
+			entryID, p.ID, entryID, p.ID).Scan(&blocking); err != nil {
+			return fmt.Errorf("check decline: %w", err)
+		}
+		if blocking > 0 {
+			return Errorf(ECONFLICT, "This entry has an invitation or access. Revoke it first.")
+		}
+		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting, StateSelected}, StateDeclined, "declined", Details{"reason": reason})
+		return err
+	})
+	return e, err
+}
+
+// withdraw is the one withdrawal transition, for the applicant and for an
+// owner acting on the applicant's documented request: the entry becomes
+// withdrawn and its issued invitation and active grant are revoked in the
+// same transaction. Repeating it changes nothing and gives the same answer.
+func (db *DB) withdraw(ctx context.Context, tx *Tx, a Actor, p *Program, entryID, via string) (*Entry, error) {
+	e, err := entryByID(ctx, tx, p.ID, entryID)
+	if err != nil {
+		return nil, err
+	}
+	if e.State == StateWithdrawn {
+		return e, nil
+	}
+	if err := endAccess(ctx, tx, p.ID, e.ID, a); err != nil {
+		return nil, err
+	}
+	return db.transition(ctx, tx, a, p, e.ID, []string{e.State}, StateWithdrawn, "withdrawn", Details{"via": via})
+}
+
+// WithdrawEntry withdraws an entry on the applicant's documented request.
+func (db *DB) WithdrawEntry(ctx context.Context, a Actor, programID, entryID, reason string) (*Entry, error) {
+	if !oneOf(reason, WithdrawReasons) {
+		return nil, Errorf(EINVALID, "An owner withdraws an entry only on the applicant's request (reason applicant_request).")
+	}
+	var e *Entry
+	err := db.Update(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		e, err = db.withdraw(ctx, tx, a, p, entryID, reason)
+		return err
+	})
+	return e, err
+}

@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"admit/handlers"
+	"admit/store"
 )
 
 // Config is admit's configuration, read from the environment (DESIGN §5).
@@ -28,6 +30,8 @@ type Config struct {
 	ClientIPHeader         string
 	NetworkHourlyLimit     int
 	DevOwnerEmail          string
+	// Retention is the erasure policy by entry state (ADMIT_RETENTION_*_DAYS).
+	Retention store.Retention
 }
 
 // DevMode reports whether admit runs with the development identity.
@@ -86,6 +90,22 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		bad("ADMIT_NETWORK_HOURLY_LIMIT=%q must be a whole number from 1 to 1000000", limit)
 	} else {
 		c.NetworkHourlyLimit = n
+	}
+
+	days := func(name string, def int) time.Duration {
+		v := env(name, strconv.Itoa(def))
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 3650 {
+			bad("%s=%q must be a whole number of days from 1 to 3650", name, v)
+			return time.Duration(def) * 24 * time.Hour
+		}
+		return time.Duration(n) * 24 * time.Hour
+	}
+	c.Retention = store.Retention{
+		Withdrawn:      days("ADMIT_RETENTION_WITHDRAWN_DAYS", store.DefaultWithdrawnDays),
+		Declined:       days("ADMIT_RETENTION_DECLINED_DAYS", store.DefaultDeclinedDays),
+		Revoked:        days("ADMIT_RETENTION_REVOKED_DAYS", store.DefaultRevokedDays),
+		RetiredProgram: days("ADMIT_RETENTION_RETIRED_DAYS", store.DefaultRetiredProgramDays),
 	}
 
 	if c.ClientIPHeader != "" && strings.ContainsAny(c.ClientIPHeader, " :\t") {

@@ -162,16 +162,30 @@ func TestCrossOriginPost_IsRejectedWithNoDatabaseChange(t *testing.T) {
 		{"cross-site fetch metadata", []string{"Sec-Fetch-Site", "cross-site"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, path := range []string{"/dev/sign-in", "/sign-out"} {
-				r := c.PostForm(t, path, url.Values{"email": {"mallory@example.com"}, "csrf": {tok}}, tc.headers...)
+			for _, path := range []string{"/dev/sign-in", "/sign-out", "/waitlist/demo", "/manage/remove"} {
+				r := c.PostForm(t, path, url.Values{"email": {"mallory@example.com"}, "csrf": {tok}, "permission": {"yes"},
+					"noticeVersion": {"1"}, "requestKey": {"5b0c7a4e-2d7e-4b8e-9a51-3f1c2d4e5f60"},
+					"token": {strings.Repeat("a", 64)}}, tc.headers...)
 				if got, want := r.StatusCode, http.StatusForbidden; got != want {
 					t.Fatalf("POST %s: status %d, want %d", path, got, want)
 				}
 			}
 		})
 	}
+	for _, tc := range [][]string{{"Origin", "https://evil.example"}, {"Sec-Fetch-Site", "cross-site"}} {
+		body := `{"requestKey":"5b0c7a4e-2d7e-4b8e-9a51-3f1c2d4e5f61","email":"mallory@example.com","noticeVersion":1,"permission":true}`
+		if r := c.PostJSON(t, "POST", "/api/public/programs/demo/signups", body, tc...); r.StatusCode != http.StatusForbidden {
+			t.Fatalf("cross-origin JSON signup (%s): %d, want 403", tc[0], r.StatusCode)
+		}
+	}
 	if after := tableCounts(t, app.DB); !equalCounts(before, after) {
 		t.Fatalf("database changed: before %v after %v", before, after)
+	}
+	// Control: the same signup from the right origin does change the database.
+	ok := c.PostForm(t, "/waitlist/demo", url.Values{"email": {"mallory@example.com"}, "permission": {"yes"},
+		"noticeVersion": {"1"}, "requestKey": {"5b0c7a4e-2d7e-4b8e-9a51-3f1c2d4e5f62"}}, "Origin", app.URL)
+	if ok.StatusCode != http.StatusAccepted || tableCounts(t, app.DB)["entries"] != before["entries"]+1 {
+		t.Fatalf("same-origin signup: %d", ok.StatusCode)
 	}
 	// Still signed in as the owner: the cross-origin sign-in did not take.
 	if got := c.Get(t, "/api/owner/programs").StatusCode; got != http.StatusOK {

@@ -136,7 +136,9 @@ func (s *Server) withOrigin(next http.Handler) http.Handler {
 	}))
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isUnsafe(r.Method) {
-			if o := r.Header.Get("Origin"); o != "" && o != s.origin {
+			// Under Referrer-Policy: no-referrer browsers send "Origin: null" on
+			// same-origin form posts; Sec-Fetch-Site then vouches for the origin.
+			if o := r.Header.Get("Origin"); o != "" && o != s.origin && !(o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin") {
 				s.writeError(w, r, errCrossOrigin)
 				return
 			}

@@ -28,6 +28,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /manage/{$}", s.h(s.handleManage))
 	mux.Handle("POST /manage/remove", s.h(s.handleRemovePost))
 	mux.Handle("POST /api/public/removals", s.h(s.handleRemovalAPI))
+	mux.Handle("GET /privacy", s.h(s.handlePrivacy))
 	mux.Handle("GET /sign-in", s.h(s.handleSignIn))
 	mux.Handle("POST /sign-out", s.h(s.handleSignOut))
 	if _, ok := s.id.(*DevIdentity); ok {

@@ -42,6 +42,9 @@ type Options struct {
 	ClerkPublishableKey string
 	Keys                Keys
 	Logger              *slog.Logger
+	// BackupRetention is how long erased data can survive in backups; 0
+	// means no continuous backup is configured. The privacy page adds it.
+	BackupRetention time.Duration
 	// Ready reports extra readiness problems (e.g. replication); nil means ready.
 	Ready func(context.Context) error
 }

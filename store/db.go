@@ -193,3 +193,16 @@ func Millis(t time.Time) int64 { return t.UnixMilli() }
 
 // FromMillis converts a stored instant back to UTC time.
 func FromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// Checkpoint copies the WAL into the database file and truncates the WAL, so
+// erased bytes (zeroed by secure_delete) leave no copy in either file.
+func (db *DB) Checkpoint(ctx context.Context) error {
+	var busy, logFrames, checkpointed int
+	if err := db.writer.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return errors.New("checkpoint: the database was busy")
+	}
+	return nil
+}

@@ -68,9 +68,14 @@ func (db *DB) setEntryState(ctx context.Context, tx *Tx, programID, entryID, sta
 	if t := db.retention().eraseAfter(state, retired, tx.Now); t != nil {
 		erase = Millis(*t)
 	}
+	// In a retired program an entry keeps the earlier of its own erasure
+	// date and the retired-program date: retiring never postpones erasure.
 	res, err := tx.ExecContext(ctx, `UPDATE entries SET state = ?, updated_at = ?,
-		erase_after = CASE WHEN erased_at IS NULL THEN ? ELSE NULL END
-		WHERE id = ? AND program_id = ?`, state, Millis(tx.Now), erase, entryID, programID)
+		erase_after = CASE
+			WHEN erased_at IS NOT NULL THEN NULL
+			WHEN ? AND erase_after IS NOT NULL AND (? IS NULL OR erase_after < ?) THEN erase_after
+			ELSE ? END
+		WHERE id = ? AND program_id = ?`, state, Millis(tx.Now), retired, erase, erase, erase, entryID, programID)
 	if err != nil {
 		return fmt.Errorf("set entry state: %w", err)
 	}
@@ -79,6 +84,9 @@ func (db *DB) setEntryState(ctx context.Context, tx *Tx, programID, entryID, sta
 	}
 	return nil
 }
+
+// RetentionPolicy returns the retention policy in force.
+func (db *DB) RetentionPolicy() Retention { return db.retention() }
 
 func (db *DB) retention() Retention {
 	if db.Retention == (Retention{}) {

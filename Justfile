@@ -1,0 +1,23 @@
+# admit — common tasks. `just` is optional: each recipe is one plain command.
+
+# Start the server with the development identity and the demo program.
+run:
+    go run .
+
+# Run every test (browser tests need Chromium at /usr/bin/chromium).
+test:
+    go test ./...
+
+# Regenerate templ components (commit the generated *_templ.go files).
+generate:
+    go tool templ generate
+
+# Format check, vet, and the templ drift check.
+lint:
+    test -z "$(gofmt -l .)"
+    go vet ./...
+    go tool templ generate && git diff --exit-code -- '*_templ.go'
+
+# Measure: Go benchmarks of the store and handlers.
+bench:
+    go test -run '^$' -bench . -benchmem ./...

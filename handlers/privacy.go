@@ -1,0 +1,48 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"admit/store"
+	"admit/views"
+)
+
+// privacyView computes the privacy page from the retention policy, the
+// sweep interval, the counter lifetime and the backup retention this server
+// runs with ("count the copies": live database, then backups).
+func (s *Server) privacyView() views.PrivacyView {
+	r := s.db.RetentionPolicy()
+	backup := s.opts.BackupRetention
+	everywhere := func(kept time.Duration) string {
+		return views.Duration(kept + store.SweepInterval + backup)
+	}
+	untilRetired := "until you withdraw or remove it, or the program is retired; then up to " + views.Duration(r.RetiredProgram)
+	v := views.PrivacyView{
+		Rows: []views.RetentionRow{
+			{State: "waiting, selected, invited or active", Kept: untilRetired,
+				Everywhere: "retirement + " + everywhere(r.RetiredProgram)},
+			{State: "withdrawn (signed in, or by the owner on your request)", Kept: views.Duration(r.Withdrawn), Everywhere: everywhere(r.Withdrawn)},
+			{State: "removed with your private link", Kept: "erased at once", Everywhere: everywhere(0)},
+			{State: "declined", Kept: views.Duration(r.Declined), Everywhere: everywhere(r.Declined)},
+			{State: "access revoked", Kept: views.Duration(r.Revoked), Everywhere: everywhere(r.Revoked)},
+		},
+		RetiredProgram:    views.Duration(r.RetiredProgram + store.SweepInterval),
+		CounterLifetime:   views.Duration(store.NetworkCounterLifetime + store.SweepInterval),
+		SweepInterval:     views.Duration(store.SweepInterval),
+		BackupConfigured:  backup > 0,
+		BackupRetention:   views.Duration(backup),
+		RemovalEverywhere: everywhere(0),
+		IdentityProvider:  "Clerk",
+	}
+	if s.id.Mode() == "dev" {
+		v.IdentityProvider = "a development sign-in form that does not verify addresses (this server is in development mode)"
+	}
+	return v
+}
+
+// handlePrivacy renders the privacy page.
+func (s *Server) handlePrivacy(w http.ResponseWriter, r *http.Request) error {
+	c := s.chrome(w, r, "Privacy")
+	return s.render(w, r, http.StatusOK, c, views.Privacy(c, s.privacyView()))
+}

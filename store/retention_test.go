@@ -1,0 +1,314 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// testRetention uses a different period per state so a mix-up shows.
+var testRetention = Retention{
+	Withdrawn:      10 * 24 * time.Hour,
+	Declined:       20 * 24 * time.Hour,
+	Revoked:        40 * 24 * time.Hour,
+	RetiredProgram: 15 * 24 * time.Hour,
+}
+
+// lifecycleFixture is an open program with signups and the owner's actor.
+type lifecycleFixture struct {
+	db    *DB
+	clock *fakeClock
+	owner Actor
+	p     *Program
+}
+
+func newLifecycleFixture(t *testing.T) *lifecycleFixture {
+	t.Helper()
+	db, clock := mustOpenDBWithClock(t)
+	db.BindingKey = bytes.Repeat([]byte{7}, 32)
+	db.Retention = testRetention
+	owner, w := mustOwner(t, db)
+	p := mustProgram(t, db, owner, w, "lifecycle")
+	mustNotice(t, db, owner, p.ID)
+	ctx := context.Background()
+	if _, err := db.PutContent(ctx, owner, p.ID, 0, "Private text."); err != nil {
+		t.Fatal(err)
+	}
+	p = mustProgramByID(t, db, owner, p.ID)
+	yes := true
+	p, err := db.UpdateProgram(ctx, owner, p.ID, ProgramSettings{ExpectedRevision: p.Revision, SignupOpen: &yes, AccessEnabled: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lifecycleFixture{db: db, clock: clock, owner: owner, p: p}
+}
+
+// join signs email up and returns its entry ID and removal token.
+func (f *lifecycleFixture) join(t *testing.T, email string) (string, string) {
+	t.Helper()
+	res, err := f.db.Signup(context.Background(), SignupRequest{Slug: f.p.Slug, RequestKey: uuid.NewString(),
+		Email: email, NoticeVersion: 1, Permission: true})
+	if err != nil {
+		t.Fatalf("signup %s: %v", email, err)
+	}
+	var id string
+	mustUpdate(t, f.db, func(tx *Tx) error {
+		return tx.QueryRowContext(context.Background(), `SELECT id FROM entries WHERE email_key = ?`, email).Scan(&id)
+	})
+	return id, res.RemovalToken
+}
+
+// activate takes an entry through selection, invitation, a recorded send and
+// redemption, returning the grant ID.
+func (f *lifecycleFixture) activate(t *testing.T, entryID, email string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, entryID, "meets_policy"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, entryID, uuid.NewString(), f.clock.Now().Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
+		t.Fatal(err)
+	}
+	red, err := f.db.Redeem(ctx, "user_"+entryID[:8], []string{email}, res.Code)
+	if err != nil {
+		t.Fatalf("redeem: %v", err)
+	}
+	return red.GrantID
+}
+
+// erased reports whether the entry's email has been erased.
+func (f *lifecycleFixture) erased(t *testing.T, entryID string) bool {
+	t.Helper()
+	var key string
+	var erasedAt *int64
+	mustUpdate(t, f.db, func(tx *Tx) error {
+		return tx.QueryRowContext(context.Background(), `SELECT email_key, erased_at FROM entries WHERE id = ?`, entryID).Scan(&key, &erasedAt)
+	})
+	if (erasedAt != nil) != strings.HasPrefix(key, "erased:") {
+		t.Fatalf("entry %s: email_key %q and erased_at %v disagree", entryID, key, erasedAt)
+	}
+	return erasedAt != nil
+}
+
+func TestRetention_ErasesEachStateExactlyAtItsPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy time.Duration
+		// act moves a fresh entry into the state under test.
+		act func(t *testing.T, f *lifecycleFixture, entryID, email string)
+	}{
+		{"withdrawn", testRetention.Withdrawn, func(t *testing.T, f *lifecycleFixture, id, _ string) {
+			if _, err := f.db.WithdrawEntry(context.Background(), f.owner, f.p.ID, id, "applicant_request"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"declined", testRetention.Declined, func(t *testing.T, f *lifecycleFixture, id, _ string) {
+			if _, err := f.db.DeclineEntry(context.Background(), f.owner, f.p.ID, id, "not_eligible"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"revoked", testRetention.Revoked, func(t *testing.T, f *lifecycleFixture, id, email string) {
+			g := f.activate(t, id, email)
+			if _, err := f.db.RevokeGrant(context.Background(), f.owner, g); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"waiting in a retired program", testRetention.RetiredProgram, func(t *testing.T, f *lifecycleFixture, _, _ string) {
+			f.retire(t)
+		}},
+		{"active in a retired program", testRetention.RetiredProgram, func(t *testing.T, f *lifecycleFixture, id, email string) {
+			f.activate(t, id, email)
+			f.retire(t)
+		}},
+		{"selected in a retired program", testRetention.RetiredProgram, func(t *testing.T, f *lifecycleFixture, id, _ string) {
+			if _, err := f.db.SelectEntry(context.Background(), f.owner, f.p.ID, id, "meets_policy"); err != nil {
+				t.Fatal(err)
+			}
+			f.retire(t)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newLifecycleFixture(t)
+			email := "person@example.com"
+			id, _ := f.join(t, email)
+			f.clock.Add(time.Hour)
+			start := f.clock.Now()
+			tc.act(t, f, id, email)
+
+			f.clock.Set(start.Add(tc.policy - time.Hour))
+			if n, err := f.db.Sweep(context.Background()); err != nil || n != 0 {
+				t.Fatalf("sweep at policy-1h: erased %d, err %v", n, err)
+			}
+			if f.erased(t, id) {
+				t.Fatal("erased before its policy")
+			}
+			f.clock.Set(start.Add(tc.policy + time.Hour))
+			if n, err := f.db.Sweep(context.Background()); err != nil || n != 1 {
+				t.Fatalf("sweep at policy+1h: erased %d, err %v", n, err)
+			}
+			if !f.erased(t, id) {
+				t.Fatal("not erased after its policy")
+			}
+			if got := mustCount(t, f.db, `SELECT count(*) FROM entries WHERE id = ?`, id); got != 1 {
+				t.Fatalf("erasure deleted the row: count %d", got)
+			}
+			if got := mustCount(t, f.db, `SELECT count(*) FROM audit_events WHERE entry_id = ? AND event_type = 'erased' AND details NOT LIKE '%@%'`, id); got != 1 {
+				t.Fatalf("erased events: %d", got)
+			}
+		})
+	}
+}
+
+// retire retires the fixture's program at its current revision.
+func (f *lifecycleFixture) retire(t *testing.T) {
+	t.Helper()
+	p := mustProgramByID(t, f.db, f.owner, f.p.ID)
+	if _, err := f.db.RetireProgram(context.Background(), f.owner, p.ID, p.Revision); err != nil {
+		t.Fatalf("retire: %v", err)
+	}
+}
+
+func TestRetention_ActiveStatesAreKeptWhileTheProgramRuns(t *testing.T) {
+	f := newLifecycleFixture(t)
+	waiting, _ := f.join(t, "waiting@example.com")
+	active, _ := f.join(t, "active@example.com")
+	f.activate(t, active, "active@example.com")
+	f.clock.Add(10 * 365 * 24 * time.Hour)
+	if n, err := f.db.Sweep(context.Background()); err != nil || n != 0 {
+		t.Fatalf("sweep erased %d, err %v", n, err)
+	}
+	if f.erased(t, waiting) || f.erased(t, active) {
+		t.Fatal("a running program's waiting or active entry was erased")
+	}
+}
+
+func TestRetireProgram_RevokesAccessAndNeverPostponesErasure(t *testing.T) {
+	f := newLifecycleFixture(t)
+	ctx := context.Background()
+	withdrawn, _ := f.join(t, "early@example.com")
+	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, withdrawn, "applicant_request"); err != nil {
+		t.Fatal(err)
+	}
+	withdrawnAt := f.clock.Now()
+	active, _ := f.join(t, "active@example.com")
+	grant := f.activate(t, active, "active@example.com")
+	invited, _ := f.join(t, "invited@example.com")
+	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, invited, "meets_policy"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, invited, uuid.NewString(), f.clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+
+	f.clock.Add(24 * time.Hour)
+	before := mustCount(t, f.db, `SELECT count(*) FROM audit_events`)
+	f.retire(t)
+	if got := mustCount(t, f.db, `SELECT count(*) FROM audit_events WHERE event_type = 'program_retired'`); got != 1 {
+		t.Fatalf("program_retired events: %d", got)
+	}
+	if mustCount(t, f.db, `SELECT count(*) FROM audit_events`) <= before {
+		t.Fatal("retirement not audited")
+	}
+	p := mustProgramByID(t, f.db, f.owner, f.p.ID)
+	if p.SignupOpen || p.AccessEnabled || p.RetiredAt == nil {
+		t.Fatalf("retired program: open=%v access=%v retired=%v", p.SignupOpen, p.AccessEnabled, p.RetiredAt)
+	}
+	if got := mustCount(t, f.db, `SELECT count(*) FROM grants WHERE id = ? AND active = 0`, grant); got != 1 {
+		t.Fatal("grant still active after retirement")
+	}
+	if got := mustCount(t, f.db, `SELECT count(*) FROM invitations WHERE program_id = ? AND state = 'issued'`, f.p.ID); got != 0 {
+		t.Fatalf("%d invitations still issued", got)
+	}
+	if got := mustCount(t, f.db, `SELECT count(*) FROM entries WHERE program_id = ? AND erase_after IS NULL AND erased_at IS NULL`, f.p.ID); got != 0 {
+		t.Fatalf("%d entries have no erasure date after retirement", got)
+	}
+	// The withdrawn entry keeps its earlier date.
+	var eraseAfter int64
+	mustUpdate(t, f.db, func(tx *Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT erase_after FROM entries WHERE id = ?`, withdrawn).Scan(&eraseAfter)
+	})
+	if got, want := FromMillis(eraseAfter), withdrawnAt.Add(testRetention.Withdrawn); !got.Equal(want) {
+		t.Fatalf("withdrawn erase_after=%v, want %v (retiring must not postpone it)", got, want)
+	}
+	// Signups are refused and nothing can be reissued.
+	if _, err := f.db.Signup(ctx, SignupRequest{Slug: f.p.Slug, RequestKey: uuid.NewString(), Email: "late@example.com",
+		NoticeVersion: 1, Permission: true}); ErrorCode(err) != ECONFLICT {
+		t.Fatalf("signup after retirement: %v", err)
+	}
+	p = mustProgramByID(t, f.db, f.owner, f.p.ID)
+	if _, err := f.db.RetireProgram(ctx, f.owner, p.ID, p.Revision); ErrorCode(err) != ECONFLICT {
+		t.Fatalf("second retirement: %v", err)
+	}
+}
+
+func TestErasure_EmailBytesLeaveTheDatabaseAndWALFiles(t *testing.T) {
+	f := newLifecycleFixture(t)
+	ctx := context.Background()
+	canary := "canary-7f3a9c@example.com"
+	id, token := f.join(t, canary)
+	for i := 0; i < 8; i++ {
+		f.join(t, uuid.NewString()[:8]+"@example.com")
+	}
+	if err := f.db.RemoveByToken(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	if !f.erased(t, id) {
+		t.Fatal("token removal did not erase")
+	}
+	if err := f.db.Checkpoint(ctx); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	for _, path := range []string{f.db.Path, f.db.Path + "-wal"} {
+		b, err := os.ReadFile(path)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(b, []byte(canary)); n != 0 {
+			t.Fatalf("%s holds the erased email %d times", path, n)
+		}
+		// Control: the same check finds an address that was not erased.
+		if !strings.HasSuffix(path, "-wal") && bytes.Count(b, []byte("@example.com")) == 0 {
+			t.Fatalf("%s: the check cannot see addresses at all", path)
+		}
+	}
+}
+
+func TestRunSweeper_ErasesDueEntriesAtStart(t *testing.T) {
+	f := newLifecycleFixture(t)
+	ctx := context.Background()
+	id, _ := f.join(t, "due@example.com")
+	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, id, "applicant_request"); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(testRetention.Withdrawn + time.Minute)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.db.RunSweeper(runCtx, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	// The first sweep runs at start, not after the first interval.
+	deadline := time.Now().Add(10 * time.Second)
+	for !f.erased(t, id) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweeper did not erase a due entry at start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}

@@ -1,0 +1,50 @@
+package views
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// RetentionRow is one line of the privacy page's retention table.
+type RetentionRow struct {
+	State string
+	// Kept says how long the address stays in the live database.
+	Kept string
+	// Everywhere is the computed bound including the sweep and backups.
+	Everywhere string
+}
+
+// PrivacyView is the privacy page, filled from the code's constants and the
+// live configuration, never written by hand.
+type PrivacyView struct {
+	Rows              []RetentionRow
+	RetiredProgram    string
+	CounterLifetime   string
+	SweepInterval     string
+	BackupConfigured  bool
+	BackupRetention   string
+	RemovalEverywhere string
+	IdentityProvider  string
+}
+
+// Duration renders a duration for people: whole days when it is at least a
+// day (rounded up, so a promise is never understated), else hours or minutes.
+func Duration(d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour:
+		n := int(math.Ceil(d.Hours() / 24))
+		return plural(n, "day")
+	case d >= time.Hour:
+		return plural(int(math.Ceil(d.Hours())), "hour")
+	default:
+		return plural(int(math.Ceil(d.Minutes())), "minute")
+	}
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", unit)
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}

@@ -3,6 +3,8 @@
 //	admit [serve]                                  run the server (default)
 //	admit owner add|remove|list --workspace NAME [--user USER_ID]
 //	admit migrate                                  apply database migrations and exit
+//	admit restore [-timestamp T] -o PATH           restore the backup named in litestream.yml
+//	admit backup verify                            restore drill: compare a restore with the live database
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"admit/backup"
 	"admit/handlers"
 	"admit/store"
 )
@@ -46,6 +49,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return ownerCmd(ctx, args, getenv, stdout)
 	case "migrate":
 		return migrateCmd(ctx, getenv, stdout)
+	case "restore":
+		return restoreCmd(ctx, args, getenv, stdout)
+	case "backup":
+		return backupCmd(ctx, args, getenv, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -59,6 +66,13 @@ const usage = `usage:
   admit owner remove --workspace NAME --user USER_ID     remove an owner (audited)
   admit owner list   --workspace NAME                    list a workspace's owners
   admit migrate                                          apply database migrations
+  admit restore [-timestamp T] -o PATH                   restore the backup litestream.yml names into a new
+                                                         file (T is RFC 3339; default the latest state)
+  admit backup verify                                    restore the latest backup to a temp file and compare
+                                                         its per-table row counts with the live database
+
+Continuous backup: admit serve replicates the database with Litestream when
+litestream.yml ($ADMIT_LITESTREAM_CONFIG, default ./litestream.yml) names a replica.
 `
 
 // openDB loads the configuration and opens the database.
@@ -76,16 +90,44 @@ func openDB(ctx context.Context, getenv func(string) string) (*Config, *store.DB
 
 func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// Read litestream.yml first: a bad key refuses the start before any data is touched.
+	backupCfg, err := loadBackupConfig(getenv)
+	if err != nil {
+		return err
+	}
 	cfg, db, err := openDB(ctx, getenv)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	var repl *backup.Replicator
+	defer func() {
+		// Litestream's lifecycle rule: it closes (with a final sync) only
+		// after admit's own connections are closed. The HTTP server and the
+		// sweeper have stopped by the time this runs.
+		db.Close()
+		closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := repl.Close(closeCtx); err != nil {
+			logger.Error("final backup sync failed: the latest changes may be missing from the backup", "err", err)
+		}
+	}()
+	if repl, err = startReplication(ctx, backupCfg, cfg.DBPath(), getenv, logger); err != nil {
+		return err
+	}
 	keys, err := LoadKeys(getenv, cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	db.BindingKey = keys.Binding
+	db.Retention = cfg.Retention
+	// Erasure runs inside serve: at start and every SweepInterval.
+	sweepCtx, stopSweeper := context.WithCancel(ctx)
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		db.RunSweeper(sweepCtx, store.SweepInterval, logger)
+	}()
+	defer func() { stopSweeper(); <-sweepDone }()
 
 	var id handlers.Identity
 	if cfg.DevMode() {
@@ -118,6 +160,8 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		ClerkPublishableKey: cfg.ClerkPublishableKey,
 		Keys:                keys,
 		Logger:              logger,
+		BackupRetention:     backupCfg.BackupRetention(),
+		Ready:               repl.Ready, // not ready while changes wait too long for the replica
 	}, db, id)
 	if err != nil {
 		return err

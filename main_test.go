@@ -372,6 +372,18 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// hermetic returns a copy of env that points ADMIT_LITESTREAM_CONFIG at a
+// file that does not exist, unless env sets it: the repository's own
+// litestream.yml must not decide what a test replicates.
+func hermetic(tb testing.TB, env map[string]string) map[string]string {
+	tb.Helper()
+	out := map[string]string{"ADMIT_LITESTREAM_CONFIG": filepath.Join(tb.TempDir(), "no-litestream.yml")}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
+}
+
 // runningServer is `admit serve` started by MustRunServe.
 type runningServer struct {
 	// URL is the base URL read from the "listening on" line.
@@ -390,6 +402,7 @@ var listeningLine = regexp.MustCompile(`^listening on (http://127\.0\.0\.1:[0-9]
 // "listening on" line. Run is stopped at cleanup if the test did not stop it.
 func MustRunServe(tb testing.TB, env map[string]string) *runningServer {
 	tb.Helper()
+	env = hermetic(tb, env)
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	stderr := &syncBuffer{}
@@ -579,7 +592,7 @@ func TestRun_DevIdentityRefusesAllInterfaces(t *testing.T) {
 			defer cancel()
 			done := make(chan error, 1)
 			go func() {
-				done <- Run(ctx, []string{"serve"}, fakeEnv(map[string]string{"ADMIT_ADDR": addr, "ADMIT_DATA": data}), &stdout, &stderr)
+				done <- Run(ctx, []string{"serve"}, fakeEnv(hermetic(t, map[string]string{"ADMIT_ADDR": addr, "ADMIT_DATA": data})), &stdout, &stderr)
 			}()
 			select {
 			case err := <-done:
@@ -754,5 +767,34 @@ func TestRun_HelpPrintsUsage(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("help output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestRun_PortZeroSameOriginFormPostIsAccepted(t *testing.T) {
+	// Known bug, reported: with ADMIT_ADDR=127.0.0.1:0 and no
+	// ADMIT_PUBLIC_URL, the public URL is http://127.0.0.1:0, so a browser's
+	// same-origin POST (Origin: http://127.0.0.1:PORT) is refused with 403.
+	// main.go's serve must listen before handlers.New and, when the port is
+	// 0 and ADMIT_PUBLIC_URL is unset, use the listener's address.
+	t.Skip("known bug in main.go serve: the default public URL keeps port 0")
+
+	srv := MustRunServe(t, map[string]string{"ADMIT_ADDR": "127.0.0.1:0", "ADMIT_DATA": t.TempDir()})
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/dev/sign-in",
+		strings.NewReader(url.Values{"email": {"owner@example.test"}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	client := &http.Client{Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got, want := resp.StatusCode, http.StatusSeeOther; got != want {
+		t.Fatalf("same-origin sign-in: status=%d, want %d", got, want)
 	}
 }

@@ -53,6 +53,10 @@ func decodeStrict(b []byte, v any) error {
 	if !utf8.Valid(b) {
 		return invalid("The request body is not valid UTF-8.")
 	}
+	// Every request body is a JSON object: null, arrays and scalars are not.
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return invalid("The request body must be a JSON object.")
+	}
 	if err := checkDuplicateKeys(b); err != nil {
 		return err
 	}

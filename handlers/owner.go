@@ -8,23 +8,44 @@ import (
 	"admit/views"
 )
 
-// handleOwnerHome is the owner console's start page.
+// handleOwnerHome is the owner console's start page: the owner's programs
+// with their counts by state, and the create-program form.
 func (s *Server) handleOwnerHome(w http.ResponseWriter, r *http.Request) error {
-	ps, err := s.db.OwnerPrograms(r.Context(), ownerActor(r))
+	v, err := s.ownerHomeView(r)
 	if err != nil {
 		return err
 	}
-	v := views.OwnerHomeView{}
+	v.Flash = s.takeFlash(w, r)
+	c := s.chrome(w, r, "Owner console")
+	return s.render(w, r, http.StatusOK, c, views.OwnerHome(c, *v))
+}
+
+// ownerHomeView loads the owner's programs, each with its counts by state,
+// and a create-program form with sensible defaults.
+func (s *Server) ownerHomeView(r *http.Request) (*views.OwnerHomeView, error) {
+	a := ownerActor(r)
+	ps, err := s.db.OwnerPrograms(r.Context(), a)
+	if err != nil {
+		return nil, err
+	}
+	v := &views.OwnerHomeView{Create: views.ProgramForm{QueueCap: "1000", HourlyCap: "100", SeatCap: "50",
+		MaxInvitationDays: "14"}}
 	for _, ws := range workspacesFrom(r.Context()) {
-		v.Workspaces = append(v.Workspaces, ws.Name)
+		v.Workspaces = append(v.Workspaces, views.OwnerWorkspace{ID: ws.ID, Name: ws.Name})
+	}
+	if len(v.Workspaces) > 0 {
+		v.Create.WorkspaceID = v.Workspaces[0].ID
 	}
 	for _, p := range ps {
+		counts, err := s.db.StateCounts(r.Context(), a, p.ID)
+		if err != nil {
+			return nil, err
+		}
 		v.Programs = append(v.Programs, views.OwnerProgramRow{ID: p.ID, Slug: p.Slug, Purpose: p.Purpose,
 			SignupOpen: p.SignupOpen, Access: p.AccessEnabled, Occupied: p.Occupied, QueueCap: p.QueueCap,
-			Retired: p.RetiredAt != nil})
+			Retired: p.RetiredAt != nil, Counts: stateCountsView(counts)})
 	}
-	c := s.chrome(w, r, "Owner console")
-	return s.render(w, r, http.StatusOK, c, views.OwnerHome(c, v))
+	return v, nil
 }
 
 type workspaceJSON struct {

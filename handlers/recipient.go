@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"admit/store"
 	"admit/views"
 )
 
@@ -39,5 +40,72 @@ func (s *Server) handleMyEntryAPI(w http.ResponseWriter, r *http.Request) error 
 	}
 	writeJSON(w, http.StatusOK, myEntryJSON{Program: e.Slug, State: e.State,
 		JoinedAt: e.JoinedAt.UTC().Format(time.RFC3339), NoticeVersion: e.NoticeVersion})
+	return nil
+}
+
+// ownEntryOr404 maps a failed own-entry lookup to the generic 404: no match
+// says nothing about whether the program or an entry exists.
+func ownEntryOr404(err error) error {
+	if store.ErrorCode(err) == store.EINTERNAL {
+		return err
+	}
+	return errNotFound
+}
+
+// handleWithdrawConfirm asks the signed-in applicant to confirm withdrawing
+// their own entry in one program. Nothing changes until the form is posted.
+func (s *Server) handleWithdrawConfirm(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.db.OwnEntry(r.Context(), r.PathValue("slug"), emailsFrom(r.Context()))
+	if err != nil {
+		return ownEntryOr404(err)
+	}
+	c := s.chrome(w, r, "Withdraw from a waitlist")
+	return s.render(w, r, http.StatusOK, c, views.WithdrawConfirm(c, views.WithdrawView{Slug: e.Slug, Purpose: e.Purpose, State: e.State}))
+}
+
+// handleWithdrawPost withdraws the signed-in applicant's own entry (form,
+// CSRF-checked by the recipient group) and returns to /me (303). Any issued
+// invitation and active grant end in the same transaction; repeating it
+// gives the same withdrawn answer.
+func (s *Server) handleWithdrawPost(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if _, err := s.db.WithdrawOwn(r.Context(), r.PathValue("slug"), p.UserID, emailsFrom(r.Context())); err != nil {
+		return ownEntryOr404(err)
+	}
+	http.Redirect(w, r, "/me", http.StatusSeeOther)
+	return nil
+}
+
+// withdrawJSON is the API's answer to a withdrawal.
+type withdrawJSON struct {
+	Program string `json:"program"`
+	State   string `json:"state"`
+}
+
+// decodeEmptyObject accepts an empty body or exactly the JSON object {}:
+// a body with any field is 400, a non-JSON body 415.
+func decodeEmptyObject(r *http.Request) error {
+	b, err := readBody(r)
+	if err != nil || len(b) == 0 {
+		return err
+	}
+	if mediaType(r) != "application/json" {
+		return errContentType
+	}
+	var v struct{}
+	return decodeStrict(b, &v)
+}
+
+// handleWithdrawAPI withdraws the caller's own entry: 200 {program, state}.
+func (s *Server) handleWithdrawAPI(w http.ResponseWriter, r *http.Request) error {
+	if err := decodeEmptyObject(r); err != nil {
+		return err
+	}
+	p := principalFrom(r.Context())
+	e, err := s.db.WithdrawOwn(r.Context(), r.PathValue("slug"), p.UserID, emailsFrom(r.Context()))
+	if err != nil {
+		return ownEntryOr404(err)
+	}
+	writeJSON(w, http.StatusOK, withdrawJSON{Program: e.Slug, State: e.State})
 	return nil
 }

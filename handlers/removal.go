@@ -63,10 +63,11 @@ func (s *Server) handleRemovalAPI(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	noStore(w)
-	if !validRemovalToken(body.Token) {
+	tok := strings.ToLower(strings.TrimSpace(body.Token))
+	if !validRemovalToken(tok) {
 		return invalid(tokenShapeMessage)
 	}
-	if err := s.db.RemoveByToken(r.Context(), body.Token); err != nil {
+	if err := s.db.RemoveByToken(r.Context(), tok); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "processed"})

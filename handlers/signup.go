@@ -165,7 +165,9 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 		return s.render(w, r, status, c, views.Waitlist(c, *v))
 	}
 
-	p, n, err := s.db.PublicProgram(r.Context(), slug)
+	// The page quotes the notice the person agreed to, which a replay may
+	// show after a newer one was published.
+	p, n, err := s.db.PublicNotice(r.Context(), slug, f.NoticeVersion)
 	if err != nil {
 		return err
 	}

@@ -114,12 +114,14 @@ type PrivateContent struct {
 // content must all belong to that same program; the grant must be this
 // user's and active, the entry active with an email among the user's
 // currently verified addresses, access enabled and the workspace active.
+// The content row (alias c) is joined on the same program.
 func accessGate(emails int) string {
 	return `FROM programs p
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
 		JOIN grants g ON g.program_id = p.id AND g.active = 1 AND g.clerk_user_id = ?
 		JOIN entries e ON e.id = g.entry_id AND e.program_id = p.id AND e.state = 'active'
 			AND e.email_key IN (` + placeholders(emails) + `)
+		JOIN early_access_content c ON c.program_id = p.id
 		WHERE p.public_slug = ? AND p.access_enabled = 1 AND p.retired_at IS NULL`
 }
 
@@ -205,6 +207,7 @@ func (db *DB) WithdrawOwn(ctx context.Context, slug, userID string, verifiedEmai
 		return nil, notFound()
 	}
 	a := Actor{Kind: ActorRecipient, UserID: userID}
+	var out *OwnEntry
 	err := db.Update(ctx, func(tx *Tx) error {
 		p, err := programWhere(ctx, tx, "p.public_slug = ?", slug)
 		if err != nil {
@@ -223,11 +226,16 @@ func (db *DB) WithdrawOwn(ctx context.Context, slug, userID string, verifiedEmai
 		if err != nil {
 			return fmt.Errorf("find own entry: %w", err)
 		}
-		_, err = db.withdraw(ctx, tx, a, p, entryID, "applicant")
-		return err
+		e, err := db.withdraw(ctx, tx, a, p, entryID, "applicant")
+		if err != nil {
+			return err
+		}
+		out = &OwnEntry{ProgramID: p.ID, Slug: p.Slug, Purpose: p.Purpose, AccessEnabled: p.AccessEnabled,
+			State: e.State, JoinedAt: e.CreatedAt, NoticeVersion: e.NoticeVersion}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return db.OwnEntry(ctx, slug, verifiedEmails)
+	return out, nil
 }

@@ -407,6 +407,32 @@ func (db *DB) PublicProgram(ctx context.Context, slug string) (*Program, *Notice
 	return p, n, err
 }
 
+// PublicNotice returns the program at slug with one of its notice versions.
+func (db *DB) PublicNotice(ctx context.Context, slug string, version int) (*Program, *Notice, error) {
+	if !ValidSlug(slug) {
+		return nil, nil, Errorf(ENOTFOUND, "Not found.")
+	}
+	var p *Program
+	var n *Notice
+	err := db.View(ctx, func(tx *Tx) error {
+		var err error
+		if p, err = programWhere(ctx, tx, "p.public_slug = ?", slug); err != nil {
+			return err
+		}
+		var id string
+		err = tx.QueryRowContext(ctx, `SELECT id FROM notices WHERE program_id = ? AND version = ?`, p.ID, version).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Errorf(ENOTFOUND, "Not found.")
+		}
+		if err != nil {
+			return fmt.Errorf("find notice: %w", err)
+		}
+		n, err = noticeByID(ctx, tx, id)
+		return err
+	})
+	return p, n, err
+}
+
 func noticeByID(ctx context.Context, tx *Tx, id string) (*Notice, error) {
 	var n Notice
 	var at int64

@@ -104,6 +104,7 @@ func (db *DB) Signup(ctx context.Context, req SignupRequest) (*SignupResult, err
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	req.Email, _ = NormalizeEmail(req.Email) // Validate accepted it; dedupe and bind on the one normal form
 	if len(db.BindingKey) != 32 {
 		return nil, errors.New("signup: no binding key configured")
 	}

@@ -37,10 +37,15 @@ type OwnerProgramRow struct {
 	Occupied   int
 	QueueCap   int
 	Retired    bool
+	// Counts are the program's entries by state, in lifecycle order.
+	Counts []StateCount
 }
 
-// OwnerHomeView is the owner console's start page.
+// OwnerHomeView is the owner console's start page: the owner's programs and
+// the create-program form.
 type OwnerHomeView struct {
-	Workspaces []string
+	Workspaces []OwnerWorkspace
 	Programs   []OwnerProgramRow
+	Create     ProgramForm
+	Flash      string
 }

@@ -38,8 +38,6 @@ type ReceivedView struct {
 	// is shown once.
 	RemovalURL   string
 	RemovalToken string
-	// WithdrawnDays is how long a signed-in withdrawal keeps the address.
-	PrivacyPath string
 }
 
 // ManageView is the removal page.

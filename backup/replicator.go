@@ -1,0 +1,291 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/litestream"
+	"github.com/benbjohnson/litestream/file"
+	"github.com/benbjohnson/litestream/s3"
+)
+
+// DefaultMaxLag is how long a committed change may wait to reach the replica
+// before the server reports itself not ready. Litestream ships changes about
+// once a second (sync-interval) and backs off to at most five minutes while
+// the replica fails, so a minute of lag means the replica is failing, not busy.
+const DefaultMaxLag = time.Minute
+
+// MaxLagEnv names the environment variable that overrides DefaultMaxLag, as
+// a Go duration such as 30s or 5m.
+const MaxLagEnv = "ADMIT_BACKUP_MAX_LAG"
+
+// replicaCheckTimeout bounds the reachability check at start.
+const replicaCheckTimeout = 15 * time.Second
+
+// Replicator replicates admit's database with an embedded Litestream while
+// the server runs. A nil *Replicator means replication is off: its methods
+// then report ready and do nothing.
+type Replicator struct {
+	// MaxLag is how long changes may wait for the replica before Ready
+	// fails; zero means DefaultMaxLag. Start sets it from MaxLagEnv.
+	MaxLag time.Duration
+
+	replica *ReplicaConfig
+	store   *litestream.Store
+	db      *litestream.DB
+	started time.Time
+	now     func() time.Time
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Status is the replication state, for /readyz and the owner console.
+type Status struct {
+	// Replica says where the backup goes, without credentials.
+	Replica string
+	// LastSync is when the replica last held every change Litestream had
+	// seen; zero before the first sync since start.
+	LastSync time.Time
+	// Pending is true while committed changes have not reached the replica.
+	Pending bool
+	// Lag is how long the pending changes have waited: the time since the
+	// replica was last in sync (or since start). Zero when nothing is pending.
+	Lag time.Duration
+}
+
+// Start replicates the database at dbPath to the replica litestream.yml names
+// for it, in the background, until Close. It returns nil, nil when no replica
+// is configured. The database must exist (store.Open creates it). Start
+// checks once that the replica can be listed, so a wrong bucket, endpoint or
+// credential fails the start rather than only the first sync.
+//
+// Litestream's lifecycle rule: Close must be called only after every other
+// connection to the database has been closed (POSIX locks are per process).
+func Start(ctx context.Context, cfg *Config, dbPath string, getenv func(string) string, logger *slog.Logger) (*Replicator, error) {
+	rc, err := cfg.ReplicaFor(dbPath)
+	if err != nil || rc == nil {
+		return nil, err
+	}
+	var maxLag time.Duration
+	if v := strings.TrimSpace(getenv(MaxLagEnv)); v != "" {
+		if maxLag, err = time.ParseDuration(v); err != nil || maxLag <= 0 {
+			return nil, fmt.Errorf("%s=%q must be a positive duration such as 1m", MaxLagEnv, v)
+		}
+	}
+	abs, err := expandPath(dbPath)
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	// Litestream logs every compaction at Info; admit keeps its warnings.
+	lsLogger := slog.New(minLevel{logger.Handler(), slog.LevelWarn}).With("component", "litestream")
+
+	db := litestream.NewDB(abs)
+	r := litestream.NewReplica(db)
+	if r.Client, err = newClient(rc, r, getenv); err != nil {
+		return nil, err
+	}
+	if rc.SyncInterval != nil {
+		r.SyncInterval = *rc.SyncInterval
+	}
+	db.Replica = r
+
+	st := litestream.NewStore([]*litestream.DB{db}, cfg.compactionLevels())
+	st.Logger = lsLogger
+	st.SnapshotInterval = cfg.snapshotInterval()
+	st.SnapshotRetention = cfg.snapshotRetention()
+	st.SetL0Retention(cfg.l0Retention())
+	st.L0RetentionCheckInterval = cfg.l0RetentionCheckInterval()
+	db.SetLogger(lsLogger.With("db", filepath.Base(abs)))
+	r.Client.SetLogger(lsLogger)
+
+	if err := initClient(ctx, rc, r.Client); err != nil {
+		return nil, err
+	}
+	if err := checkReachable(ctx, r.Client); err != nil {
+		return nil, fmt.Errorf("replica %s is not reachable: %w", rc, err)
+	}
+	if err := st.Open(ctx); err != nil {
+		_ = st.Close(context.Background())
+		return nil, fmt.Errorf("start replication to %s: %w", rc, err)
+	}
+	return &Replicator{MaxLag: maxLag, replica: rc, store: st, db: db, started: time.Now(), now: time.Now}, nil
+}
+
+// initClient prepares the replica client, explaining a known failure.
+func initClient(ctx context.Context, rc *ReplicaConfig, c litestream.ReplicaClient) error {
+	err := c.Init(ctx)
+	if err != nil && strings.Contains(err.Error(), "RootCAs") {
+		// Litestream v0.5.18 gives the AWS SDK its own *http.Client, which
+		// cannot take the SDK's custom CA bundle.
+		return fmt.Errorf("replica %s: %w (AWS_CA_BUNDLE is set, which Litestream's S3 client cannot use: unset it and add the CA to the system trust store or SSL_CERT_FILE)", rc, err)
+	}
+	if err != nil {
+		return fmt.Errorf("replica %s: %w", rc, err)
+	}
+	return nil
+}
+
+// checkReachable lists the replica's level-0 files once.
+func checkReachable(ctx context.Context, c litestream.ReplicaClient) error {
+	ctx, cancel := context.WithTimeout(ctx, replicaCheckTimeout)
+	defer cancel()
+	itr, err := c.LTXFiles(ctx, 0, 0, false)
+	if err != nil {
+		return err
+	}
+	for itr.Next() {
+	}
+	return itr.Close()
+}
+
+// newClient builds the Litestream replica client for rc. S3 credentials come
+// from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or, as the official CLI
+// allows, LITESTREAM_ACCESS_KEY_ID and LITESTREAM_SECRET_ACCESS_KEY); without
+// them the AWS SDK's default chain applies (shared config, instance role).
+func newClient(rc *ReplicaConfig, r *litestream.Replica, getenv func(string) string) (litestream.ReplicaClient, error) {
+	switch rc.kind() {
+	case "file":
+		p, err := expandPath(rc.Path)
+		if err != nil {
+			return nil, err
+		}
+		c := file.NewReplicaClient(p)
+		c.Replica = r
+		return c, nil
+	case "s3":
+		c := s3.NewReplicaClient()
+		c.Bucket = rc.Bucket
+		c.Path = strings.Trim(rc.Path, "/")
+		c.Region = rc.Region
+		c.Endpoint = rc.Endpoint
+		// As the official CLI: path-style when an endpoint is set, unless
+		// force-path-style says otherwise.
+		c.ForcePathStyle = rc.Endpoint != ""
+		if rc.ForcePathStyle != nil {
+			c.ForcePathStyle = *rc.ForcePathStyle
+		}
+		id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY")
+		if id == "" && secret == "" {
+			id, secret = getenv("LITESTREAM_ACCESS_KEY_ID"), getenv("LITESTREAM_SECRET_ACCESS_KEY")
+		}
+		if (id == "") != (secret == "") {
+			return nil, errors.New("set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither")
+		}
+		c.AccessKeyID, c.SecretAccessKey = id, secret
+		return c, nil
+	}
+	return nil, fmt.Errorf("replica type %q is not supported", rc.Type)
+}
+
+// Status reports the replication state. Positions are read from
+// Litestream's local state, without a round trip to the replica.
+func (r *Replicator) Status() (Status, error) {
+	if r == nil {
+		return Status{}, nil
+	}
+	s := Status{Replica: r.replica.String(), LastSync: r.db.LastSuccessfulSyncAt()}
+	local, err := r.db.Pos()
+	if err != nil {
+		return s, fmt.Errorf("replication position: %w", err)
+	}
+	// The replica's position is reset to zero when a sync fails, so a
+	// failing replica shows as pending until a sync succeeds again.
+	if local.TXID > r.db.Replica.Pos().TXID {
+		s.Pending = true
+		since := s.LastSync
+		if since.IsZero() {
+			since = r.started
+		}
+		s.Lag = max(r.now().Sub(since), 0)
+	}
+	return s, nil
+}
+
+// Ready is for handlers.Options.Ready (/readyz): an error when committed
+// changes have waited longer than MaxLag to reach the replica, so a load
+// balancer or monitor notices that new signups are not being backed up. The
+// message names no bucket or path: /readyz is public.
+func (r *Replicator) Ready(context.Context) error {
+	if r == nil {
+		return nil
+	}
+	s, err := r.Status()
+	if err != nil {
+		return errors.New("replication state unknown")
+	}
+	limit := r.MaxLag
+	if limit <= 0 {
+		limit = DefaultMaxLag
+	}
+	if s.Pending && s.Lag > limit {
+		return fmt.Errorf("replication is %s behind (limit %s)", s.Lag.Round(time.Second), limit)
+	}
+	return nil
+}
+
+// Sync ships every committed change to the replica now and waits for it.
+func (r *Replicator) Sync(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	return r.db.SyncAndWait(ctx)
+}
+
+// Checkpoint copies the WAL into the database file and truncates the WAL,
+// through Litestream, which holds a read transaction open while it replicates
+// so that no change escapes it: an application's own wal_checkpoint(TRUNCATE)
+// would wait on that transaction for the whole busy timeout, blocking writers,
+// and then fail. Use it instead of the store's checkpoint while replicating.
+// On a nil Replicator (replication off) it is an error.
+func (r *Replicator) Checkpoint(ctx context.Context) error {
+	if r == nil {
+		return errors.New("replication is off: checkpoint through the store")
+	}
+	if err := r.db.Checkpoint(ctx, litestream.CheckpointModeTruncate); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// Close stops replication after a final sync, bounded by ctx. Call it only
+// after admit's own connections to the database are closed. Closing twice is
+// safe.
+func (r *Replicator) Close(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	r.closeOnce.Do(func() {
+		if err := r.store.Close(ctx); err != nil {
+			r.closeErr = fmt.Errorf("stop replication to %s: %w", r.replica, err)
+		}
+	})
+	return r.closeErr
+}
+
+// minLevel is a slog.Handler that drops records below a level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.level}
+}

@@ -1,0 +1,295 @@
+package backup
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/litestream"
+	_ "modernc.org/sqlite" // the driver Litestream itself uses
+)
+
+// RestoreOptions say where to restore and to which moment.
+type RestoreOptions struct {
+	// Output is the file to create; it must not exist.
+	Output string
+	// Timestamp restores the database as it was at that instant; zero means
+	// the latest state in the replica.
+	Timestamp time.Time
+}
+
+// RestoreResult describes a finished restore.
+type RestoreResult struct {
+	// Path is the restored database.
+	Path string
+	// Replica is where it came from, without credentials.
+	Replica string
+	// Tables are the restored database's row counts.
+	Tables TableCounts
+}
+
+// Restore writes the database at dbPath, as its replica holds it, to
+// opt.Output. It refuses to overwrite an existing file, runs PRAGMA
+// integrity_check on the result and removes the result if the check fails.
+func Restore(ctx context.Context, cfg *Config, dbPath string, getenv func(string) string, opt RestoreOptions) (*RestoreResult, error) {
+	if opt.Output == "" {
+		return nil, errors.New("restore: an output path is required")
+	}
+	rc, err := cfg.ReplicaFor(dbPath)
+	if err != nil {
+		return nil, err
+	}
+	if rc == nil {
+		if !cfg.Exists {
+			return nil, fmt.Errorf("restore: %s does not exist, so no replica is configured", cfg.File)
+		}
+		return nil, fmt.Errorf("restore: %s names no replica for %s", cfg.File, dbPath)
+	}
+	out, err := filepath.Abs(opt.Output)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []string{out, out + "-wal", out + "-shm"} {
+		if _, err := os.Lstat(p); err == nil {
+			return nil, fmt.Errorf("restore: %s already exists; restore to a new path", p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+
+	r := litestream.NewReplica(nil)
+	if r.Client, err = newClient(rc, r, getenv); err != nil {
+		return nil, err
+	}
+	if err := initClient(ctx, rc, r.Client); err != nil {
+		return nil, err
+	}
+	lo := litestream.NewRestoreOptions()
+	lo.OutputPath = out
+	lo.Timestamp = opt.Timestamp
+	if err := r.Restore(ctx, lo); err != nil {
+		if errors.Is(err, litestream.ErrTxNotAvailable) || errors.Is(err, litestream.ErrNoSnapshots) {
+			if opt.Timestamp.IsZero() {
+				return nil, fmt.Errorf("restore: %s holds no backup", rc)
+			}
+			return nil, fmt.Errorf("restore: %s holds no backup from before %s", rc, opt.Timestamp.UTC().Format(time.RFC3339))
+		}
+		return nil, fmt.Errorf("restore from %s: %w", rc, err)
+	}
+	if err := IntegrityCheck(ctx, out); err != nil {
+		removeDB(out)
+		return nil, fmt.Errorf("restore: the restored database failed its check and was removed: %w", err)
+	}
+	counts, err := TableRowCounts(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	return &RestoreResult{Path: out, Replica: rc.String(), Tables: counts}, nil
+}
+
+// removeDB deletes a database file and its WAL and shared-memory files.
+func removeDB(path string) {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Remove(p)
+	}
+}
+
+// TableCounts maps each table of a database to its number of rows. SQLite's
+// and Litestream's bookkeeping tables (sqlite_*, _litestream_*) are left out.
+type TableCounts map[string]int64
+
+// Rows is the total number of rows.
+func (t TableCounts) Rows() int64 {
+	var n int64
+	for _, v := range t {
+		n += v
+	}
+	return n
+}
+
+// Diff lists, in table order, every table whose count differs between t and
+// other, as "name: a ≠ b" (a missing table counts as absent).
+func (t TableCounts) Diff(other TableCounts) []string {
+	names := slices.Sorted(maps.Keys(t))
+	for n := range other {
+		if _, ok := t[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	var diffs []string
+	for _, n := range names {
+		a, aok := t[n]
+		b, bok := other[n]
+		switch {
+		case !aok:
+			diffs = append(diffs, fmt.Sprintf("%s: absent ≠ %d", n, b))
+		case !bok:
+			diffs = append(diffs, fmt.Sprintf("%s: %d ≠ absent", n, a))
+		case a != b:
+			diffs = append(diffs, fmt.Sprintf("%s: %d ≠ %d", n, a, b))
+		}
+	}
+	return diffs
+}
+
+// openReadOnly opens a database that is never written through this handle.
+func openReadOnly(path string) (*sql.DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "query_only(1)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// TableRowCounts counts the rows of every table of the database at path, in
+// one read transaction, without writing to it.
+func TableRowCounts(ctx context.Context, path string) (TableCounts, error) {
+	db, err := openReadOnly(path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'
+		AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name NOT LIKE '\_litestream\_%' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list tables of %s: %w", path, err)
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	counts := TableCounts{}
+	for _, n := range names {
+		var c int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM "`+strings.ReplaceAll(n, `"`, `""`)+`"`).Scan(&c); err != nil {
+			return nil, fmt.Errorf("count %s in %s: %w", n, path, err)
+		}
+		counts[n] = c
+	}
+	return counts, nil
+}
+
+// IntegrityCheck runs PRAGMA integrity_check on the database at path and
+// returns an error carrying SQLite's findings unless it answers "ok".
+func IntegrityCheck(ctx context.Context, path string) error {
+	db, err := openReadOnly(path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return fmt.Errorf("integrity_check %s: %w", path, err)
+	}
+	defer rows.Close()
+	var findings []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return err
+		}
+		findings = append(findings, s)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("integrity_check %s: %w", path, err)
+	}
+	if len(findings) == 1 && findings[0] == "ok" {
+		return nil
+	}
+	return fmt.Errorf("integrity_check %s: %s", path, strings.Join(findings, "; "))
+}
+
+// VerifyOptions tune Verify; the zero value is the default.
+type VerifyOptions struct {
+	// Attempts is how many restores are compared before a difference is
+	// reported (default 3): a running server ships its last writes about a
+	// second after they commit, so one differing count may only be in flight.
+	Attempts int
+	// Wait is the pause between attempts (default 2s).
+	Wait time.Duration
+}
+
+// VerifyResult is the outcome of a restore drill.
+type VerifyResult struct {
+	// Replica is where the backup came from, without credentials.
+	Replica string
+	// Live and Restored are the row counts on each side.
+	Live, Restored TableCounts
+	// Differences lists every table whose counts differ; empty means the
+	// backup matches.
+	Differences []string
+}
+
+// OK reports whether the restored copy matches the live database.
+func (v *VerifyResult) OK() bool { return len(v.Differences) == 0 }
+
+// Verify is the restore drill: it restores the latest backup of the database
+// at dbPath into a temporary directory, checks its integrity and compares
+// per-table row counts with the live database, read without writing. The
+// temporary copy is always removed.
+func Verify(ctx context.Context, cfg *Config, dbPath string, getenv func(string) string, opt VerifyOptions) (*VerifyResult, error) {
+	if opt.Attempts <= 0 {
+		opt.Attempts = 3
+	}
+	if opt.Wait <= 0 {
+		opt.Wait = 2 * time.Second
+	}
+	dir, err := os.MkdirTemp("", "admit-verify-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var res *VerifyResult
+	for attempt := 1; ; attempt++ {
+		out := filepath.Join(dir, fmt.Sprintf("restore-%d.db", attempt))
+		restored, err := Restore(ctx, cfg, dbPath, getenv, RestoreOptions{Output: out})
+		if err != nil {
+			return nil, err
+		}
+		live, err := TableRowCounts(ctx, dbPath)
+		if err != nil {
+			return nil, fmt.Errorf("read the live database: %w", err)
+		}
+		res = &VerifyResult{Replica: restored.Replica, Live: live, Restored: restored.Tables, Differences: live.Diff(restored.Tables)}
+		removeDB(out)
+		if res.OK() || attempt >= opt.Attempts {
+			return res, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(opt.Wait):
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"admit/backup"
+
+	"github.com/google/uuid"
+)
+
+// backupEnv is a serve environment with a temp data directory and a
+// litestream.yml that replicates admit's database to a temp directory.
+type backupEnv struct {
+	Env        map[string]string
+	DBPath     string
+	ReplicaDir string
+}
+
+// MustBackupEnv writes the litestream.yml and returns the environment.
+func MustBackupEnv(tb testing.TB) *backupEnv {
+	tb.Helper()
+	dir := tb.TempDir()
+	data := filepath.Join(dir, "data")
+	b := &backupEnv{DBPath: filepath.Join(data, "admit.db"), ReplicaDir: filepath.Join(dir, "replica")}
+	cfgPath := filepath.Join(dir, "litestream.yml")
+	yml := fmt.Sprintf("dbs:\n  - path: %s\n    replica:\n      type: file\n      path: %s\n", b.DBPath, b.ReplicaDir)
+	if err := os.WriteFile(cfgPath, []byte(yml), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	b.Env = map[string]string{
+		"ADMIT_ADDR":                 "127.0.0.1:0",
+		"ADMIT_DATA":                 data,
+		"ADMIT_LITESTREAM_CONFIG":    cfgPath,
+		"ADMIT_NETWORK_HOURLY_LIMIT": "1000",
+	}
+	return b
+}
+
+// readyz returns /readyz's status and reason.
+func readyz(tb testing.TB, base string) (int, string) {
+	tb.Helper()
+	code, body := get(tb, http.DefaultClient, base+"/readyz")
+	var v struct{ Reason string }
+	_ = json.Unmarshal([]byte(body), &v)
+	return code, v.Reason
+}
+
+func TestRun_ServeRefusesAnUnknownLitestreamKey(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "litestream.yml")
+	if err := os.WriteFile(cfgPath, []byte("dbs:\n  - path: data/admit.db\n    replica:\n      type: file\n      path: /backups\n      keep: 7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	_, err := runCmd(t, map[string]string{"ADMIT_ADDR": "127.0.0.1:0", "ADMIT_DATA": data, "ADMIT_LITESTREAM_CONFIG": cfgPath})
+	if err == nil {
+		t.Fatal("serve started with an unknown litestream.yml key")
+	}
+	for _, want := range []string{cfgPath + ":6:", `unknown key "keep"`, "a replica"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "admit.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the database was created before the configuration was refused (stat: %v)", err)
+	}
+}
+
+func TestRun_ServeWithoutLitestreamYMLSaysBackupIsOff(t *testing.T) {
+	srv := MustRunServe(t, map[string]string{"ADMIT_ADDR": "127.0.0.1:0", "ADMIT_DATA": t.TempDir(),
+		"ADMIT_LITESTREAM_CONFIG": filepath.Join(t.TempDir(), "absent.yml")})
+	if code, reason := readyz(t, srv.URL); code != http.StatusOK {
+		t.Errorf("/readyz=%d (%s), want 200", code, reason)
+	}
+	if err := srv.Stop(t); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if got := srv.Stderr.String(); !strings.Contains(got, "continuous backup is off") {
+		t.Errorf("log does not say backup is off:\n%s", got)
+	}
+}
+
+func TestShippedLitestreamYML_StartsWithoutAReplicaAndItsExamplesParse(t *testing.T) {
+	b, err := os.ReadFile("litestream.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := fakeEnv(nil)
+	cfg, err := backup.LoadConfig("litestream.yml", env)
+	if err != nil {
+		t.Fatalf("the shipped litestream.yml does not load: %v", err)
+	}
+	if rc, err := cfg.ReplicaFor(filepath.Join("data", "admit.db")); err != nil || rc != nil {
+		t.Errorf("shipped ReplicaFor=%v, %v; want replication off by default", rc, err)
+	}
+	if got := cfg.BackupRetention(); got != 0 {
+		t.Errorf("shipped BackupRetention=%s, want 0 without a replica", got)
+	}
+
+	// Uncommenting either example gives a valid configuration.
+	lines := strings.Split(string(b), "\n")
+	for i, want := range []string{"file:///var/backups/admit", "s3://my-admit-backups/admit at https://s3.eu-central-1.example.com"} {
+		text := uncommentExample(t, lines, i)
+		p := filepath.Join(t.TempDir(), "litestream.yml")
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := backup.LoadConfig(p, env)
+		if err != nil {
+			t.Fatalf("example %d does not load: %v\n%s", i, err, text)
+		}
+		rc, err := c.ReplicaFor(filepath.Join("data", "admit.db"))
+		if err != nil || rc == nil {
+			t.Fatalf("example %d: ReplicaFor=%v, %v", i, rc, err)
+		}
+		if got := rc.String(); got != want {
+			t.Errorf("example %d replica=%q, want %q", i, got, want)
+		}
+		if got, want := c.BackupRetention(), 72*time.Hour; got != want {
+			t.Errorf("example %d BackupRetention=%s, want %s", i, got, want)
+		}
+	}
+}
+
+var commentedKey = regexp.MustCompile(`^(\s*)# ((replica:|  [a-z-]+:).*)$`)
+
+// uncommentExample uncomments the n-th commented "replica:" block.
+func uncommentExample(tb testing.TB, lines []string, n int) string {
+	tb.Helper()
+	out := append([]string(nil), lines...)
+	seen := -1
+	for i := 0; i < len(out); i++ {
+		m := commentedKey.FindStringSubmatch(out[i])
+		if m == nil || m[3] != "replica:" {
+			continue
+		}
+		if seen++; seen != n {
+			continue
+		}
+		for j := i; j < len(out); j++ {
+			m := commentedKey.FindStringSubmatch(out[j])
+			if m == nil || (j > i && m[3] == "replica:") {
+				break
+			}
+			out[j] = m[1] + m[2]
+		}
+		return strings.Join(out, "\n")
+	}
+	tb.Fatalf("no commented replica example %d", n)
+	return ""
+}
+
+func TestBackupCommands_ServeReplicatesRestoreAndVerifyCheckIt(t *testing.T) {
+	b := MustBackupEnv(t)
+	srv := MustRunServe(t, b.Env)
+	c := &http.Client{Timeout: 10 * time.Second}
+	version := demoNoticeVersion(t, c, srv.URL)
+	for i := range 3 {
+		if code, _ := postSignup(t, c, srv.URL, uuid.NewString(), fmt.Sprintf("backup%d@example.test", i), version); code != http.StatusAccepted {
+			t.Fatalf("signup %d: status=%d", i, code)
+		}
+	}
+	if code, reason := readyz(t, srv.URL); code != http.StatusOK {
+		t.Errorf("/readyz with a healthy replica=%d (%s), want 200", code, reason)
+	}
+	// The drill runs against the live server's database.
+	waitForOutput(t, 10*time.Second, b.Env, "backup verify ok", "backup", "verify")
+	if err := srv.Stop(t); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if got := srv.Stderr.String(); !strings.Contains(got, "replicating the database") || !strings.Contains(got, b.ReplicaDir) {
+		t.Errorf("log does not say where it replicates:\n%s", got)
+	}
+
+	out := filepath.Join(t.TempDir(), "restored.db")
+	line := mustRunCmd(t, b.Env, "restore", "-o", out)
+	summary := regexp.MustCompile(`^restored (\S+) from file://(\S+) \(latest\): (\d+) tables, (\d+) rows, integrity_check ok\n$`)
+	m := summary.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("restore printed %q, want one summary line", line)
+	}
+	if m[1] != out || m[2] != b.ReplicaDir {
+		t.Errorf("summary names %s from %s, want %s from %s", m[1], m[2], out, b.ReplicaDir)
+	}
+	counts, err := backup.TableRowCounts(context.Background(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counts["entries"], int64(3); got != want {
+		t.Errorf("restored entries=%d, want %d", got, want)
+	}
+
+	if _, err := runCmd(t, b.Env, "restore", "-o", out); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("restore over the same file: err=%v, want already exists", err)
+	}
+	if _, err := runCmd(t, b.Env, "restore", "-o", out+"2", "-timestamp", "yesterday"); err == nil || !strings.Contains(err.Error(), "RFC 3339") {
+		t.Errorf("restore with a bad timestamp: err=%v, want an RFC 3339 message", err)
+	}
+	if _, err := runCmd(t, b.Env, "restore"); err == nil || !strings.Contains(err.Error(), "-o PATH") {
+		t.Errorf("restore without -o: err=%v", err)
+	}
+
+	// A change made while nothing replicates is missing from the backup.
+	mustRunCmd(t, b.Env, "owner", "add", "--workspace", "Unreplicated", "--user", "user_x")
+	var stdout string
+	stdout, err = runCmd(t, b.Env, "backup", "verify")
+	if err == nil {
+		t.Fatalf("backup verify passed with an unreplicated change: %s", stdout)
+	}
+	if !strings.HasPrefix(stdout, "backup verify FAILED: ") || !strings.Contains(stdout, "workspaces: 2 ≠ 1") || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("backup verify printed %q, want one FAILED line naming workspaces 2 ≠ 1", stdout)
+	}
+}
+
+// waitForOutput runs an admit command until its stdout contains want.
+func waitForOutput(tb testing.TB, timeout time.Duration, env map[string]string, want string, args ...string) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := runCmd(tb, env, args...)
+		if err == nil && strings.Contains(out, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("admit %s: %q, %v; want %q", strings.Join(args, " "), out, err, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestRun_ReadyzReportsReplicationLag(t *testing.T) {
+	b := MustBackupEnv(t)
+	b.Env[backup.MaxLagEnv] = "500ms"
+	srv := MustRunServe(t, b.Env)
+	c := &http.Client{Timeout: 10 * time.Second}
+	if code, reason := readyz(t, srv.URL); code != http.StatusOK {
+		t.Fatalf("/readyz=%d (%s), want 200", code, reason)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the first sync creates the replica directory
+		if _, err := os.Stat(b.ReplicaDir); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing was replicated within 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The replica breaks: its directory becomes a file.
+	if err := os.Rename(b.ReplicaDir, b.ReplicaDir+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.ReplicaDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := postSignup(t, c, srv.URL, uuid.NewString(), "lag@example.test", demoNoticeVersion(t, c, srv.URL)); code != http.StatusAccepted {
+		t.Fatalf("signup: status=%d", code)
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		code, reason := readyz(t, srv.URL)
+		if code == http.StatusServiceUnavailable {
+			if !strings.Contains(reason, "replication") || strings.Contains(reason, b.ReplicaDir) {
+				t.Errorf("/readyz reason %q: want a replication message naming no path", reason)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d with the replica broken", code)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Repaired, the change is shipped and the server is ready again.
+	if err := os.Remove(b.ReplicaDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(b.ReplicaDir+".moved", b.ReplicaDir); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		code, reason := readyz(t, srv.URL)
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d (%s) after the replica was repaired", code, reason)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := srv.Stop(t); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+}

@@ -1,0 +1,259 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"admit/store"
+	"admit/views"
+
+	"github.com/google/uuid"
+)
+
+// newIssueForm is the issue form for a program at instant now: a fresh
+// request key and an expiry defaulting to the program's maximum, at the
+// current minute's time of day.
+func newIssueForm(p *store.Program, now time.Time) views.IssueForm {
+	now = now.UTC().Truncate(time.Minute)
+	max := now.Add(time.Duration(p.MaxInvitationDays) * 24 * time.Hour)
+	return views.IssueForm{RequestKey: uuid.NewString(), ExpiresOn: max.Format(time.DateOnly),
+		Time: now.Format("15:04"), MinDate: now.Add(24 * time.Hour).Format(time.DateOnly), MaxDate: max.Format(time.DateOnly)}
+}
+
+// issueExpiry combines the form's date and time of day (UTC) into the
+// expiry instant. The same form submitted twice gives the same instant, so
+// it binds to the same request.
+func issueExpiry(day, clock string) (time.Time, error) {
+	d, ok := parseDay(strings.TrimSpace(day))
+	if !ok {
+		return time.Time{}, invalid("Choose the day the code expires.")
+	}
+	tod, err := time.Parse("15:04", strings.TrimSpace(clock))
+	if err != nil {
+		return time.Time{}, invalid("This form is missing its time of day. Reload the page and try again.")
+	}
+	return d.Add(time.Duration(tod.Hour())*time.Hour + time.Duration(tod.Minute())*time.Minute), nil
+}
+
+// issuedView is the page that shows a new code once (or, on a same-key
+// replay, only that it was issued).
+func (s *Server) issuedView(r *http.Request, res *store.IssueResult) (*views.IssuedView, error) {
+	ctx, a := r.Context(), ownerActor(r)
+	p, err := s.db.ProgramByID(ctx, a, res.Invitation.ProgramID)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.db.EntryDetail(ctx, a, p.ID, res.Invitation.EntryID)
+	if err != nil {
+		return nil, err
+	}
+	return &views.IssuedView{Program: programSummary(p), EntryID: d.Entry.ID, EntryEmail: d.Entry.Email,
+		Invitation: invitationRow(res.Invitation, s.db.Now()), Code: res.Code,
+		Delivery: views.DeliveryForm{InvitationID: res.Invitation.ID, RequestKey: uuid.NewString()}}, nil
+}
+
+// handleIssueInvitation is the issue form. Unlike the other forms it does
+// not redirect: the code is rendered once, directly, in a no-store
+// response (the owner group sets Cache-Control: private, no-store), and it
+// is never logged.
+func (s *Server) handleIssueInvitation(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	f := &formReader{r: r}
+	key, day, clock := strings.TrimSpace(f.get("requestKey")), f.get("expiresOn"), f.get("time")
+	err := f.err
+	var res *store.IssueResult
+	if err == nil {
+		var at time.Time
+		if at, err = issueExpiry(day, clock); err == nil {
+			res, err = s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), key, at)
+		}
+	}
+	if err != nil {
+		return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
+			v.Issue.Error, v.Issue.ExpiresOn = msg, day
+			if _, perr := time.Parse("15:04", clock); perr == nil {
+				v.Issue.Time = clock
+			}
+			// Nothing was stored for a 400: the same key may be sent again.
+			// A 409 may be a key bound elsewhere, so the form gets a new one.
+			if store.ErrorCode(err) == store.EINVALID {
+				if u, perr := uuid.Parse(key); perr == nil && u.String() == key {
+					v.Issue.RequestKey = key
+				}
+			}
+		})
+	}
+	v, err := s.issuedView(r, res)
+	if err != nil {
+		return err
+	}
+	noStore(w)
+	c := s.chrome(w, r, "Invitation · "+v.Program.Slug)
+	return s.render(w, r, http.StatusOK, c, views.IssuedPage(c, *v))
+}
+
+// issueJSON is POST …/entries/{entryId}/invitations.
+type issueJSON struct {
+	RequestKey string `json:"requestKey"`
+	ExpiresAt  string `json:"expiresAt"`
+}
+
+// handleIssueInvitationAPI issues a code: 201 {invitation, code} the first
+// time; 200 {invitation} with no code on a same-key replay.
+func (s *Server) handleIssueInvitationAPI(w http.ResponseWriter, r *http.Request) error {
+	var body issueJSON
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	at, err := time.Parse(time.RFC3339, body.ExpiresAt)
+	if err != nil {
+		return invalid("expiresAt must be an RFC 3339 instant.")
+	}
+	res, err := s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), body.RequestKey, at)
+	if err != nil {
+		return err
+	}
+	noStore(w)
+	status := http.StatusCreated
+	if res.Replay {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, issuedJSON{Invitation: toInvitationJSON(res.Invitation, s.db.Now()), Code: res.Code})
+	return nil
+}
+
+// entryHolds checks that the entry in the path (which the owner owns) holds
+// the invitation or grant in the path, so an HTML action URL is always
+// consistent. Anything else is the generic 404.
+func (s *Server) entryHolds(r *http.Request, invitationID, grantID string) error {
+	d, err := s.db.EntryDetail(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"))
+	if err != nil {
+		return err
+	}
+	if grantID != "" {
+		if d.Grant != nil && d.Grant.ID == grantID {
+			return nil
+		}
+		return errNotFound
+	}
+	for _, inv := range d.Invitations {
+		if inv.ID == invitationID {
+			return nil
+		}
+	}
+	return errNotFound
+}
+
+// entryPath is the entry page of the request's path.
+func entryPath(r *http.Request) string {
+	return views.OwnerURL("programs", r.PathValue("id"), "entries", r.PathValue("entryId"))
+}
+
+// handleRecordDelivery is the record-a-send form: 303 back to the entry.
+func (s *Server) handleRecordDelivery(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	invID := r.PathValue("invitationId")
+	if err := s.entryHolds(r, invID, ""); err != nil {
+		return err
+	}
+	f := &formReader{r: r}
+	form := views.DeliveryForm{InvitationID: invID, RequestKey: strings.TrimSpace(f.get("requestKey")),
+		Channel: f.get("channel"), Reference: f.get("reference")}
+	err := f.err
+	if err == nil {
+		_, err = s.db.RecordDelivery(r.Context(), ownerActor(r), invID, form.RequestKey, form.Channel, form.Reference)
+	}
+	if err != nil {
+		return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
+			if v.Delivery == nil {
+				v.ActionError = msg
+				return
+			}
+			form.Error = msg
+			if store.ErrorCode(err) != store.EINVALID {
+				form.RequestKey = v.Delivery.RequestKey
+			}
+			v.Delivery = &form
+		})
+	}
+	s.setFlash(w, r, "Send recorded. The code can now be redeemed until it expires.")
+	return redirect(w, r, entryPath(r))
+}
+
+// handleRevokeInvitation is the revoke-invitation form: 303 back to the entry.
+func (s *Server) handleRevokeInvitation(w http.ResponseWriter, r *http.Request) error {
+	invID := r.PathValue("invitationId")
+	if err := s.entryHolds(r, invID, ""); err != nil {
+		return err
+	}
+	if _, err := s.db.RevokeInvitation(r.Context(), ownerActor(r), invID); err != nil {
+		return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) { v.ActionError = msg })
+	}
+	s.setFlash(w, r, "Invitation revoked. The entry is selected again and its seat is free.")
+	return redirect(w, r, entryPath(r))
+}
+
+// handleRevokeGrant is the revoke-access form: 303 back to the entry.
+func (s *Server) handleRevokeGrant(w http.ResponseWriter, r *http.Request) error {
+	grantID := r.PathValue("grantId")
+	if err := s.entryHolds(r, "", grantID); err != nil {
+		return err
+	}
+	if _, err := s.db.RevokeGrant(r.Context(), ownerActor(r), grantID); err != nil {
+		return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) { v.ActionError = msg })
+	}
+	s.setFlash(w, r, "Access revoked.")
+	return redirect(w, r, entryPath(r))
+}
+
+// deliveryJSON is POST /api/owner/invitations/{id}/delivery-record.
+type deliveryJSON struct {
+	RequestKey string `json:"requestKey"`
+	Channel    string `json:"channel"`
+	Reference  string `json:"reference"`
+}
+
+// handleRecordDeliveryAPI records the owner's claim of a send: 200 Invitation.
+func (s *Server) handleRecordDeliveryAPI(w http.ResponseWriter, r *http.Request) error {
+	var body deliveryJSON
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	inv, err := s.db.RecordDelivery(r.Context(), ownerActor(r), r.PathValue("id"), body.RequestKey, body.Channel, body.Reference)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toInvitationJSON(inv, s.db.Now()))
+	return nil
+}
+
+// handleRevokeInvitationAPI revokes an issued invitation: 200 Invitation.
+func (s *Server) handleRevokeInvitationAPI(w http.ResponseWriter, r *http.Request) error {
+	if err := decodeEmptyJSON(r); err != nil {
+		return err
+	}
+	inv, err := s.db.RevokeInvitation(r.Context(), ownerActor(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toInvitationJSON(inv, s.db.Now()))
+	return nil
+}
+
+// handleRevokeGrantAPI ends a recipient's access: 200 {id, active:false, revokedAt}.
+func (s *Server) handleRevokeGrantAPI(w http.ResponseWriter, r *http.Request) error {
+	if err := decodeEmptyJSON(r); err != nil {
+		return err
+	}
+	g, err := s.db.RevokeGrant(r.Context(), ownerActor(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, grantRevokedJSON{ID: g.ID, Active: g.Active, RevokedAt: rfc3339Ptr(g.RevokedAt)})
+	return nil
+}

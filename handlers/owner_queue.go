@@ -1,0 +1,379 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"admit/store"
+	"admit/views"
+
+	"github.com/google/uuid"
+)
+
+// parseQueueFilter reads the queue's query: state, cursor, limit, and the
+// join-time window from (inclusive) and to. Each bound is RFC 3339 (to is
+// then exclusive) or a UTC date YYYY-MM-DD (to then includes that day).
+func parseQueueFilter(q url.Values) (store.QueueFilter, views.QueueFilterView, error) {
+	fv := views.QueueFilterView{State: q.Get("state"), From: q.Get("from"), To: q.Get("to"), Limit: q.Get("limit")}
+	f := store.QueueFilter{State: fv.State, Cursor: q.Get("cursor")}
+	if fv.Limit != "" {
+		n, err := strconv.Atoi(fv.Limit)
+		if err != nil {
+			return f, fv, invalid("The page size must be a whole number.")
+		}
+		f.Limit = n
+	}
+	var err error
+	if f.From, err = parseBound(fv.From, false); err != nil {
+		return f, fv, err
+	}
+	if f.To, err = parseBound(fv.To, true); err != nil {
+		return f, fv, err
+	}
+	return f, fv, nil
+}
+
+// parseBound parses one end of the time window; "" is unbounded.
+func parseBound(v string, end bool) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, ok := parseDay(v); ok {
+		if end {
+			return d.Add(24 * time.Hour), nil
+		}
+		return d, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, invalid("A time bound is a date (YYYY-MM-DD) or an RFC 3339 instant.")
+	}
+	return t.UTC(), nil
+}
+
+// queueURL is the queue page with the given filter and position.
+func queueURL(programID string, fv views.QueueFilterView, cursor string) string {
+	q := url.Values{}
+	for _, kv := range [][2]string{{"state", fv.State}, {"from", fv.From}, {"to", fv.To}, {"limit", fv.Limit}, {"cursor", cursor}} {
+		if kv[1] != "" {
+			q.Set(kv[0], kv[1])
+		}
+	}
+	u := views.OwnerURL("programs", programID, "entries")
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+// queueView loads a page of the queue for the HTML console.
+func (s *Server) queueView(r *http.Request, programID string, q url.Values) (*views.QueueView, error) {
+	ctx, a := r.Context(), ownerActor(r)
+	f, fv, err := parseQueueFilter(q)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.db.ProgramByID(ctx, a, programID)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.db.Queue(ctx, a, p.ID, f)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := s.db.StateCounts(ctx, a, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	v := &views.QueueView{Program: programSummary(p), Counts: stateCountsView(counts), Filter: fv,
+		States: store.EntryStates, SelfURL: queueURL(p.ID, fv, f.Cursor), SelectReasons: store.SelectReasons}
+	if v.Filter.Limit == "" {
+		v.Filter.Limit = strconv.Itoa(store.DefaultPageSize)
+	}
+	if page.NextCursor != "" {
+		v.NextURL = queueURL(p.ID, fv, page.NextCursor)
+	}
+	if f.Cursor != "" {
+		v.FirstURL = queueURL(p.ID, fv, "")
+	}
+	for _, e := range page.Entries {
+		v.Entries = append(v.Entries, views.QueueRow{ID: e.ID, Email: e.Email, State: e.State, CreatedAt: e.CreatedAt,
+			NoticeVersion: e.NoticeVersion})
+	}
+	return v, nil
+}
+
+// renderQueue writes the queue page, or only its block for htmx.
+func (s *Server) renderQueue(w http.ResponseWriter, r *http.Request, status int, v *views.QueueView) error {
+	c := s.chrome(w, r, "Queue · "+v.Program.Slug)
+	if wantsBlock(r) {
+		return s.render(w, r, status, c, views.QueueBlock(c, *v))
+	}
+	return s.render(w, r, status, c, views.QueuePage(c, *v))
+}
+
+// handleQueuePage is the queue: a bounded page, filtered by state and join
+// time, with keyset paging that works as plain links.
+func (s *Server) handleQueuePage(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.queueView(r, r.PathValue("id"), r.URL.Query())
+	if err != nil {
+		return err
+	}
+	v.Flash = s.takeFlash(w, r)
+	return s.renderQueue(w, r, http.StatusOK, v)
+}
+
+// handleQueueAPI is GET …/entries: {entries, nextCursor}.
+func (s *Server) handleQueueAPI(w http.ResponseWriter, r *http.Request) error {
+	f, _, err := parseQueueFilter(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	page, err := s.db.Queue(r.Context(), ownerActor(r), r.PathValue("id"), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, queuePageJSON{Entries: toEntriesJSON(page.Entries), NextCursor: nonEmpty(page.NextCursor)})
+	return nil
+}
+
+// queueReturn is where a queue form leads back to: its "next" field when it
+// is this program's queue, the first page otherwise.
+func queueReturn(programID, next string) string {
+	base := views.OwnerURL("programs", programID, "entries")
+	if safeRedirect(next) && (next == base || strings.HasPrefix(next, base+"?")) {
+		return next
+	}
+	return base
+}
+
+// handleBulkSelect selects every chosen waiting entry in one transaction
+// (all or none) and returns to the same queue page.
+func (s *Server) handleBulkSelect(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	f := &formReader{r: r}
+	reason, next := f.get("reason"), queueReturn(id, f.get("next"))
+	ids := r.PostForm["entryIds"]
+	err := f.err
+	var done []store.Entry
+	if err == nil {
+		done, err = s.db.SelectEntries(r.Context(), ownerActor(r), id, ids, reason)
+	}
+	if err != nil {
+		status, msg, ok := formFailure(err)
+		if !ok {
+			return err
+		}
+		u, _ := url.Parse(next)
+		v, lerr := s.queueView(r, id, u.Query())
+		if lerr != nil {
+			return lerr
+		}
+		v.Error, v.Reason, v.Checked = msg, reason, map[string]bool{}
+		for _, e := range ids {
+			v.Checked[e] = true
+		}
+		return s.renderQueue(w, r, status, v)
+	}
+	s.setFlash(w, r, selectedText(len(done)))
+	return redirect(w, r, next)
+}
+
+func selectedText(n int) string {
+	if n == 1 {
+		return "Selected 1 entry."
+	}
+	return "Selected " + strconv.Itoa(n) + " entries."
+}
+
+// bulkSelectJSON is POST …/entries/select.
+type bulkSelectJSON struct {
+	EntryIDs []string `json:"entryIds"`
+	Reason   string   `json:"reason"`
+}
+
+// handleBulkSelectAPI selects several waiting entries at once, all or none:
+// 200 {entries}.
+func (s *Server) handleBulkSelectAPI(w http.ResponseWriter, r *http.Request) error {
+	var body bulkSelectJSON
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	es, err := s.db.SelectEntries(r.Context(), ownerActor(r), r.PathValue("id"), body.EntryIDs, body.Reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": toEntriesJSON(es)})
+	return nil
+}
+
+// ---- one entry ----
+
+// entryPageView loads an entry's detail page with its forms.
+func (s *Server) entryPageView(r *http.Request, programID, entryID string) (*views.EntryPageView, error) {
+	ctx, a := r.Context(), ownerActor(r)
+	p, err := s.db.ProgramByID(ctx, a, programID)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.db.EntryDetail(ctx, a, p.ID, entryID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.db.Now().UTC()
+	e := d.Entry
+	v := &views.EntryPageView{Program: programSummary(p),
+		Entry: views.EntryRow{ID: e.ID, Email: e.Email, State: e.State, NoticeVersion: e.NoticeVersion,
+			PermissionAt: e.PermissionAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, EraseAfter: e.EraseAfter},
+		Notice: views.NoticeView{Version: d.Notice.Version, Purpose: d.Notice.Purpose, ContactText: d.Notice.ContactText,
+			RetentionText: d.Notice.RetentionText, PublishedAt: d.Notice.PublishedAt},
+		Events:        eventRows(d.Events),
+		SelectReasons: store.SelectReasons, DeclineReasons: store.DeclineReasons,
+		Issue: newIssueForm(p, now)}
+	issued, lapsed := false, false
+	for i := range d.Invitations {
+		inv := &d.Invitations[i]
+		row := invitationRow(inv, now)
+		v.Invitations = append(v.Invitations, row)
+		if inv.State == store.InviteIssued {
+			issued = true
+			lapsed = row.State == store.InviteExpired
+			if !lapsed && inv.DeliveryRecordedAt == nil {
+				v.Delivery = &views.DeliveryForm{InvitationID: inv.ID, RequestKey: uuid.NewString()}
+			}
+		}
+	}
+	if g := d.Grant; g != nil {
+		v.Grant = &views.GrantRow{ID: g.ID, Active: g.Active, GrantedAt: g.GrantedAt, RevokedAt: g.RevokedAt}
+	}
+	// What the state allows, as the store will judge it.
+	v.CanSelect = e.State == store.StateWaiting
+	v.CanDecline = (e.State == store.StateWaiting || e.State == store.StateSelected) && !issued && d.Grant == nil
+	v.CanWithdraw = e.State != store.StateWithdrawn
+	v.CanIssue = d.Grant == nil && p.RetiredAt == nil &&
+		(e.State == store.StateSelected || (e.State == store.StateInvited && issued && lapsed))
+	return v, nil
+}
+
+// invitationRow is an invitation for the HTML views, in the state an owner
+// should see (a lapsed one reads expired).
+func invitationRow(inv *store.Invitation, now time.Time) views.InvitationRow {
+	return views.InvitationRow{ID: inv.ID, State: invitationState(inv, now), IssuedAt: inv.IssuedAt,
+		ExpiresAt: inv.ExpiresAt, DeliveryRecordedAt: inv.DeliveryRecordedAt, Channel: inv.DeliveryChannel,
+		Reference: inv.DeliveryReference}
+}
+
+// renderEntry writes the entry page, or only its block for htmx.
+func (s *Server) renderEntry(w http.ResponseWriter, r *http.Request, status int, v *views.EntryPageView) error {
+	c := s.chrome(w, r, "Entry · "+v.Program.Slug)
+	if wantsBlock(r) {
+		return s.render(w, r, status, c, views.EntryBlock(c, *v))
+	}
+	return s.render(w, r, status, c, views.EntryPage(c, *v))
+}
+
+// rerenderEntry shows the entry page again after a failed form, letting
+// edit change the form that failed. A non-form error goes to the adapter.
+func (s *Server) rerenderEntry(w http.ResponseWriter, r *http.Request, err error, edit func(v *views.EntryPageView, msg string)) error {
+	status, msg, ok := formFailure(err)
+	if !ok {
+		return err
+	}
+	v, lerr := s.entryPageView(r, r.PathValue("id"), r.PathValue("entryId"))
+	if lerr != nil {
+		return lerr
+	}
+	edit(v, msg)
+	return s.renderEntry(w, r, status, v)
+}
+
+// handleEntryPage is an entry's detail.
+func (s *Server) handleEntryPage(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.entryPageView(r, r.PathValue("id"), r.PathValue("entryId"))
+	if err != nil {
+		return err
+	}
+	v.Flash = s.takeFlash(w, r)
+	return s.renderEntry(w, r, http.StatusOK, v)
+}
+
+// handleEntryAPI is GET …/entries/{entryId}.
+func (s *Server) handleEntryAPI(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.db.EntryDetail(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toEntryDetailJSON(d, s.db.Now()))
+	return nil
+}
+
+// entryAction is one of the owner's decisions on an entry.
+type entryAction struct {
+	name string
+	do   func(db *store.DB, r *http.Request, reason string) (*store.Entry, error)
+	done string
+}
+
+// entryActions are select, decline and withdraw, each with its reason code.
+var entryActions = map[string]entryAction{
+	"select": {"select", func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
+		return db.SelectEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
+	}, "Entry selected. You can now issue an invitation."},
+	"decline": {"decline", func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
+		return db.DeclineEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
+	}, "Entry declined."},
+	"withdraw": {"withdraw", func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
+		return db.WithdrawEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
+	}, "Entry withdrawn; any invitation and access it had are revoked."},
+}
+
+// handleEntryAction is the form for one decision: 303 back to the entry.
+func (s *Server) handleEntryAction(action string) handlerFunc {
+	act := entryActions[action]
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := parseForm(r); err != nil {
+			return err
+		}
+		f := &formReader{r: r}
+		reason := f.get("reason")
+		err := f.err
+		if err == nil {
+			_, err = act.do(s.db, r, reason)
+		}
+		if err != nil {
+			return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
+				v.ActionError, v.Reason = msg, reason
+			})
+		}
+		s.setFlash(w, r, act.done)
+		return redirect(w, r, views.OwnerURL("programs", r.PathValue("id"), "entries", r.PathValue("entryId")))
+	}
+}
+
+// reasonJSON is the body of select, decline and withdraw.
+type reasonJSON struct {
+	Reason string `json:"reason"`
+}
+
+// handleEntryActionAPI is one decision: 200 entry.
+func (s *Server) handleEntryActionAPI(action string) handlerFunc {
+	act := entryActions[action]
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var body reasonJSON
+		if err := decodeJSON(r, &body); err != nil {
+			return err
+		}
+		e, err := act.do(s.db, r, body.Reason)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, toEntryJSON(e))
+		return nil
+	}
+}

@@ -1,0 +1,141 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"admit/store"
+	"admit/views"
+)
+
+// Redemption attempt limits (spec 002: "rate-limit attempts by account/network
+// without exposing counts"). Every well-formed redemption that reaches the
+// counters counts, successful or not; an attempt refused with 429 is not
+// counted (its counter transaction rolls back). The 429 body is the same
+// fixed text whichever limit was hit and says no number. A malformed code is
+// answered 400 before counting: it cannot match anything.
+const (
+	// RedeemAccountHourlyLimit bounds redemption attempts per signed-in
+	// account per UTC hour.
+	RedeemAccountHourlyLimit = 10
+	// RedeemNetworkHourlyLimit bounds redemption attempts per client network
+	// (an IPv4 address or an IPv6 /64) per UTC hour, across accounts.
+	RedeemNetworkHourlyLimit = 30
+)
+
+// Counter purposes of the redemption attempt limits; they key separate
+// counters from signup's.
+const (
+	redeemAccountCounter = "redeem-account"
+	redeemNetworkCounter = "redeem-network"
+)
+
+// codeShapeMessage is the 400 message for a code that is not 43 base64url
+// characters.
+const codeShapeMessage = "An invitation code is exactly 43 characters: letters, digits, hyphens and underscores. Copy it again from your invitation."
+
+// redeemDeniedMessage is the form's one message for every failed
+// redemption: absent, foreign, unverified, revoked, used, expired or
+// withdrawn all read the same.
+const redeemDeniedMessage = "This code cannot be redeemed. Check that you are signed in with the verified address your invitation was sent to, and that you copied the whole code. A code works once and expires; if yours no longer works, ask the sender for a new one."
+
+// redeem is the one redemption path shared by the form and the JSON API:
+// the code's shape (400), the account's and then the network's hourly
+// attempt counters (429), then store.Redeem's single transaction with the
+// verified emails the recipient group fetched before it. Every failure
+// there is the same generic 404. The code is never logged: the request log
+// holds only the route pattern, and no error here carries it.
+func (s *Server) redeem(r *http.Request, code string) (*store.Redemption, error) {
+	if _, err := store.CodeDigest(code); err != nil {
+		return nil, invalid(codeShapeMessage)
+	}
+	ctx := r.Context()
+	p := principalFrom(ctx)
+	if err := s.db.CountAttempt(ctx, func(hour time.Time) []byte {
+		return s.counterKey(redeemAccountCounter, hour, p.UserID)
+	}, RedeemAccountHourlyLimit); err != nil {
+		return nil, err
+	}
+	network := s.clientNetwork(r)
+	if err := s.db.CountAttempt(ctx, func(hour time.Time) []byte {
+		return s.counterKey(redeemNetworkCounter, hour, network)
+	}, RedeemNetworkHourlyLimit); err != nil {
+		return nil, err
+	}
+	red, err := s.db.Redeem(ctx, p.UserID, emailsFrom(ctx), code)
+	if err != nil {
+		// spec: generic denial for absent/foreign/unverified/revoked/used/
+		// expired codes; a unique conflict never grants and reads the same.
+		if c := store.ErrorCode(err); c == store.ENOTFOUND || c == store.ECONFLICT || c == store.EINVALID {
+			return nil, errNotFound
+		}
+		return nil, err
+	}
+	return red, nil
+}
+
+// handleRedeem shows the token-free redemption page. It is public: it holds
+// no code and no private data. Signed out, it explains and links to sign-in
+// with a return to this page; signed in, it shows the form.
+func (s *Server) handleRedeem(w http.ResponseWriter, r *http.Request) error {
+	noStore(w) // the form carries the session's CSRF token
+	c := s.chrome(w, r, "Redeem an invitation code")
+	return s.render(w, r, http.StatusOK, c, views.Redeem(c, views.RedeemView{SignInURL: signInURL("/redeem")}))
+}
+
+// handleRedeemPost redeems a code from the form and, on success, sends the
+// recipient to the program's private page (303). A malformed code (400), a
+// failed redemption (404) and a rate limit (429) show the form again with
+// one message per status; the submitted code is never echoed back.
+func (s *Server) handleRedeemPost(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	code, err := formValue(r, "code")
+	if err != nil {
+		return err
+	}
+	// A pasted code often brings a space or a line break along.
+	red, err := s.redeem(r, strings.TrimSpace(code))
+	if err != nil {
+		status, _, message := classify(err)
+		switch status {
+		case http.StatusNotFound:
+			message = redeemDeniedMessage
+		case http.StatusBadRequest, http.StatusTooManyRequests:
+		default:
+			return err
+		}
+		c := s.chrome(w, r, "Redeem an invitation code")
+		return s.render(w, r, status, c, views.Redeem(c, views.RedeemView{SignInURL: signInURL("/redeem"), Message: message}))
+	}
+	http.Redirect(w, r, "/early-access/"+red.Slug, http.StatusSeeOther)
+	return nil
+}
+
+// redeemRequest is the JSON body of a redemption.
+type redeemRequest struct {
+	Code string `json:"code"`
+}
+
+// redeemJSON is the JSON answer to a successful redemption.
+type redeemJSON struct {
+	Program string `json:"program"`
+	State   string `json:"state"`
+}
+
+// handleRedeemAPI redeems a code from a JSON body: 200 {program, state}.
+// The code must be exactly 43 base64url characters, with no trimming.
+func (s *Server) handleRedeemAPI(w http.ResponseWriter, r *http.Request) error {
+	var body redeemRequest
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	red, err := s.redeem(r, body.Code)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, redeemJSON{Program: red.Slug, State: store.StateActive})
+	return nil
+}

@@ -1,0 +1,335 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// invitationBindingKey is the binding key of the invitation tests' stores.
+var invitationBindingKey = bytes.Repeat([]byte{0x6b}, 32)
+
+// mustIssueOK issues an invitation and fails the test on error.
+func (k ownerKit) mustIssueOK(t *testing.T, entryID string, expires time.Time) *IssueResult {
+	t.Helper()
+	res, err := k.db.IssueInvitation(context.Background(), k.a, k.p.ID, entryID, uuid.NewString(), expires)
+	if err != nil {
+		t.Fatalf("issue: %v", err)
+	}
+	return res
+}
+
+func TestIssueInvitation_TwoConcurrentIssuesForTheLastSeatExactlyOneSucceeds(t *testing.T) {
+	for round := 0; round < 10; round++ {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "admit.db")
+		clock := newFakeClock(testEpoch)
+		// Two stores on one file: two writer connections contending for
+		// the database lock, as two processes would.
+		db1, db2 := mustOpenAt(t, path, clock), mustOpenAt(t, path, clock)
+		db1.BindingKey, db2.BindingKey = invitationBindingKey, invitationBindingKey
+		a, w := mustOwner(t, db1)
+		np := newTestProgram(w, "last-seat")
+		np.SeatCap = 2
+		p, err := db1.CreateProgram(context.Background(), a, np)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := mustNotice(t, db1, a, p.ID)
+		taken, e1, e2 := mustRawEntry(t, db1, p.ID, n.ID, StateSelected), mustRawEntry(t, db1, p.ID, n.ID, StateSelected),
+			mustRawEntry(t, db1, p.ID, n.ID, StateSelected)
+		if _, err := db1.IssueInvitation(context.Background(), a, p.ID, taken, uuid.NewString(), testEpoch.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make([]error, 2)
+		for i, tc := range []struct {
+			db    *DB
+			entry string
+		}{{db1, e1}, {db2, e2}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, errs[i] = tc.db.IssueInvitation(context.Background(), a, p.ID, tc.entry, uuid.NewString(), testEpoch.Add(time.Hour))
+			}()
+		}
+		close(start)
+		wg.Wait()
+		ok, conflicts := 0, 0
+		for _, err := range errs {
+			switch ErrorCode(err) {
+			case "":
+				ok++
+			case ECONFLICT:
+				conflicts++
+			default:
+				t.Fatalf("round %d: unexpected error %v", round, err)
+			}
+		}
+		if ok != 1 || conflicts != 1 {
+			t.Fatalf("round %d: %d issued and %d refused, want exactly 1 and 1", round, ok, conflicts)
+		}
+		if got := mustCount(t, db1, `SELECT count(*) FROM invitations WHERE program_id = ? AND state = 'issued'`, p.ID); got != 2 {
+			t.Fatalf("round %d: issued invitations=%d, want the seat cap 2", round, got)
+		}
+		if got := mustCount(t, db1, `SELECT count(*) FROM entries WHERE program_id = ? AND state = 'invited'`, p.ID); got != 2 {
+			t.Fatalf("round %d: invited entries=%d, want 2", round, got)
+		}
+	}
+}
+
+func TestIssueInvitation_NeitherTheCodeNorItsBytesReachTheDatabaseFiles(t *testing.T) {
+	k := mustOwnerKit(t, "digest-only", 5)
+	k.db.BindingKey = invitationBindingKey
+	e := k.entry(t, StateSelected)
+	res := k.mustIssueOK(t, e, k.clock.Now().Add(time.Hour))
+	if len(res.Code) != CodeLength || res.Replay {
+		t.Fatalf("first issue: code %q replay %v", res.Code, res.Replay)
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(res.Code)
+	if err != nil || len(raw) != 32 {
+		t.Fatalf("code is not 32 bytes of base64url: %v", err)
+	}
+	sum := sha256.Sum256(raw)
+	if n := mustCount(t, k.db, `SELECT count(*) FROM invitations WHERE id = ? AND token_sha256 = ?`, res.Invitation.ID, sum[:]); n != 1 {
+		t.Fatal("the stored digest is not the SHA-256 of the code's bytes")
+	}
+	// Neither the code nor its bytes are anywhere in the database files.
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(k.db.Path + suffix)
+		if err != nil && suffix == "" {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(res.Code)) || bytes.Contains(b, raw) {
+			t.Fatalf("the code is stored in %s", k.db.Path+suffix)
+		}
+	}
+	if n := mustCount(t, k.db, `SELECT count(*) FROM audit_events WHERE details LIKE ?`, "%"+res.Code+"%"); n != 0 {
+		t.Fatal("an audit event holds the code")
+	}
+}
+
+func TestIssueInvitation_SameKeyReplaysMetadataWithoutCodeEvenAfterStateChanges(t *testing.T) {
+	k := mustOwnerKit(t, "replays", 5)
+	ctx := context.Background()
+	e, other := k.entry(t, StateSelected), k.entry(t, StateSelected)
+	key := uuid.NewString()
+	exp := k.clock.Now().Add(2 * time.Hour)
+	var first *IssueResult
+	if got := auditDelta(t, k.db, func() {
+		var err error
+		if first, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, key, exp); err != nil {
+			t.Fatal(err)
+		}
+	}); got != 1 {
+		t.Fatalf("issue audit events=%d, want 1", got)
+	}
+	replay := func(what string) *IssueResult {
+		t.Helper()
+		var res *IssueResult
+		if got := auditDelta(t, k.db, func() {
+			var err error
+			if res, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, key, exp); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}); got != 0 {
+			t.Fatalf("%s wrote %d events", what, got)
+		}
+		if !res.Replay || res.Code != "" || res.Invitation.ID != first.Invitation.ID {
+			t.Fatalf("%s: %+v, want the same invitation, marked replay, without a code", what, res)
+		}
+		return res
+	}
+	replay("replay")
+	// The key is read before any state check: after a revoke the same
+	// request still answers with the (now revoked) invitation.
+	k.clock.Add(time.Minute)
+	if _, err := k.db.RevokeInvitation(ctx, k.a, first.Invitation.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := replay("replay after revoke"); got.Invitation.State != InviteRevoked {
+		t.Fatalf("replay after revoke shows %q", got.Invitation.State)
+	}
+	// Another binding for the same key is a conflict.
+	_, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, e, key, exp.Add(time.Millisecond))
+	wantErrorCode(t, "same key, other expiry", err, ECONFLICT)
+	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, other, key, exp)
+	wantErrorCode(t, "same key, other entry", err, ECONFLICT)
+	if n := mustCount(t, k.db, `SELECT count(*) FROM invitations WHERE program_id = ?`, k.p.ID); n != 1 {
+		t.Fatalf("invitations=%d, want 1", n)
+	}
+	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, "NOT-A-UUID", exp)
+	wantErrorCode(t, "malformed key", err, EINVALID)
+	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, strings.ToUpper(uuid.NewString()), exp)
+	wantErrorCode(t, "uppercase key", err, EINVALID)
+}
+
+func TestIssueInvitation_ExpiryIsJudgedByTheTransactionClock(t *testing.T) {
+	k := mustOwnerKit(t, "expiry-clock", 1)
+	ctx := context.Background()
+	now := k.clock.Now()
+	max := now.Add(time.Duration(k.p.MaxInvitationDays) * 24 * time.Hour)
+	a, b := k.entry(t, StateSelected), k.entry(t, StateSelected)
+
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+	}{{"now", now}, {"past", now.Add(-time.Second)}, {"a millisecond past the maximum", max.Add(time.Millisecond)}} {
+		_, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, a, uuid.NewString(), tc.at)
+		wantErrorCode(t, "expiry "+tc.name, err, EINVALID)
+	}
+	exp := now.Add(time.Hour)
+	res := k.mustIssueOK(t, a, exp)
+
+	// One millisecond before expiry the seat is taken and the code live.
+	k.clock.Set(exp.Add(-time.Millisecond))
+	_, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, b, uuid.NewString(), exp.Add(time.Hour))
+	wantErrorCode(t, "the only seat is taken", err, ECONFLICT)
+	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, a, uuid.NewString(), exp.Add(time.Hour))
+	wantErrorCode(t, "reissue while live", err, ECONFLICT)
+
+	// At the expiry instant: no send can be recorded, the seat is free.
+	k.clock.Set(exp)
+	_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), "email", "")
+	wantErrorCode(t, "record a send at expiry", err, ECONFLICT)
+	p := mustProgramByID(t, k.db, k.a, k.p.ID)
+	one := 1
+	if _, err := k.db.UpdateProgram(ctx, k.a, p.ID, ProgramSettings{ExpectedRevision: p.Revision, SeatCap: &one}); err != nil {
+		t.Fatalf("seat cap 1 with only an expired invitation: %v", err)
+	}
+	// Reissuing marks the old one expired (with its event) and issues anew.
+	var again *IssueResult
+	if got := auditDelta(t, k.db, func() { again = k.mustIssueOK(t, a, exp.Add(time.Hour)) }); got != 2 {
+		t.Fatalf("reissue audit events=%d, want 2 (invite_expired, invite_issued)", got)
+	}
+	var state string
+	var terminal int64
+	mustUpdate(t, k.db, func(tx *Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT state, terminal_at FROM invitations WHERE id = ?`, res.Invitation.ID).Scan(&state, &terminal)
+	})
+	if state != InviteExpired || terminal != Millis(exp) {
+		t.Fatalf("old invitation %s at %d, want expired at the transaction clock %d", state, terminal, Millis(exp))
+	}
+	if again.Invitation.ID == res.Invitation.ID || k.state(t, a) != StateInvited {
+		t.Fatal("reissue did not make a new invitation for the invited entry")
+	}
+	if n := mustCount(t, k.db, `SELECT count(*) FROM audit_events WHERE event_type = 'invite_expired' AND actor_kind = 'system'`); n != 1 {
+		t.Fatalf("invite_expired events by the system=%d, want 1", n)
+	}
+}
+
+func TestRecordDelivery_OnceAndIdempotentByKey(t *testing.T) {
+	k := mustOwnerKit(t, "delivery", 5)
+	ctx := context.Background()
+	res := k.mustIssueOK(t, k.entry(t, StateSelected), k.clock.Now().Add(time.Hour))
+	key := uuid.NewString()
+	var inv *Invitation
+	if got := auditDelta(t, k.db, func() {
+		var err error
+		if inv, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, key, "  email  ", "msg 4"); err != nil {
+			t.Fatal(err)
+		}
+	}); got != 1 {
+		t.Fatalf("audit events=%d, want 1", got)
+	}
+	if inv.DeliveryRecordedAt == nil || !inv.DeliveryRecordedAt.Equal(k.clock.Now()) || inv.DeliveryChannel != "email" || inv.DeliveryReference != "msg 4" {
+		t.Fatalf("read-back %+v", inv)
+	}
+	if got := auditDelta(t, k.db, func() {
+		again, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, key, "email", "msg 4")
+		if err != nil || again.DeliveryChannel != "email" {
+			t.Fatalf("replay: %+v %v", again, err)
+		}
+	}); got != 0 {
+		t.Fatalf("replay wrote %d events", got)
+	}
+	_, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, key, "phone", "")
+	wantErrorCode(t, "same key, other channel", err, ECONFLICT)
+	_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), "phone", "")
+	wantErrorCode(t, "second record", err, ECONFLICT)
+	for _, tc := range []struct{ name, channel, ref string }{
+		{"empty channel", " ", ""}, {"long channel", strings.Repeat("c", 81), ""}, {"long reference", "email", strings.Repeat("r", 161)},
+	} {
+		_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), tc.channel, tc.ref)
+		wantErrorCode(t, tc.name, err, EINVALID)
+	}
+	stranger, _ := mustOwner(t, k.db)
+	_, err = k.db.RecordDelivery(ctx, stranger, res.Invitation.ID, uuid.NewString(), "email", "")
+	wantErrorCode(t, "foreign owner", err, ENOTFOUND)
+}
+
+func TestRevokeInvitation_SelectsTheEntryAgainAndFreesTheSeat(t *testing.T) {
+	k := mustOwnerKit(t, "revoke-invite", 1)
+	ctx := context.Background()
+	a, b := k.entry(t, StateSelected), k.entry(t, StateSelected)
+	res := k.mustIssueOK(t, a, k.clock.Now().Add(time.Hour))
+	stranger, _ := mustOwner(t, k.db)
+	_, err := k.db.RevokeInvitation(ctx, stranger, res.Invitation.ID)
+	wantErrorCode(t, "foreign owner", err, ENOTFOUND)
+	var inv *Invitation
+	if got := auditDelta(t, k.db, func() {
+		if inv, err = k.db.RevokeInvitation(ctx, k.a, res.Invitation.ID); err != nil {
+			t.Fatal(err)
+		}
+	}); got != 1 {
+		t.Fatalf("audit events=%d, want 1", got)
+	}
+	if inv.State != InviteRevoked || inv.TerminalAt == nil || k.state(t, a) != StateSelected {
+		t.Fatalf("after revoke: %+v, entry %s", inv, k.state(t, a))
+	}
+	_, err = k.db.RevokeInvitation(ctx, k.a, res.Invitation.ID)
+	wantErrorCode(t, "revoke twice", err, ECONFLICT)
+	k.mustIssueOK(t, b, k.clock.Now().Add(time.Hour)) // the seat is free again
+}
+
+func TestRevokeGrant_EndsAccessOnceAndOnlyForItsOwner(t *testing.T) {
+	k := mustOwnerKit(t, "revoke-grant", 2)
+	ctx := context.Background()
+	e := k.entry(t, StateSelected)
+	res := k.mustIssueOK(t, e, k.clock.Now().Add(time.Hour))
+	var email string
+	mustUpdate(t, k.db, func(tx *Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT email_key FROM entries WHERE id = ?`, e).Scan(&email)
+	})
+	if _, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
+		t.Fatal(err)
+	}
+	red, err := k.db.Redeem(ctx, "user_grant", []string{email}, res.Code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, _ := mustOwner(t, k.db)
+	_, err = k.db.RevokeGrant(ctx, stranger, red.GrantID)
+	wantErrorCode(t, "foreign owner", err, ENOTFOUND)
+	_, err = k.db.RevokeGrant(ctx, k.a, "not-a-uuid")
+	wantErrorCode(t, "malformed ID", err, ENOTFOUND)
+	k.clock.Add(time.Minute)
+	var g *Grant
+	if got := auditDelta(t, k.db, func() {
+		if g, err = k.db.RevokeGrant(ctx, k.a, red.GrantID); err != nil {
+			t.Fatal(err)
+		}
+	}); got != 1 {
+		t.Fatalf("audit events=%d, want 1", got)
+	}
+	if g.Active || g.RevokedAt == nil || !g.RevokedAt.Equal(k.clock.Now()) || k.state(t, e) != StateRevoked {
+		t.Fatalf("after revoke: %+v, entry %s", g, k.state(t, e))
+	}
+	_, err = k.db.RevokeGrant(ctx, k.a, red.GrantID)
+	wantErrorCode(t, "revoke twice", err, ECONFLICT)
+	if n := mustCount(t, k.db, `SELECT count(*) FROM audit_events WHERE details LIKE '%@%'`); n != 0 {
+		t.Fatal("an audit event holds an address")
+	}
+}

@@ -1,0 +1,334 @@
+package views
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// OwnerWorkspace is a workspace the owner may create programs in.
+type OwnerWorkspace struct {
+	ID   string
+	Name string
+}
+
+// StateCount is how many entries of a program are in one state.
+type StateCount struct {
+	State string
+	N     int
+}
+
+// ProgramForm is the create-program form and its submitted values. Numbers
+// stay text so that what the owner typed is shown again exactly.
+type ProgramForm struct {
+	WorkspaceID       string
+	Slug              string
+	Purpose           string
+	QueueCap          string
+	HourlyCap         string
+	SeatCap           string
+	MaxInvitationDays string
+	Error             string
+}
+
+// ProgramSummary is what every owner page shows about a program.
+type ProgramSummary struct {
+	ID                   string
+	Slug                 string
+	Purpose              string
+	SignupOpen           bool
+	AccessEnabled        bool
+	Retired              bool
+	HasContent           bool
+	QueueCap             int
+	HourlyCap            int
+	SeatCap              int
+	MaxInvitationDays    int
+	Occupied             int
+	Revision             int64
+	CurrentNoticeVersion int
+	CreatedAt            time.Time
+}
+
+// SettingsForm is the program settings form, checked against the program's
+// revision when it was loaded.
+type SettingsForm struct {
+	ExpectedRevision string
+	SignupOpen       bool
+	AccessEnabled    bool
+	QueueCap         string
+	HourlyCap        string
+	SeatCap          string
+	Error            string
+}
+
+// NoticeForm publishes the next notice version.
+type NoticeForm struct {
+	Purpose       string
+	ContactText   string
+	RetentionText string
+	Error         string
+}
+
+// ContentForm edits the private content against its revision.
+type ContentForm struct {
+	ExpectedRevision string
+	Body             string
+	// Conflict shows the saved text beside the unsaved draft after a
+	// revision conflict, so the owner can compare before saving again.
+	Conflict      bool
+	Saved         string
+	SavedRevision int64
+	Error         string
+}
+
+// AssetRow is an uploaded private asset.
+type AssetRow struct {
+	Name        string
+	ContentType string
+	Size        int
+	CreatedAt   time.Time
+}
+
+// ProgramPageView is a program's settings page.
+type ProgramPageView struct {
+	Program  ProgramSummary
+	Counts   []StateCount
+	Notices  []NoticeView
+	Settings SettingsForm
+	Notice   NoticeForm
+	Content  ContentForm
+	Assets   []AssetRow
+	// AssetAccept is the upload input's accept list; AssetMaxMiB its size bound.
+	AssetAccept string
+	AssetMaxMiB int
+	AssetError  string
+	Flash       string
+}
+
+// QueueFilterView is the queue's filter as the owner typed it.
+type QueueFilterView struct {
+	State string
+	// From and To are UTC dates (YYYY-MM-DD), both inclusive.
+	From  string
+	To    string
+	Limit string
+}
+
+// QueueRow is one entry in the queue table.
+type QueueRow struct {
+	ID            string
+	Email         string
+	State         string
+	CreatedAt     time.Time
+	NoticeVersion int
+}
+
+// QueueView is a page of a program's queue.
+type QueueView struct {
+	Program ProgramSummary
+	Counts  []StateCount
+	Filter  QueueFilterView
+	States  []string
+	Entries []QueueRow
+	// SelfURL is this page (filters and position); forms return to it.
+	SelfURL string
+	// NextURL is the next page, "" on the last; FirstURL the first page
+	// with the same filters, "" when this is the first.
+	NextURL       string
+	FirstURL      string
+	SelectReasons []string
+	// Checked and Reason echo a bulk selection that failed.
+	Checked map[string]bool
+	Reason  string
+	Flash   string
+	Error   string
+}
+
+// EntryRow is one entry as its detail page shows it.
+type EntryRow struct {
+	ID            string
+	Email         string
+	State         string
+	NoticeVersion int
+	PermissionAt  time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	EraseAfter    *time.Time
+}
+
+// InvitationRow is one invitation of an entry (never its code).
+type InvitationRow struct {
+	ID                 string
+	State              string
+	IssuedAt           time.Time
+	ExpiresAt          time.Time
+	DeliveryRecordedAt *time.Time
+	Channel            string
+	Reference          string
+}
+
+// GrantRow is a recipient's access.
+type GrantRow struct {
+	ID        string
+	Active    bool
+	GrantedAt time.Time
+	RevokedAt *time.Time
+}
+
+// EventRow is one audit event.
+type EventRow struct {
+	ID        int64
+	Type      string
+	ActorKind string
+	EntryID   string
+	At        time.Time
+	Details   []string
+}
+
+// IssueForm issues an invitation code. The code expires at Time (UTC, the
+// time of day the page was loaded) on the chosen date, so that submitting
+// the same form twice binds to the same request.
+type IssueForm struct {
+	RequestKey string
+	ExpiresOn  string
+	Time       string
+	MinDate    string
+	MaxDate    string
+	Error      string
+}
+
+// DeliveryForm records the owner's claim that they sent a code.
+type DeliveryForm struct {
+	InvitationID string
+	RequestKey   string
+	Channel      string
+	Reference    string
+	Error        string
+}
+
+// EntryPageView is an entry's detail page.
+type EntryPageView struct {
+	Program        ProgramSummary
+	Entry          EntryRow
+	Notice         NoticeView
+	Invitations    []InvitationRow
+	Grant          *GrantRow
+	Events         []EventRow
+	SelectReasons  []string
+	DeclineReasons []string
+	// What the entry's state allows.
+	CanSelect   bool
+	CanDecline  bool
+	CanWithdraw bool
+	CanIssue    bool
+	Issue       IssueForm
+	// Delivery is shown for the live invitation that has no record yet.
+	Delivery    *DeliveryForm
+	ActionError string
+	Reason      string
+	Flash       string
+}
+
+// IssuedView shows a new invitation code, once.
+type IssuedView struct {
+	Program    ProgramSummary
+	EntryID    string
+	EntryEmail string
+	Invitation InvitationRow
+	// Code is empty on a same-key replay: it is never shown again.
+	Code     string
+	Delivery DeliveryForm
+}
+
+// EventsView is a page of a program's audit log.
+type EventsView struct {
+	Program  ProgramSummary
+	Events   []EventRow
+	NextURL  string
+	FirstURL string
+}
+
+// OwnerURL builds an owner console path from its segments.
+func OwnerURL(parts ...string) string {
+	return "/owner/" + strings.Join(parts, "/")
+}
+
+func programURL(id string, rest ...string) string {
+	return OwnerURL(append([]string{"programs", id}, rest...)...)
+}
+
+func entryURL(programID, entryID string, rest ...string) string {
+	return programURL(programID, append([]string{"entries", entryID}, rest...)...)
+}
+
+// revText formats a revision number.
+func revText(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Bytes formats a size for people.
+func Bytes(n int) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
+	}
+	return strconv.Itoa(n) + " bytes"
+}
+
+// emailOrErased shows an erased address as such.
+func emailOrErased(email string) string {
+	if email == "" {
+		return "(erased)"
+	}
+	return email
+}
+
+// selectedIf is the selected attribute's condition for an option.
+func selectedIf(value, current string) bool { return value == current }
+
+// stateCount returns the count for a state, 0 if absent.
+func stateCount(counts []StateCount, state string) int {
+	for _, c := range counts {
+		if c.State == state {
+			return c.N
+		}
+	}
+	return 0
+}
+
+// reasonLabels are the people-readable names of the reason codes.
+var reasonLabels = map[string]string{
+	"meets_policy":      "Meets the selection policy",
+	"priority_cohort":   "Priority cohort",
+	"owner_discretion":  "Owner's discretion",
+	"not_eligible":      "Not eligible",
+	"capacity":          "No capacity",
+	"invalid_request":   "Invalid request",
+	"other":             "Other",
+	"applicant_request": "The applicant asked to withdraw",
+}
+
+func reasonLabel(code string) string {
+	if l, ok := reasonLabels[code]; ok {
+		return l
+	}
+	return code
+}
+
+// shortID is the first block of a UUID, enough to tell entries apart on a page.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// noticeSummary names a notice version in the list of versions.
+func noticeSummary(n NoticeView, current bool) string {
+	s := "Version " + strconv.Itoa(n.Version)
+	if current {
+		s += " (current)"
+	}
+	return s + ", published " + When(n.PublishedAt)
+}

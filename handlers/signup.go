@@ -62,14 +62,11 @@ func (s *Server) admit(r *http.Request, slug string, f *signupForm) (*store.Sign
 		return nil, err
 	}
 	network := s.clientNetwork(r)
-	err := s.db.CountAttempt(r.Context(), func(hour time.Time) []byte {
-		return s.counterKey("signup", hour, network)
-	}, s.opts.NetworkHourlyLimit)
-	if err != nil {
-		return nil, err
-	}
 	return s.db.Signup(r.Context(), store.SignupRequest{Slug: slug, RequestKey: f.RequestKey, Email: f.Email,
-		NoticeVersion: f.NoticeVersion, Permission: f.Permission})
+		NoticeVersion: f.NoticeVersion, Permission: f.Permission,
+		Attempts: &store.AttemptLimit{Max: s.opts.NetworkHourlyLimit, Key: func(hour time.Time) []byte {
+			return s.counterKey("signup", hour, network)
+		}}})
 }
 
 // removalURL is the private removal link for a token: the token rides in

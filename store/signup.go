@@ -26,6 +26,18 @@ type SignupRequest struct {
 	NoticeVersion int
 	// Permission is the affirmative choice for this notice; it must be true.
 	Permission bool
+	// Attempts, when set, counts this attempt against the network's hourly
+	// limit in the same transaction, before admission (spec 000: count,
+	// then persist). The attempt stays counted whatever the admission's
+	// answer; an attempt over the limit is refused and not counted.
+	Attempts *AttemptLimit
+}
+
+// AttemptLimit is an hourly attempt counter: Key derives the counter key
+// for an hour (a keyed HMAC, never a raw address), Max is the limit.
+type AttemptLimit struct {
+	Key func(hour time.Time) []byte
+	Max int
 }
 
 // SignupResult is what a 202 shows.
@@ -109,13 +121,39 @@ func (db *DB) Signup(ctx context.Context, req SignupRequest) (*SignupResult, err
 		return nil, errors.New("signup: no binding key configured")
 	}
 	var res *SignupResult
+	var refused error
 	err := db.Update(ctx, func(tx *Tx) error {
+		if req.Attempts != nil {
+			if err := countAttempt(ctx, tx, req.Attempts.Key, req.Attempts.Max); err != nil {
+				return err
+			}
+		}
+		// Admission runs under a savepoint: a refusal rolls back everything
+		// it wrote but keeps the counted attempt, in one commit (one fsync).
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT admission`); err != nil {
+			return fmt.Errorf("savepoint: %w", err)
+		}
 		var err error
 		res, err = db.signup(ctx, tx, req)
-		return err
+		if err != nil {
+			if ErrorCode(err) == EINTERNAL {
+				return err
+			}
+			if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO admission`); rerr != nil {
+				return fmt.Errorf("rollback to savepoint: %w", rerr)
+			}
+			refused = err
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE admission`); err != nil {
+			return fmt.Errorf("release savepoint: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	return res, nil
 }
@@ -236,22 +274,26 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 // expired counters: cleanup rides on later requests (spec 000).
 func (db *DB) CountAttempt(ctx context.Context, keyFor func(hour time.Time) []byte, limit int) error {
 	return db.Update(ctx, func(tx *Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE key IN
-			(SELECT key FROM network_counters WHERE expires_at <= ? LIMIT 200)`, Millis(tx.Now)); err != nil {
-			return fmt.Errorf("delete expired counters: %w", err)
-		}
-		hour := hourStart(tx.Now)
-		key := keyFor(hour)
-		var attempts int
-		err := tx.QueryRowContext(ctx, `INSERT INTO network_counters (key, attempts, expires_at) VALUES (?, 1, ?)
-			ON CONFLICT (key) DO UPDATE SET attempts = attempts + 1 RETURNING attempts`,
-			key, Millis(hour.Add(NetworkCounterLifetime))).Scan(&attempts)
-		if err != nil {
-			return fmt.Errorf("count attempt: %w", err)
-		}
-		if attempts > limit {
-			return Errorf(ERATELIMITED, "Too many attempts from your network this hour. Please try again later.")
-		}
-		return nil
+		return countAttempt(ctx, tx, keyFor, limit)
 	})
+}
+
+func countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Time) []byte, limit int) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE key IN
+		(SELECT key FROM network_counters WHERE expires_at <= ? LIMIT 200)`, Millis(tx.Now)); err != nil {
+		return fmt.Errorf("delete expired counters: %w", err)
+	}
+	hour := hourStart(tx.Now)
+	key := keyFor(hour)
+	var attempts int
+	err := tx.QueryRowContext(ctx, `INSERT INTO network_counters (key, attempts, expires_at) VALUES (?, 1, ?)
+		ON CONFLICT (key) DO UPDATE SET attempts = attempts + 1 RETURNING attempts`,
+		key, Millis(hour.Add(NetworkCounterLifetime))).Scan(&attempts)
+	if err != nil {
+		return fmt.Errorf("count attempt: %w", err)
+	}
+	if attempts > limit {
+		return Errorf(ERATELIMITED, "Too many attempts from your network this hour. Please try again later.")
+	}
+	return nil
 }

@@ -105,7 +105,7 @@ func backupCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return fmt.Errorf("backup verify: %w", err)
 	}
 	if !res.OK() {
-		fmt.Fprintf(stdout, "backup verify FAILED: %s differs from the live database: %s\n", res.Replica, strings.Join(res.Differences, ", "))
+		fmt.Fprintf(stdout, "backup verify FAILED: %s differs from the live database (live ≠ restored): %s\n", res.Replica, strings.Join(res.Differences, ", "))
 		return fmt.Errorf("backup verify: %d tables differ", len(res.Differences))
 	}
 	fmt.Fprintf(stdout, "backup verify ok: %s matches the live database: %d tables, %d rows, integrity_check ok\n",

@@ -19,9 +19,12 @@ import (
 
 // Config is admit's configuration, read from the environment (DESIGN §5).
 type Config struct {
-	Addr                   string
-	DataDir                string
-	PublicURL              *url.URL
+	Addr      string
+	DataDir   string
+	PublicURL *url.URL
+	// PublicURLDerived reports that ADMIT_PUBLIC_URL was not set and the
+	// public URL comes from the listen address.
+	PublicURLDerived       bool
 	ClerkSecretKey         string
 	ClerkPublishableKey    string
 	ClerkAPIURL            string
@@ -32,6 +35,27 @@ type Config struct {
 	DevOwnerEmail          string
 	// Retention is the erasure policy by entry state (ADMIT_RETENTION_*_DAYS).
 	Retention store.Retention
+
+	partiesDerived bool
+}
+
+// UseListener fixes the public URL once the listener has its port: with
+// ADMIT_ADDR=host:0 and no ADMIT_PUBLIC_URL, the allowed Origin (and the
+// default authorized party) must name the port actually bound.
+func (c *Config) UseListener(addr net.Addr) {
+	if !c.PublicURLDerived || c.PublicURL == nil {
+		return
+	}
+	_, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return
+	}
+	u := *c.PublicURL
+	u.Host = net.JoinHostPort(u.Hostname(), port)
+	c.PublicURL = &u
+	if c.partiesDerived {
+		c.ClerkAuthorizedParties = []string{u.String()}
+	}
 }
 
 // DevMode reports whether admit runs with the development identity.
@@ -70,6 +94,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	}
 
 	public := env("ADMIT_PUBLIC_URL", "")
+	c.PublicURLDerived = public == ""
 	if public == "" {
 		h := host
 		if h == "" || h == "0.0.0.0" || h == "::" {
@@ -135,6 +160,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		c.ClerkAPIURL = strings.TrimRight(c.ClerkAPIURL, "/")
 	}
 	parties := env("CLERK_AUTHORIZED_PARTIES", "")
+	c.partiesDerived = parties == ""
 	if parties == "" && c.PublicURL != nil {
 		parties = c.PublicURL.String()
 	}

@@ -98,7 +98,8 @@ type process struct {
 	URL    string
 	cmd    *exec.Cmd
 	stderr *syncBuffer
-	done   chan error
+	done   chan error    // receives Wait's result once
+	exited chan struct{} // closed when the process has been waited for
 }
 
 // MustStartAdmit starts `admit serve` from bin with env and waits for its
@@ -108,7 +109,7 @@ func MustStartAdmit(tb testing.TB, bin, dir string, env []string) *process {
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = dir
 	cmd.Env = env
-	p := &process{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1), exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -126,10 +127,14 @@ func MustStartAdmit(tb testing.TB, bin, dir string, env []string) *process {
 			}
 		}
 		p.done <- cmd.Wait()
+		close(p.exited)
 	}()
 	tb.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
+		select {
+		case <-p.exited:
+		default:
+			_ = cmd.Process.Kill() // this test's own child, by PID
+			<-p.exited
 		}
 	})
 	select {

@@ -120,14 +120,28 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	}
 	db.BindingKey = keys.Binding
 	db.Retention = cfg.Retention
-	// Erasure runs inside serve: at start and every SweepInterval.
+	// Erasure runs inside serve: at start and every SweepInterval. After an
+	// erasure the WAL is checkpointed so the erased bytes leave it too
+	// (through Litestream when it replicates, as it holds the WAL).
+	checkpoint := db.Checkpoint
+	if repl != nil {
+		checkpoint = repl.Checkpoint
+	}
 	sweepCtx, stopSweeper := context.WithCancel(ctx)
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
-		db.RunSweeper(sweepCtx, store.SweepInterval, logger)
+		db.RunSweeper(sweepCtx, store.SweepInterval, logger, checkpoint)
 	}()
 	defer func() { stopSweeper(); <-sweepDone }()
+
+	// Listen first: with port 0 the public URL must name the bound port.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close()
+	cfg.UseListener(ln.Addr())
 
 	var id handlers.Identity
 	if cfg.DevMode() {
@@ -167,10 +181,6 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 5 * time.Second,

@@ -771,12 +771,9 @@ func TestRun_HelpPrintsUsage(t *testing.T) {
 }
 
 func TestRun_PortZeroSameOriginFormPostIsAccepted(t *testing.T) {
-	// Known bug, reported: with ADMIT_ADDR=127.0.0.1:0 and no
-	// ADMIT_PUBLIC_URL, the public URL is http://127.0.0.1:0, so a browser's
-	// same-origin POST (Origin: http://127.0.0.1:PORT) is refused with 403.
-	// main.go's serve must listen before handlers.New and, when the port is
-	// 0 and ADMIT_PUBLIC_URL is unset, use the listener's address.
-	t.Skip("known bug in main.go serve: the default public URL keeps port 0")
+	// With ADMIT_ADDR=127.0.0.1:0 and no ADMIT_PUBLIC_URL, the allowed
+	// Origin must name the port actually bound, or a browser's same-origin
+	// POST (Origin: http://127.0.0.1:PORT) would be refused with 403.
 
 	srv := MustRunServe(t, map[string]string{"ADMIT_ADDR": "127.0.0.1:0", "ADMIT_DATA": t.TempDir()})
 	req, err := http.NewRequest(http.MethodPost, srv.URL+"/dev/sign-in",

@@ -165,6 +165,29 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 	if got := owEval[string](t, ctx, `document.querySelector('[data-testid="filter-state"]').value`); got != "waiting" {
 		t.Fatalf("after reload the state filter is %q", got)
 	}
+
+	// On an entry's page a decision swaps the entry block in place.
+	owLoad(t, ctx, "open an entry", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/entries/"+waiting[0]))
+	owEval[bool](t, ctx, `window.__ownerMarker = true`)
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`#decline-reason`), "capacity"),
+		chromedp.Click(chromedp.CSS(`[data-testid="decline-form"] button[type="submit"]`)),
+	); err != nil {
+		t.Fatalf("decline: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(function () {
+		var s = document.querySelector('#entry-block [data-testid="entry-state"]');
+		return !!s && s.textContent === "declined" && !!document.querySelector('#entry-block [data-testid="flash"]');
+	})()`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the declined state never showed: %v", err)
+	}
+	if !owEval[bool](t, ctx, `window.__ownerMarker === true`) {
+		t.Fatal("declining reloaded the page instead of swapping the block")
+	}
+	if got, want := owEntryState(t, app, waiting[0]), "declined"; got != want {
+		t.Fatalf("entry state=%q, want %q", got, want)
+	}
+	owScreenshot(t, ctx, "owner-entry-htmx")
 }
 
 func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {

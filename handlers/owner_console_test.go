@@ -428,3 +428,71 @@ func TestOwnerExport_OwnerOnlyNoStoreAndAuditedWithoutPersonalData(t *testing.T)
 		t.Fatal("a log line holds an exported address")
 	}
 }
+
+var hrefPattern = func(testID string) *regexp.Regexp {
+	return regexp.MustCompile(`href="([^"]+)"[^>]*data-testid="` + testID + `"`)
+}
+
+// owFollow returns the decoded href of the link with the test ID, or "".
+func owFollow(body, testID string) string {
+	m := hrefPattern(testID).FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return strings.ReplaceAll(m[1], "&amp;", "&")
+}
+
+// TestOwnerConsole_QueueAndAuditLogPageByPlainLinks: the queue's "Next
+// page" and the audit log's "Older events" are real links that keep the
+// filters, visit every row once and end.
+func TestOwnerConsole_QueueAndAuditLogPageByPlainLinks(t *testing.T) {
+	app := MustStartApp(t)
+	owner := mustOwnerClient(t, app)
+	want := map[string]bool{}
+	for i := 0; i < 7; i++ {
+		app.Clock.Add(time.Minute)
+		want[mustInsertEntry(t, app.DB, app.Demo, "page"+itoa(i)+"@example.com", "waiting")] = true
+	}
+	mustInsertEntry(t, app.DB, app.Demo, "other@example.com", "declined")
+	rowID := regexp.MustCompile(`data-testid="queue-row" data-entry-id="([0-9a-f-]{36})"`)
+
+	path := "/owner/programs/" + app.Demo.ID + "/entries?state=waiting&limit=3"
+	seen := map[string]int{}
+	pages := 0
+	for path != "" {
+		pages++
+		r := owner.Get(t, path)
+		owWantStatus(t, path, r, http.StatusOK)
+		for _, m := range rowID.FindAllStringSubmatch(r.Body, -1) {
+			seen[m[1]]++
+		}
+		if pages > 1 && owFollow(r.Body, "queue-first") != "/owner/programs/"+app.Demo.ID+"/entries?limit=3&state=waiting" {
+			t.Fatalf("page %d: first-page link %q", pages, owFollow(r.Body, "queue-first"))
+		}
+		path = owFollow(r.Body, "queue-next")
+		if path != "" && (!strings.Contains(path, "state=waiting") || !strings.Contains(path, "limit=3") || !strings.Contains(path, "cursor=")) {
+			t.Fatalf("next link %q drops the filter", path)
+		}
+	}
+	if pages != 3 || len(seen) != len(want) {
+		t.Fatalf("%d pages, %d entries, want 3 pages and %d entries", pages, len(seen), len(want))
+	}
+	for id, n := range seen {
+		if !want[id] || n != 1 {
+			t.Fatalf("entry %s seen %d times (wanted %v)", id, n, want[id])
+		}
+	}
+
+	events := "/owner/programs/" + app.Demo.ID + "/events?limit=2"
+	total := owCount(t, app, `SELECT count(*) FROM audit_events WHERE program_id = ?`, app.Demo.ID)
+	got := 0
+	for events != "" {
+		r := owner.Get(t, events)
+		owWantStatus(t, events, r, http.StatusOK)
+		got += strings.Count(r.Body, `data-testid="event"`)
+		events = owFollow(r.Body, "events-next")
+	}
+	if got != total {
+		t.Fatalf("audit log pages showed %d events, want %d", got, total)
+	}
+}

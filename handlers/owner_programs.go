@@ -751,12 +751,24 @@ func (s *Server) handleEventsPage(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	v := views.EventsView{Program: programSummary(p), Events: eventRows(page.Events)}
-	base := views.OwnerURL("programs", p.ID, "events")
+	link := func(cursor string) string {
+		q := url.Values{}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		if limit != 0 {
+			q.Set("limit", strconv.Itoa(limit))
+		}
+		if len(q) == 0 {
+			return views.OwnerURL("programs", p.ID, "events")
+		}
+		return views.OwnerURL("programs", p.ID, "events") + "?" + q.Encode()
+	}
 	if page.NextCursor != "" {
-		v.NextURL = base + "?cursor=" + url.QueryEscape(page.NextCursor)
+		v.NextURL = link(page.NextCursor)
 	}
 	if cursor != "" {
-		v.FirstURL = base
+		v.FirstURL = link("")
 	}
 	c := s.chrome(w, r, "Audit log · "+p.Slug)
 	return s.render(w, r, http.StatusOK, c, views.EventsPage(c, v))
@@ -801,7 +813,6 @@ func (s *Server) handleExportCSV(w http.ResponseWriter, r *http.Request) error {
 		noStore(w)
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+p.Slug+`-queue.csv"`)
-		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(http.StatusOK)
 		return cw.Write([]string{"id", "email", "state", "created_at", "updated_at", "notice_version", "permission_at"})
 	}

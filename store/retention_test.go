@@ -299,7 +299,7 @@ func TestRunSweeper_ErasesDueEntriesAtStart(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.db.RunSweeper(runCtx, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		f.db.RunSweeper(runCtx, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)), f.db.Checkpoint)
 	}()
 	// The first sweep runs at start, not after the first interval.
 	deadline := time.Now().Add(10 * time.Second)

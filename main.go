@@ -176,6 +176,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		Logger:              logger,
 		BackupRetention:     backupCfg.BackupRetention(),
 		Ready:               repl.Ready, // not ready while changes wait too long for the replica
+		BackupStatus:        backupStatus(repl),
 	}, db, id)
 	if err != nil {
 		return err
@@ -276,4 +277,16 @@ func migrateCmd(ctx context.Context, getenv func(string) string, stdout io.Write
 	defer db.Close()
 	fmt.Fprintln(stdout, "database is up to date")
 	return nil
+}
+
+// backupStatus adapts the replicator's status for the owner console; nil
+// when no replica is configured.
+func backupStatus(repl *backup.Replicator) func() (handlers.BackupStatus, error) {
+	if repl == nil {
+		return nil
+	}
+	return func() (handlers.BackupStatus, error) {
+		st, err := repl.Status()
+		return handlers.BackupStatus{Replica: st.Replica, LastSync: st.LastSync, Pending: st.Pending, Lag: st.Lag}, err
+	}
 }

@@ -45,7 +45,24 @@ func (s *Server) ownerHomeView(r *http.Request) (*views.OwnerHomeView, error) {
 			SignupOpen: p.SignupOpen, Access: p.AccessEnabled, Occupied: p.Occupied, QueueCap: p.QueueCap,
 			Retired: p.RetiredAt != nil, Counts: stateCountsView(counts)})
 	}
+	v.Backup = s.backupView()
 	return v, nil
+}
+
+// backupView reports the continuous backup for the owner console.
+func (s *Server) backupView() views.BackupView {
+	if s.opts.BackupStatus == nil {
+		return views.BackupView{}
+	}
+	st, err := s.opts.BackupStatus()
+	b := views.BackupView{Configured: true, Replica: st.Replica, LastSync: st.LastSync}
+	if st.Pending && st.Lag > 0 {
+		b.Behind = views.Duration(st.Lag)
+	}
+	if err != nil {
+		b.Error = "The backup status could not be read; see the server log."
+	}
+	return b
 }
 
 type workspaceJSON struct {
@@ -79,6 +96,8 @@ type programJSON struct {
 	CurrentNoticeVersion *int   `json:"currentNoticeVersion"`
 	HasContent           bool   `json:"hasContent"`
 	CreatedAt            string `json:"createdAt"`
+	// RetiredAt is set once the program is retired (beyond DESIGN §5).
+	RetiredAt *string `json:"retiredAt,omitempty"`
 }
 
 func toProgramJSON(p *store.Program) programJSON {
@@ -86,6 +105,10 @@ func toProgramJSON(p *store.Program) programJSON {
 		AccessEnabled: p.AccessEnabled, QueueCap: p.QueueCap, HourlyCap: p.HourlyCap, SeatCap: p.SeatCap,
 		MaxInvitationDays: p.MaxInvitationDays, Revision: p.Revision, HasContent: p.HasContent,
 		CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339)}
+	if p.RetiredAt != nil {
+		t := p.RetiredAt.UTC().Format(time.RFC3339)
+		out.RetiredAt = &t
+	}
 	if p.CurrentNoticeVersion > 0 {
 		v := p.CurrentNoticeVersion
 		out.CurrentNoticeVersion = &v

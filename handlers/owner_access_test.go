@@ -114,6 +114,9 @@ func ownerRouteCases(tb testing.TB, f ownerFixture, csrf string) []ownerRouteCas
 			`{"requestKey":"` + owKey() + `","channel":"email"}`},
 		{"POST /api/owner/invitations/{id}/revoke", "POST", "/api/owner/invitations/" + f.invitation + "/revoke", jct, `{}`},
 		{"POST /api/owner/grants/{id}/revoke", "POST", "/api/owner/grants/" + f.grant + "/revoke", jct, `{}`},
+		// Retiring ends the program: these stay last.
+		{"POST /owner/programs/{id}/retire", "POST", p + "/retire", fct, form("expectedRevision", "3", "confirm", "demo")},
+		{"POST /api/owner/programs/{id}/retire", "POST", ap + "/retire", jct, `{"expectedRevision":3,"confirm":"demo"}`},
 	}
 }
 

@@ -268,7 +268,8 @@ func (s *Server) programPageView(r *http.Request, programID string) (*views.Prog
 		Notice:   views.NoticeForm{Purpose: p.Purpose},
 		Content: views.ContentForm{ExpectedRevision: strconv.FormatInt(rev, 10), Body: body, Saved: body,
 			SavedRevision: rev},
-		AssetAccept: strings.Join(store.AssetTypes, ","), AssetMaxMiB: store.MaxAssetBytes >> 20}
+		AssetAccept: strings.Join(store.AssetTypes, ","), AssetMaxMiB: store.MaxAssetBytes >> 20,
+		RetiredRetention: views.Duration(s.db.RetentionPolicy().RetiredProgram + store.SweepInterval)}
 	if len(notices) > 0 {
 		// The next version usually repeats the current texts with an edit.
 		v.Notice.ContactText, v.Notice.RetentionText = notices[0].ContactText, notices[0].RetentionText

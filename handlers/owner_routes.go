@@ -11,7 +11,8 @@ import "net/http"
 // as a plain form; HTML posts answer 303 (PRG), except the issue form, which
 // shows the new code once.
 //
-// Beyond DESIGN §5 the API has: GET …/content ({body, revision}, for the
+// Beyond DESIGN §5 the API has: POST …/retire ({expectedRevision, confirm:
+// the slug} → Program with retiredAt), GET …/content ({body, revision}, for the
 // revision a PUT names), POST …/entries/select (bulk select,
 // {entryIds, reason} → {entries}), GET and POST …/assets (multipart field
 // "file", optional "name"), GET …/export.csv, and the queue's optional
@@ -25,6 +26,7 @@ func (s *Server) ownerRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /owner/programs/{id}/settings", o(s.handleProgramSettings))
 	mux.Handle("POST /owner/programs/{id}/notices", o(s.handlePublishNotice))
 	mux.Handle("POST /owner/programs/{id}/content", o(s.handleContent))
+	mux.Handle("POST /owner/programs/{id}/retire", o(s.handleRetire))
 	mux.Handle("POST /owner/programs/{id}/assets", s.multipartCSRF(o(s.handleUploadAsset)))
 	mux.Handle("GET /owner/programs/{id}/events", o(s.handleEventsPage))
 	mux.Handle("GET /owner/programs/{id}/export.csv", o(s.handleExportCSV))
@@ -44,6 +46,7 @@ func (s *Server) ownerRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /api/owner/programs/{id}", o(s.handleProgramAPI))
 	mux.Handle("PATCH /api/owner/programs/{id}", o(s.handlePatchProgramAPI))
 	mux.Handle("POST /api/owner/programs/{id}/notices", o(s.handlePublishNoticeAPI))
+	mux.Handle("POST /api/owner/programs/{id}/retire", o(s.handleRetireAPI))
 	mux.Handle("GET /api/owner/programs/{id}/content", o(s.handleContentAPI))
 	mux.Handle("PUT /api/owner/programs/{id}/content", o(s.handlePutContentAPI))
 	mux.Handle("GET /api/owner/programs/{id}/assets", o(s.handleAssetsAPI))

@@ -45,8 +45,22 @@ type Options struct {
 	// BackupRetention is how long erased data can survive in backups; 0
 	// means no continuous backup is configured. The privacy page adds it.
 	BackupRetention time.Duration
+	// BackupStatus reports the continuous backup for the owner console; nil
+	// means no replica is configured.
+	BackupStatus func() (BackupStatus, error)
 	// Ready reports extra readiness problems (e.g. replication); nil means ready.
 	Ready func(context.Context) error
+}
+
+// BackupStatus is the continuous backup's state.
+type BackupStatus struct {
+	// Replica names the replica kind and place, never a credential.
+	Replica string
+	// LastSync is the last successful sync; zero if none yet.
+	LastSync time.Time
+	// Pending reports committed changes not yet replicated, for Lag.
+	Pending bool
+	Lag     time.Duration
 }
 
 // Server serves admit.

@@ -104,6 +104,10 @@ type ProgramPageView struct {
 	AssetMaxMiB int
 	AssetError  string
 	Flash       string
+	// RetireError is the retirement form's message.
+	RetireError string
+	// Retention says how long a retired program's entries keep their email.
+	RetiredRetention string
 }
 
 // QueueFilterView is the queue's filter as the owner typed it.

@@ -48,4 +48,17 @@ type OwnerHomeView struct {
 	Programs   []OwnerProgramRow
 	Create     ProgramForm
 	Flash      string
+	Backup     BackupView
+}
+
+// BackupView is the continuous backup's state on the owner console.
+type BackupView struct {
+	// Configured is false when litestream.yml names no replica.
+	Configured bool
+	Replica    string
+	// LastSync is the last successful sync; zero if none yet.
+	LastSync time.Time
+	// Behind says changes wait for the replica, and for how long.
+	Behind string
+	Error  string
 }

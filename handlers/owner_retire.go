@@ -1,0 +1,74 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"admit/store"
+	"admit/views"
+)
+
+// retireJSON is POST /api/owner/programs/{id}/retire. Confirm must repeat
+// the program's slug: retiring cannot be undone.
+type retireJSON struct {
+	ExpectedRevision *int64 `json:"expectedRevision"`
+	Confirm          string `json:"confirm"`
+}
+
+// errRetireConfirm is the message for a missing or wrong confirmation.
+const retireConfirmMessage = "Type the program's address name exactly to confirm retiring it."
+
+// retire checks the confirmation against the program and retires it.
+func (s *Server) retire(r *http.Request, expectedRevision int64, confirm string) (*store.Program, error) {
+	a := ownerActor(r)
+	p, err := s.db.ProgramByID(r.Context(), a, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(confirm) != p.Slug {
+		return nil, invalid(retireConfirmMessage)
+	}
+	return s.db.RetireProgram(r.Context(), a, p.ID, expectedRevision)
+}
+
+// handleRetireAPI retires a program: 200 Program, with retiredAt set.
+func (s *Server) handleRetireAPI(w http.ResponseWriter, r *http.Request) error {
+	var body retireJSON
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	if body.ExpectedRevision == nil {
+		return invalid("expectedRevision is required.")
+	}
+	p, err := s.retire(r, *body.ExpectedRevision, body.Confirm)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toProgramJSON(p))
+	return nil
+}
+
+// handleRetire is the retirement form on the program page.
+func (s *Server) handleRetire(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	f := &formReader{r: r}
+	rev, perr := strconv.ParseInt(strings.TrimSpace(f.get("expectedRevision")), 10, 64)
+	confirm := f.get("confirm")
+	err := f.err
+	if err == nil && perr != nil {
+		err = invalid("This form is missing its revision. Reload the page and try again.")
+	}
+	if err == nil {
+		_, err = s.retire(r, rev, confirm)
+	}
+	if err != nil {
+		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) {
+			v.RetireError = msg
+		})
+	}
+	s.setFlash(w, r, "The program is retired. Its entries' addresses will be erased on schedule.")
+	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
+}

@@ -40,6 +40,8 @@ func TestSecurityHeaders_EveryHTMLRoute(t *testing.T) {
 	owner := app.NewClient(t)
 	owner.SignIn(t, "owner@example.test")
 
+	entry := mustInsertEntry(t, app.DB, app.Demo, "owner@example.test", store.StateWaiting)
+	prog := "/owner/programs/" + app.Demo.ID
 	for _, tc := range []struct {
 		client *testClient
 		path   string
@@ -47,11 +49,23 @@ func TestSecurityHeaders_EveryHTMLRoute(t *testing.T) {
 	}{
 		{anon, "/", http.StatusOK},
 		{anon, "/sign-in", http.StatusOK},
+		{anon, "/waitlist/demo", http.StatusOK},
+		{anon, "/waitlist/no-such", http.StatusNotFound},
+		{anon, "/manage/", http.StatusOK},
+		{anon, "/privacy", http.StatusOK},
+		{anon, "/redeem", http.StatusOK},
 		{anon, "/no-such-page", http.StatusNotFound},
 		{anon, "/owner/nothing", http.StatusNotFound},
 		{owner, "/", http.StatusOK},
 		{owner, "/me", http.StatusOK},
+		{owner, "/me/waitlist/demo/withdraw", http.StatusOK},
+		{owner, "/redeem", http.StatusOK},
+		{owner, "/early-access/demo", http.StatusNotFound},
 		{owner, "/owner", http.StatusOK},
+		{owner, prog, http.StatusOK},
+		{owner, prog + "/entries", http.StatusOK},
+		{owner, prog + "/entries/" + entry, http.StatusOK},
+		{owner, prog + "/events", http.StatusOK},
 		{owner, "/no-such-page", http.StatusNotFound},
 	} {
 		r := tc.client.Get(t, tc.path)

@@ -66,7 +66,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, ". For each request that needs it we ask for your currently verified email addresses and use them only to find your own entry; they are not stored. If you redeem an invitation, your account's user ID is stored with the access it grants.</p><h2>How long your address is kept</h2><div class=\"table-scroll\"><table data-testid=\"retention\"><thead><tr><th scope=\"col\">Entry status</th><th scope=\"col\">Address kept in the live database</th><th scope=\"col\">Gone from every copy within</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, ". For each request that needs it we ask for your currently verified email addresses and use them only to find your own entry; they are not stored. If you redeem an invitation, your account's user ID is stored with the access it grants.</p><h2>How long your address is kept</h2><div class=\"table-scroll prose-table\"><table data-testid=\"retention\"><thead><tr><th scope=\"col\">Entry status</th><th scope=\"col\">Address kept in the live database</th><th scope=\"col\">Gone from every copy within</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

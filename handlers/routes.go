@@ -61,17 +61,27 @@ func (s *Server) routes() http.Handler {
 // session-bound CSRF token.
 func (s *Server) authed(fn handlerFunc) http.Handler {
 	return s.h(func(w http.ResponseWriter, r *http.Request) error {
-		p, err := s.id.Authenticate(r)
+		p, err := s.authenticateWrite(r)
 		if err != nil {
 			return err
 		}
-		if isUnsafe(r.Method) {
-			if err := s.checkCSRF(r, p); err != nil {
-				return err
-			}
-		}
 		return fn(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
 	})
+}
+
+// authenticateWrite authenticates the request and, for a write, checks the
+// CSRF token bound to that session.
+func (s *Server) authenticateWrite(r *http.Request) (*Principal, error) {
+	p, err := s.id.Authenticate(r)
+	if err != nil {
+		return nil, err
+	}
+	if isUnsafe(r.Method) {
+		if err := s.checkCSRF(r, p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // recipient requires a session and fetches the user's currently verified
@@ -79,14 +89,9 @@ func (s *Server) authed(fn handlerFunc) http.Handler {
 // reached, 503 and nothing else happens. Writes need the CSRF token.
 func (s *Server) recipient(fn handlerFunc) http.Handler {
 	return s.h(func(w http.ResponseWriter, r *http.Request) error {
-		p, err := s.id.Authenticate(r)
+		p, err := s.authenticateWrite(r)
 		if err != nil {
 			return err
-		}
-		if isUnsafe(r.Method) {
-			if err := s.checkCSRF(r, p); err != nil {
-				return err
-			}
 		}
 		raw, err := s.id.VerifiedEmails(r.Context(), p)
 		if err != nil {

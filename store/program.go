@@ -365,13 +365,17 @@ func (db *DB) PutContent(ctx context.Context, a Actor, programID string, expecte
 
 // OpenPrograms lists programs open for signup, for the public index.
 func (db *DB) OpenPrograms(ctx context.Context) ([]Program, error) {
+	return db.listPrograms(ctx, "open programs", `JOIN workspaces w ON w.id = p.workspace_id
+		WHERE p.signup_open = 1 AND w.active = 1 AND p.current_notice_id IS NOT NULL ORDER BY p.created_at, p.id`)
+}
+
+// listPrograms reads every program the query tail selects.
+func (db *DB) listPrograms(ctx context.Context, what, tail string, args ...any) ([]Program, error) {
 	var out []Program
 	err := db.View(ctx, func(tx *Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+programColumns+` FROM programs p
-			JOIN workspaces w ON w.id = p.workspace_id
-			WHERE p.signup_open = 1 AND w.active = 1 AND p.current_notice_id IS NOT NULL ORDER BY p.created_at, p.id`)
+		rows, err := tx.QueryContext(ctx, `SELECT `+programColumns+` FROM programs p `+tail, args...)
 		if err != nil {
-			return fmt.Errorf("open programs: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		defer rows.Close()
 		for rows.Next() {
@@ -450,24 +454,8 @@ func noticeByID(ctx context.Context, tx *Tx, id string) (*Notice, error) {
 
 // OwnerPrograms lists the programs of every workspace the actor currently owns.
 func (db *DB) OwnerPrograms(ctx context.Context, a Actor) ([]Program, error) {
-	var out []Program
-	err := db.View(ctx, func(tx *Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+programColumns+` FROM programs p
-			JOIN staff_members s ON s.workspace_id = p.workspace_id AND s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner'
-			JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
-			ORDER BY p.created_at, p.id`, a.UserID)
-		if err != nil {
-			return fmt.Errorf("owner programs: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			p, err := scanProgram(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, *p)
-		}
-		return rows.Err()
-	})
-	return out, err
+	return db.listPrograms(ctx, "owner programs", `JOIN staff_members s ON s.workspace_id = p.workspace_id
+			AND s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner'
+		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
+		ORDER BY p.created_at, p.id`, a.UserID)
 }

@@ -18,6 +18,9 @@ lint:
     go vet ./...
     go tool templ generate && git diff --exit-code -- '*_templ.go'
 
-# Measure: Go benchmarks of the store and handlers.
-bench:
-    go test -run '^$' -bench . -benchmem ./...
+# Measure (BENCHMARKS.md): the load run against the real binary — flags pass
+# through, e.g. `just bench -duration 5s -clients 64` — then the store's Go
+# benchmarks. About four minutes on two cores.
+bench *FLAGS:
+    go run ./cmd/loadgen {{FLAGS}}
+    go test -run '^$' -bench . -benchmem ./store

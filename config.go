@@ -35,6 +35,9 @@ type Config struct {
 	DevOwnerEmail          string
 	// Retention is the erasure policy by entry state (ADMIT_RETENTION_*_DAYS).
 	Retention store.Retention
+	// PprofAddr, when set (ADMIT_PPROF_ADDR), is a loopback host:port where
+	// a separate listener serves net/http/pprof for profiling. Off by default.
+	PprofAddr string
 
 	partiesDerived bool
 }
@@ -82,6 +85,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		ClerkIssuer:         env("CLERK_ISSUER", ""),
 		ClientIPHeader:      env("ADMIT_CLIENT_IP_HEADER", ""),
 		DevOwnerEmail:       env("ADMIT_DEV_OWNER_EMAIL", "owner@example.test"),
+		PprofAddr:           env("ADMIT_PPROF_ADDR", ""),
 	}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -131,6 +135,13 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		Declined:       days("ADMIT_RETENTION_DECLINED_DAYS", store.DefaultDeclinedDays),
 		Revoked:        days("ADMIT_RETENTION_REVOKED_DAYS", store.DefaultRevokedDays),
 		RetiredProgram: days("ADMIT_RETENTION_RETIRED_DAYS", store.DefaultRetiredProgramDays),
+	}
+
+	if c.PprofAddr != "" {
+		// Profiles expose internals: never off this machine.
+		if h, _, err := net.SplitHostPort(c.PprofAddr); err != nil || !isLoopbackHost(h) {
+			bad("ADMIT_PPROF_ADDR=%q must be a loopback host:port such as 127.0.0.1:6060", c.PprofAddr)
+		}
 	}
 
 	if c.ClientIPHeader != "" && strings.ContainsAny(c.ClientIPHeader, " :\t") {

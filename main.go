@@ -197,6 +197,14 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		fmt.Fprintf(stdout, "development sign-in: %s/sign-in (the demo owner signs in as ADMIT_DEV_OWNER_EMAIL, default owner@example.test)\n", base)
 	}
 
+	if cfg.PprofAddr != "" {
+		stopPprof, err := startPprof(cfg.PprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
+
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -14,6 +14,7 @@ import (
 
 	"admit/store"
 
+	"github.com/gorilla/securecookie"
 	"github.com/gorilla/sessions"
 )
 
@@ -73,6 +74,8 @@ type Server struct {
 	origin    string
 	clerkFAPI string
 	handler   http.Handler
+	// quotes caches what the form's 202 page quotes from a notice.
+	quotes quoteCache
 }
 
 // New builds the server and its routes.
@@ -102,6 +105,11 @@ func New(opts Options, db *store.DB, id Identity) (*Server, error) {
 		s.clerkFAPI = fapi
 	}
 	cs := sessions.NewCookieStore(opts.Keys.SessionHash, opts.Keys.SessionBlock)
+	for _, c := range cs.Codecs {
+		if sc, ok := c.(*securecookie.SecureCookie); ok {
+			sc.SetSerializer(sessionSerializer{})
+		}
+	}
 	cs.Options = &sessions.Options{
 		Path:     "/",
 		MaxAge:   int((7 * 24 * time.Hour).Seconds()),

@@ -164,11 +164,11 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 
 	// The page quotes the notice the person agreed to, which a replay may
 	// show after a newer one was published.
-	p, n, err := s.db.PublicNotice(r.Context(), slug, f.NoticeVersion)
+	q, err := s.quote(r.Context(), slug, f.NoticeVersion)
 	if err != nil {
 		return err
 	}
-	rv := views.ReceivedView{Slug: p.Slug, Purpose: p.Purpose, NoticeVersion: f.NoticeVersion, RetentionText: n.RetentionText}
+	rv := views.ReceivedView{Slug: q.Slug, Purpose: q.Purpose, NoticeVersion: f.NoticeVersion, RetentionText: q.RetentionText}
 	if res.RemovalToken != "" {
 		rv.RemovalToken = res.RemovalToken
 		rv.RemovalURL = s.removalURL(res.RemovalToken)

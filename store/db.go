@@ -37,6 +37,15 @@ type DB struct {
 
 	writer *sql.DB
 	reader *sql.DB
+	// wstmts and rstmts hold each pool's prepared statements.
+	wstmts, rstmts *stmtCache
+	// wgate admits write transactions one at a time, in arrival order. The
+	// writer pool's single connection serializes them anyway, but
+	// database/sql hands a freed connection to a random waiter: under load
+	// that left a few signups waiting many times longer than the rest.
+	wgate chan struct{}
+	// signups gives concurrent signups one commit (group commit).
+	signups *signupBatcher
 }
 
 // Tx is a transaction and the instant it runs at.
@@ -45,6 +54,13 @@ type Tx struct {
 	// Now is the transaction clock, read once after BEGIN IMMEDIATE returned,
 	// so a lock wait across an hour boundary counts in the later hour.
 	Now time.Time
+
+	// cache is the pool's statement cache; missed lists the queries this
+	// transaction ran unprepared, to prepare once it has ended; stmts holds
+	// this transaction's handles on cached statements.
+	cache  *stmtCache
+	missed []string
+	stmts  map[string]*sql.Stmt
 }
 
 // dsn builds a modernc.org/sqlite DSN. busy_timeout comes first so that the
@@ -57,6 +73,9 @@ func dsn(path string, readOnly bool) string {
 		"foreign_keys(1)",
 		"synchronous(FULL)",
 		"secure_delete(1)",
+		// Statement journals (the signup's savepoint) and temporary
+		// b-trees stay in memory instead of a temporary file.
+		"temp_store(MEMORY)",
 	}
 	if readOnly {
 		pragmas = append(pragmas, "query_only(1)")
@@ -83,7 +102,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{Path: path, Now: time.Now, writer: w}
+	db := &DB{Path: path, Now: time.Now, writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1)}
 	if err := checkPragmas(ctx, w, false); err != nil {
 		w.Close()
 		return nil, err
@@ -100,10 +119,12 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	db.reader = r
+	db.rstmts = newStmtCache(r)
 	if err := checkPragmas(ctx, r, true); err != nil {
 		db.Close()
 		return nil, err
 	}
+	db.signups = startSignupBatcher(db)
 	return db, nil
 }
 
@@ -115,6 +136,7 @@ func checkPragmas(ctx context.Context, pool *sql.DB, readOnly bool) error {
 		"foreign_keys":  "1",
 		"synchronous":   "2", // FULL
 		"secure_delete": "1",
+		"temp_store":    "2", // MEMORY
 		"busy_timeout":  fmt.Sprint(BusyTimeout.Milliseconds()),
 	}
 	if readOnly {
@@ -145,6 +167,12 @@ func migrate(ctx context.Context, w *sql.DB) error {
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	db.signups.stop() // after its current batch
+	for _, c := range []*stmtCache{db.rstmts, db.wstmts} {
+		if c != nil {
+			c.close()
+		}
+	}
 	var errs []error
 	if db.reader != nil {
 		errs = append(errs, db.reader.Close())
@@ -158,16 +186,29 @@ func (db *DB) Close() error {
 // Update runs fn in a write transaction. BEGIN IMMEDIATE takes the database
 // write lock first; Tx.Now is read after it is held. fn's error rolls back.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
+	select {
+	case db.wgate <- struct{}{}: // blocked senders are admitted first in, first out
+	case <-ctx.Done():
+		return fmt.Errorf("begin immediate: %w", ctx.Err())
+	}
+	defer func() { <-db.wgate }()
 	sqlTx, err := db.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin immediate: %w", err)
 	}
-	defer sqlTx.Rollback()
-	tx := &Tx{Tx: sqlTx, Now: db.Now().UTC()}
-	if err := fn(tx); err != nil {
-		return err
+	tx := &Tx{Tx: sqlTx, Now: db.Now().UTC(), cache: db.wstmts}
+	err = func() error {
+		defer sqlTx.Rollback()
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return sqlTx.Commit()
+	}()
+	// The writer's one connection is free again: prepare what was missed.
+	if len(tx.missed) > 0 {
+		db.wstmts.prepare(ctx, tx.missed)
 	}
-	return sqlTx.Commit()
+	return err
 }
 
 // View runs fn in a read-only transaction on a consistent snapshot.
@@ -176,8 +217,15 @@ func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
-	defer sqlTx.Rollback()
-	return fn(&Tx{Tx: sqlTx, Now: db.Now().UTC()})
+	tx := &Tx{Tx: sqlTx, Now: db.Now().UTC(), cache: db.rstmts}
+	err = func() error {
+		defer sqlTx.Rollback()
+		return fn(tx)
+	}()
+	if len(tx.missed) > 0 {
+		db.rstmts.prepare(ctx, tx.missed)
+	}
+	return err
 }
 
 // Ping checks that both pools answer.

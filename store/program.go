@@ -412,30 +412,44 @@ func (db *DB) PublicProgram(ctx context.Context, slug string) (*Program, *Notice
 }
 
 // PublicNotice returns the program at slug with one of its notice versions.
+// It is one query: the form's 202 page reads it after every signup.
 func (db *DB) PublicNotice(ctx context.Context, slug string, version int) (*Program, *Notice, error) {
 	if !ValidSlug(slug) {
 		return nil, nil, Errorf(ENOTFOUND, "Not found.")
 	}
 	var p *Program
-	var n *Notice
+	n := &Notice{}
 	err := db.View(ctx, func(tx *Tx) error {
+		var at int64
 		var err error
-		if p, err = programWhere(ctx, tx, "p.public_slug = ?", slug); err != nil {
-			return err
-		}
-		var id string
-		err = tx.QueryRowContext(ctx, `SELECT id FROM notices WHERE program_id = ? AND version = ?`, p.ID, version).Scan(&id)
+		p, err = scanProgram(alsoScan{tx.QueryRowContext(ctx, `SELECT `+programColumns+`,
+				n.id, n.program_id, n.version, n.purpose, n.contact_text, n.retention_text, n.published_at
+			FROM programs p JOIN notices n ON n.program_id = p.id AND n.version = ?
+			WHERE p.public_slug = ?`, version, slug),
+			[]any{&n.ID, &n.ProgramID, &n.Version, &n.Purpose, &n.ContactText, &n.RetentionText, &at}})
 		if errors.Is(err, sql.ErrNoRows) {
 			return Errorf(ENOTFOUND, "Not found.")
 		}
 		if err != nil {
-			return fmt.Errorf("find notice: %w", err)
+			return fmt.Errorf("read program and notice: %w", err)
 		}
-		n, err = noticeByID(ctx, tx, id)
-		return err
+		n.PublishedAt = FromMillis(at)
+		return nil
 	})
-	return p, n, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, n, nil
 }
+
+// alsoScan scans a row into the destinations its caller names, then into
+// more: one row that joins a program with another table.
+type alsoScan struct {
+	row  interface{ Scan(...any) error }
+	more []any
+}
+
+func (a alsoScan) Scan(dest ...any) error { return a.row.Scan(append(dest, a.more...)...) }
 
 func noticeByID(ctx context.Context, tx *Tx, id string) (*Notice, error) {
 	var n Notice

@@ -217,14 +217,15 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 	return page, nil
 }
 
-// StateCounts counts a program's entries by state.
+// StateCounts counts a program's entries by state. It reads the counters
+// that triggers on entries keep (migration 00002), not the queue itself.
 func (db *DB) StateCounts(ctx context.Context, a Actor, programID string) (map[string]int, error) {
 	out := map[string]int{}
 	err := db.View(ctx, func(tx *Tx) error {
 		if _, err := ownedProgram(ctx, tx, a, programID); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT state, count(*) FROM entries WHERE program_id = ? GROUP BY state`, programID)
+		rows, err := tx.QueryContext(ctx, `SELECT state, n FROM entry_state_counts WHERE program_id = ? AND n > 0`, programID)
 		if err != nil {
 			return fmt.Errorf("count states: %w", err)
 		}

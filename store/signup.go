@@ -102,8 +102,8 @@ func HashRemovalToken(tok string) []byte {
 // hourStart is the start of t's UTC hour.
 func hourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 
-// Signup admits a public signup (spec 002, "Public signup and status"), in
-// one write transaction:
+// Signup admits a public signup (spec 002, "Public signup and status"),
+// under its own savepoint in a write transaction:
 //
 //  1. the request key is read after the lock: the same binding replays the
 //     stored 202, another binding is a conflict;
@@ -112,6 +112,10 @@ func hourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 //     answers the same 429 for known and unknown addresses and stores nothing;
 //  4. a duplicate email commits only a receipt and uses no quota;
 //  5. otherwise the entry, hour bucket, receipt and audit event are written.
+//
+// Concurrent signups share one commit (group commit, see signupBatcher):
+// each runs in turn, exactly as if alone, and each answer is given only
+// after the commit that holds it has returned.
 func (db *DB) Signup(ctx context.Context, req SignupRequest) (*SignupResult, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -120,42 +124,53 @@ func (db *DB) Signup(ctx context.Context, req SignupRequest) (*SignupResult, err
 	if len(db.BindingKey) != 32 {
 		return nil, errors.New("signup: no binding key configured")
 	}
-	var res *SignupResult
-	var refused error
-	err := db.Update(ctx, func(tx *Tx) error {
-		if req.Attempts != nil {
-			if err := countAttempt(ctx, tx, req.Attempts.Key, req.Attempts.Max); err != nil {
-				return err
-			}
+	return db.signups.submit(ctx, req)
+}
+
+// admitOne runs one signup inside tx under its own savepoint. The answer is
+// the signup's result or its refusal; an error from a savepoint statement
+// itself is fatal to the whole transaction.
+func (db *DB) admitOne(ctx context.Context, tx *Tx, req SignupRequest) (res *SignupResult, answer error, fatal error) {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT signup`); err != nil {
+		return nil, nil, fmt.Errorf("savepoint: %w", err)
+	}
+	// undo rolls back everything this signup wrote, its counted attempt too.
+	undo := func(cause error) (*SignupResult, error, error) {
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO signup`); err != nil {
+			return nil, nil, fmt.Errorf("rollback to savepoint: %w", err)
 		}
-		// Admission runs under a savepoint: a refusal rolls back everything
-		// it wrote but keeps the counted attempt, in one commit (one fsync).
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT admission`); err != nil {
-			return fmt.Errorf("savepoint: %w", err)
+		if _, err := tx.ExecContext(ctx, `RELEASE signup`); err != nil {
+			return nil, nil, fmt.Errorf("release savepoint: %w", err)
 		}
-		var err error
-		res, err = db.signup(ctx, tx, req)
-		if err != nil {
-			if ErrorCode(err) == EINTERNAL {
-				return err
-			}
-			if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO admission`); rerr != nil {
-				return fmt.Errorf("rollback to savepoint: %w", rerr)
-			}
-			refused = err
+		return nil, cause, nil
+	}
+	if req.Attempts != nil {
+		if err := countAttempt(ctx, tx, req.Attempts.Key, req.Attempts.Max); err != nil {
+			return undo(err) // over the limit: refused and not counted
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE admission`); err != nil {
-			return fmt.Errorf("release savepoint: %w", err)
-		}
-		return nil
-	})
+	}
+	// Admission runs under a savepoint: a refusal rolls back everything
+	// it wrote but keeps the counted attempt, in the same commit.
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT admission`); err != nil {
+		return nil, nil, fmt.Errorf("savepoint: %w", err)
+	}
+	res, err := db.signup(ctx, tx, req)
 	if err != nil {
-		return nil, err
+		if ErrorCode(err) == EINTERNAL {
+			return undo(err)
+		}
+		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO admission`); rerr != nil {
+			return nil, nil, fmt.Errorf("rollback to savepoint: %w", rerr)
+		}
+		res, answer = nil, err
 	}
-	if refused != nil {
-		return nil, refused
+	if _, err := tx.ExecContext(ctx, `RELEASE admission`); err != nil {
+		return nil, nil, fmt.Errorf("release savepoint: %w", err)
 	}
-	return res, nil
+	if _, err := tx.ExecContext(ctx, `RELEASE signup`); err != nil {
+		return nil, nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	return res, answer, nil
 }
 
 func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupResult, error) {

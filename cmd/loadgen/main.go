@@ -1,0 +1,188 @@
+// Command loadgen measures admit's speed and cost: it builds the real binary,
+// starts it on a temporary data directory (development identity, loopback
+// only) and drives it over HTTP, scenario by scenario, reporting throughput,
+// p50/p95/p99 latency, errors, the server's peak RSS and the database size.
+//
+//	go run ./cmd/loadgen [flags]        (or: just bench)
+//
+// Scenarios (BENCHMARKS.md has the latest figures):
+//
+//	ceiling  single-row BEGIN IMMEDIATE INSERT transactions with
+//	         synchronous=FULL on the same disk: the fsync-bound ceiling
+//	signup   distinct JSON signups from -clients clients
+//	form     the same through the HTML form (urlencoded)
+//	mixed    public traffic: 70% new, 20% duplicate, 10% invalid signups
+//	queue    the owner queue (HTML and API) at -entries entries: first page,
+//	         a deep cursor page, a state filter; plus start-to-ready time
+//	private  private-content reads (HTML and API) by a redeemed recipient
+//
+// Every loop is bounded in count (-max-requests) and time (-duration,
+// -read-duration); the whole run is bounded by -timeout.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Config is the load run's configuration, from the command line.
+type Config struct {
+	// Src is the admit module directory that is built; Bin, when set, is a
+	// prebuilt admit binary used instead.
+	Src, Bin string
+	// Dir is the work directory (temporary when empty); Keep leaves it.
+	Dir  string
+	Keep bool
+	// Duration bounds each write scenario and the ceiling; ReadDuration
+	// each read scenario; Warmup runs before each, unmeasured.
+	Duration, ReadDuration, Warmup time.Duration
+	// Clients drive the signup scenarios, OwnerClients the owner queue,
+	// ReadClients the private reads.
+	Clients, OwnerClients, ReadClients int
+	// Entries is how many entries the queue scenario seeds.
+	Entries int
+	// Restarts is how often start-to-ready is measured.
+	Restarts int
+	// MaxRequests bounds each scenario's request count.
+	MaxRequests int64
+	// Timeout bounds the whole run.
+	Timeout time.Duration
+	// Scenarios lists the scenarios to run, in the order of allScenarios.
+	Scenarios []string
+	// PprofDir, when set, receives a CPU profile of the server for each
+	// scenario (needs an admit that honours ADMIT_PPROF_ADDR).
+	PprofDir string
+	// SelfProfile, when set, receives a CPU profile of loadgen itself.
+	SelfProfile string
+}
+
+// allScenarios are the scenario names in the order they run.
+var allScenarios = []string{"ceiling", "signup", "form", "mixed", "queue", "private"}
+
+// maxQueueEntries is the largest queue a program may hold (queue_cap ≤ 100000).
+const maxQueueEntries = 100000
+
+// parseFlags reads the command line into a Config and checks its bounds.
+func parseFlags(args []string, stderr io.Writer) (*Config, error) {
+	c := &Config{}
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.Src, "src", ".", "admit module `dir` to build")
+	fs.StringVar(&c.Bin, "bin", "", "prebuilt admit `binary` (skips the build)")
+	fs.StringVar(&c.Dir, "dir", "", "work `dir` for the database and ceiling file (default: a new temp dir)")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the work dir afterwards")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "length of each write scenario and of the ceiling")
+	fs.DurationVar(&c.ReadDuration, "read-duration", 5*time.Second, "length of each read scenario")
+	fs.DurationVar(&c.Warmup, "warmup", time.Second, "unmeasured warm-up before each scenario (0 for none)")
+	fs.IntVar(&c.Clients, "clients", 32, "concurrent clients for signup, form and mixed")
+	fs.IntVar(&c.OwnerClients, "owner-clients", 4, "concurrent clients for the owner queue")
+	fs.IntVar(&c.ReadClients, "read-clients", 16, "concurrent clients for private reads")
+	fs.IntVar(&c.Entries, "entries", maxQueueEntries, "entries seeded for the queue scenario")
+	fs.IntVar(&c.Restarts, "restarts", 5, "start-to-ready measurements with the seeded database")
+	fs.Int64Var(&c.MaxRequests, "max-requests", 90000, "upper bound on requests per scenario")
+	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "upper bound on the whole run")
+	fs.StringVar(&c.PprofDir, "pprof-dir", "", "write a server CPU profile per scenario to `dir` (needs ADMIT_PPROF_ADDR support)")
+	fs.StringVar(&c.SelfProfile, "self-cpuprofile", "", "write loadgen's own CPU profile to `file`")
+	scen := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ", "))
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"duration", c.Duration}, {"read-duration", c.ReadDuration}} {
+		if d.v < 100*time.Millisecond || d.v > 10*time.Minute {
+			bad("-%s=%v must be from 100ms to 10m", d.name, d.v)
+		}
+	}
+	if c.Warmup < 0 || c.Warmup > time.Minute {
+		bad("-warmup=%v must be from 0 to 1m", c.Warmup)
+	}
+	if c.Timeout < time.Second || c.Timeout > time.Hour {
+		bad("-timeout=%v must be from 1s to 1h", c.Timeout)
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"clients", c.Clients}, {"owner-clients", c.OwnerClients}, {"read-clients", c.ReadClients}} {
+		if n.v < 1 || n.v > 1024 {
+			bad("-%s=%d must be from 1 to 1024", n.name, n.v)
+		}
+	}
+	if c.Entries < 1000 || c.Entries > maxQueueEntries {
+		bad("-entries=%d must be from 1000 to %d (a program's queue cap)", c.Entries, maxQueueEntries)
+	}
+	if c.Restarts < 1 || c.Restarts > 50 {
+		bad("-restarts=%d must be from 1 to 50", c.Restarts)
+	}
+	// Each signup scenario has its own program with queue and hourly caps of
+	// 100000; a few entries are made outside the measured loop.
+	if c.MaxRequests < 1 || c.MaxRequests > 95000 {
+		bad("-max-requests=%d must be from 1 to 95000 (a program's caps are 100000)", c.MaxRequests)
+	}
+	c.Scenarios = nil
+	for _, s := range strings.Split(*scen, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+		case !slices.Contains(allScenarios, s):
+			bad("-scenarios: unknown scenario %q (want %s)", s, strings.Join(allScenarios, ", "))
+		case !slices.Contains(c.Scenarios, s):
+			c.Scenarios = append(c.Scenarios, s)
+		}
+	}
+	if len(c.Scenarios) == 0 {
+		bad("-scenarios names no scenario")
+	}
+	// Run in the canonical order whatever order they were named in.
+	slices.SortFunc(c.Scenarios, func(a, b string) int {
+		return slices.Index(allScenarios, a) - slices.Index(allScenarios, b)
+	})
+	return c, errors.Join(errs...)
+}
+
+// wants reports whether the scenario was chosen.
+func (c *Config) wants(name string) bool { return slices.Contains(c.Scenarios, name) }
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	if cfg.SelfProfile != "" {
+		f, err := os.Create(cfg.SelfProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,383 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// warmupMaxRequests bounds each unmeasured warm-up.
+const warmupMaxRequests = 2000
+
+// mixedPool is how many addresses the mixed scenario signs up beforehand,
+// for its duplicates.
+const mixedPool = 200
+
+// runner holds what the scenarios share.
+type runner struct {
+	cfg     *Config
+	work    string
+	dataDir string
+	logPath string
+	bin     string
+	srv     *server
+	c       *client
+	owner   *session
+	seq     atomic.Int64
+	// runID keeps this run's addresses apart from any earlier run's.
+	runID   string
+	log     io.Writer
+	results []*Result
+	// ceiling is the raw FULL-transaction ceiling, when it was measured.
+	ceiling *Result
+	// ready holds every start-to-ready measurement with the seeded database.
+	ready []time.Duration
+}
+
+// run executes the chosen scenarios and writes the report to stdout;
+// progress goes to stderr.
+func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error) {
+	r := &runner{cfg: cfg, log: stderr, runID: uuid.NewString()[:8]}
+	if cfg.Dir != "" {
+		r.work, err = filepath.Abs(cfg.Dir)
+		if err == nil {
+			err = os.MkdirAll(r.work, 0o700)
+		}
+	} else {
+		r.work, err = os.MkdirTemp("", "admit-loadgen-")
+	}
+	if err != nil {
+		return err
+	}
+	if !cfg.Keep {
+		defer os.RemoveAll(r.work)
+	} else {
+		defer fmt.Fprintf(stderr, "work dir kept: %s\n", r.work)
+	}
+	r.dataDir = filepath.Join(r.work, "data")
+	r.logPath = filepath.Join(r.work, "server.log")
+	if err := os.MkdirAll(r.dataDir, 0o700); err != nil {
+		return err
+	}
+	if cfg.PprofDir != "" {
+		if err := os.MkdirAll(cfg.PprofDir, 0o755); err != nil {
+			return err
+		}
+	}
+
+	r.bin = cfg.Bin
+	if r.bin == "" {
+		r.progress("building admit from %s", cfg.Src)
+		if r.bin, err = buildAdmit(ctx, cfg.Src, r.work, stderr); err != nil {
+			return err
+		}
+	}
+	if err := r.start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		if r.srv != nil {
+			r.srv.stop()
+		}
+	}()
+	r.c = newClient(r.srv.BaseURL, 2*max(cfg.Clients, cfg.OwnerClients, cfg.ReadClients))
+	if r.owner, err = r.c.signIn(ctx, ownerEmail); err != nil {
+		return fmt.Errorf("owner sign-in: %w", err)
+	}
+
+	// Setup through the owner API, before anything is measured.
+	progs := map[string]*program{}
+	for _, name := range []string{"signup", "form", "mixed", "queue", "private"} {
+		if !cfg.wants(name) {
+			continue
+		}
+		slug := "bench-" + name + "-" + r.runID
+		if progs[name], err = createProgram(ctx, r.c, r.owner, slug); err != nil {
+			return fmt.Errorf("create program %s: %w", slug, err)
+		}
+	}
+	var reader *session
+	if cfg.wants("private") {
+		r.progress("setting up a redeemed recipient")
+		if reader, err = setupRecipient(ctx, r.c, r.owner, progs["private"], "reader-"+r.runID+"@example.test"); err != nil {
+			return fmt.Errorf("recipient setup: %w", err)
+		}
+	}
+
+	if cfg.wants("ceiling") {
+		r.progress("ceiling: raw BEGIN IMMEDIATE INSERT, synchronous=FULL, %v", cfg.Duration)
+		res, err := ceiling(ctx, filepath.Join(r.work, "ceiling.db"), cfg.Duration, cfg.MaxRequests)
+		if err != nil {
+			return fmt.Errorf("ceiling: %w", err)
+		}
+		res.DBBytes, res.WALBytes = fileSize(filepath.Join(r.work, "ceiling.db")), fileSize(filepath.Join(r.work, "ceiling.db-wal"))
+		r.ceiling = res
+		r.results = append(r.results, res)
+	}
+	if p := progs["signup"]; p != nil {
+		r.measure(ctx, "a. signup JSON", cfg.Clients, cfg.Duration, r.jsonSignup(p, "json"))
+	}
+	if p := progs["form"]; p != nil {
+		r.measure(ctx, "a. signup HTML form", cfg.Clients, cfg.Duration, r.formSignup(p))
+	}
+	if p := progs["mixed"]; p != nil {
+		pool := make([]string, mixedPool)
+		for i := range pool {
+			pool[i] = fmt.Sprintf("pool-%s-%d@example.test", r.runID, i)
+			if err := signup(ctx, r.c, p, pool[i]); err != nil {
+				return fmt.Errorf("mixed pool: %w", err)
+			}
+		}
+		r.measure(ctx, "b. mixed 70/20/10", cfg.Clients, cfg.Duration, r.mixed(p, pool))
+	}
+	if p := progs["queue"]; p != nil {
+		if err := r.queue(ctx, p); err != nil {
+			return err
+		}
+	}
+	if p := progs["private"]; p != nil {
+		base := "/api/me/early-access/" + p.Slug
+		if _, _, err := r.c.do(ctx, request{Method: http.MethodGet, Path: base, Session: reader, Want: http.StatusOK}); err != nil {
+			return fmt.Errorf("the recipient cannot read: %w", err)
+		}
+		r.measure(ctx, "d. private read API", cfg.ReadClients, cfg.ReadDuration, r.get(reader, base))
+		r.measure(ctx, "d. private read HTML", cfg.ReadClients, cfg.ReadDuration, r.get(reader, "/early-access/"+p.Slug))
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("run cut short: %w", err)
+	}
+	stopErr := r.srv.stop()
+	r.srv = nil
+	if stopErr != nil {
+		fmt.Fprintf(stderr, "admit stop: %v\n", stopErr)
+	}
+	writeReport(stdout, r.cfg, machineInfo(r.work), r.results, r.ceiling, r.ready, serverErrors(r.logPath))
+	return nil
+}
+
+// progress prints a progress line to stderr.
+func (r *runner) progress(format string, a ...any) {
+	fmt.Fprintf(r.log, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+}
+
+// start starts admit on the data directory.
+func (r *runner) start(ctx context.Context) error {
+	srv, err := startServer(ctx, r.bin, r.dataDir, r.logPath, r.cfg.PprofDir != "")
+	if err != nil {
+		return err
+	}
+	r.srv = srv
+	r.progress("admit pid %d at %s, ready in %s ms", srv.Pid(), srv.BaseURL, ms(srv.StartToReady))
+	return nil
+}
+
+// measure runs one scenario against the server: an unmeasured warm-up,
+// then the measured loop, with the server's peak RSS taken over the loop
+// and the database size after it.
+func (r *runner) measure(ctx context.Context, name string, clients int, dur time.Duration, fn op) *Result {
+	if r.cfg.Warmup > 0 {
+		l := load{Clients: clients, Duration: r.cfg.Warmup, MaxRequests: warmupMaxRequests, RequestTimeout: 10 * time.Second, seq: &r.seq}
+		l.run(ctx, name+" (warm-up)", fn)
+	}
+	pid := r.srv.Pid()
+	if err := resetPeakRSS(pid); err != nil {
+		r.progress("cannot reset the peak RSS mark (%v): the figure is the process's lifetime peak", err)
+	}
+	var profDone chan struct{}
+	if r.cfg.PprofDir != "" {
+		profDone = make(chan struct{})
+		go func() {
+			defer close(profDone)
+			if err := r.profile(ctx, name, dur); err != nil {
+				r.progress("pprof %s: %v", name, err)
+			}
+		}()
+	}
+	r.progress("%s: %d clients, %v", name, clients, dur)
+	l := load{Clients: clients, Duration: dur, MaxRequests: r.cfg.MaxRequests, RequestTimeout: 10 * time.Second, seq: &r.seq}
+	res := l.run(ctx, name, fn)
+	if profDone != nil {
+		<-profDone
+	}
+	if rss, err := readPeakRSS(pid); err == nil {
+		res.PeakRSS = rss
+	}
+	dbPath := filepath.Join(r.dataDir, "admit.db")
+	res.DBBytes, res.WALBytes = fileSize(dbPath), fileSize(dbPath+"-wal")
+	r.progress("  %.0f req/s, p50 %s ms, p95 %s ms, p99 %s ms, %d errors, peak RSS %s MiB",
+		res.Throughput(), ms(res.Percentile(50)), ms(res.Percentile(95)), ms(res.Percentile(99)), res.Errors, mib(res.PeakRSS))
+	for _, e := range res.ErrorSamples {
+		r.progress("  error: %s", e)
+	}
+	r.results = append(r.results, res)
+	return res
+}
+
+// profile saves a CPU profile of the server taken over dur.
+func (r *runner) profile(ctx context.Context, name string, dur time.Duration) error {
+	secs := max(1, int(dur.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.srv.PprofURL+"/debug/pprof/profile?seconds="+strconv.Itoa(secs), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	f, err := os.Create(filepath.Join(r.cfg.PprofDir, fileName(name)+".pprof"))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// fileName turns a scenario name into a file name.
+func fileName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+// jsonSignup posts a distinct JSON signup per request; 202 is success.
+func (r *runner) jsonSignup(p *program, tag string) op {
+	path := "/api/public/programs/" + p.Slug + "/signups"
+	return func(ctx context.Context, _ int, seq int64) error {
+		email := fmt.Sprintf("%s-%s-%d@example.test", tag, r.runID, seq)
+		_, _, err := r.c.do(ctx, request{Method: http.MethodPost, Path: path, ContentType: "application/json",
+			Body: signupBody(p, email), Want: http.StatusAccepted})
+		return err
+	}
+}
+
+// formSignup posts a distinct signup through the no-JavaScript form.
+func (r *runner) formSignup(p *program) op {
+	path := "/waitlist/" + p.Slug
+	version := strconv.Itoa(p.CurrentNoticeVersion)
+	return func(ctx context.Context, _ int, seq int64) error {
+		form := url.Values{"requestKey": {uuid.NewString()}, "email": {fmt.Sprintf("form-%s-%d@example.test", r.runID, seq)},
+			"noticeVersion": {version}, "permission": {"yes"}, "website": {""}}
+		_, _, err := r.c.do(ctx, request{Method: http.MethodPost, Path: path, ContentType: "application/x-www-form-urlencoded",
+			Body: []byte(form.Encode()), Want: http.StatusAccepted})
+		return err
+	}
+}
+
+// mixedKind is what the seq-th mixed request sends: 7 in 10 new, 2 in 10
+// a duplicate of a listed address, 1 in 10 invalid.
+func mixedKind(seq int64) string {
+	switch seq % 10 {
+	case 7, 8:
+		return "duplicate"
+	case 9:
+		return "invalid"
+	}
+	return "new"
+}
+
+// mixed is public signup traffic: new addresses and duplicates get 202 (a
+// duplicate's answer is indistinguishable), an invalid address 400.
+func (r *runner) mixed(p *program, pool []string) op {
+	path := "/api/public/programs/" + p.Slug + "/signups"
+	return func(ctx context.Context, _ int, seq int64) error {
+		email, want := fmt.Sprintf("mixed-%s-%d@example.test", r.runID, seq), http.StatusAccepted
+		switch mixedKind(seq) {
+		case "duplicate":
+			email = pool[seq%int64(len(pool))]
+		case "invalid":
+			email, want = fmt.Sprintf("mixed-%d-at-example.test", seq), http.StatusBadRequest
+		}
+		_, _, err := r.c.do(ctx, request{Method: http.MethodPost, Path: path, ContentType: "application/json",
+			Body: signupBody(p, email), Want: want})
+		return err
+	}
+}
+
+// get reads path with the session; 200 is success.
+func (r *runner) get(s *session, path string) op {
+	return func(ctx context.Context, _ int, _ int64) error {
+		_, _, err := r.c.do(ctx, request{Method: http.MethodGet, Path: path, Session: s, Want: http.StatusOK})
+		return err
+	}
+}
+
+// queue seeds the queue program with cfg.Entries entries while admit is
+// stopped, measures start-to-ready with that database, and then the owner
+// queue pages: first page, a deep cursor page and a state filter, as HTML
+// and as JSON.
+func (r *runner) queue(ctx context.Context, p *program) error {
+	r.progress("stopping admit to seed %d entries", r.cfg.Entries)
+	if err := r.srv.stop(); err != nil {
+		return fmt.Errorf("stop admit: %w", err)
+	}
+	r.srv = nil
+	t0 := time.Now()
+	if err := seedQueue(ctx, filepath.Join(r.dataDir, "admit.db"), p.ID, r.cfg.Entries); err != nil {
+		return fmt.Errorf("seed queue: %w", err)
+	}
+	r.progress("seeded in %s", time.Since(t0).Round(time.Millisecond))
+	for i := range r.cfg.Restarts {
+		if i > 0 {
+			if err := r.srv.stop(); err != nil {
+				return fmt.Errorf("stop admit: %w", err)
+			}
+			r.srv = nil
+		}
+		if err := r.start(ctx); err != nil {
+			return err
+		}
+		r.ready = append(r.ready, r.srv.StartToReady)
+	}
+	r.c.http.CloseIdleConnections() // they led to the stopped process
+	r.c = newClient(r.srv.BaseURL, 2*max(r.cfg.Clients, r.cfg.OwnerClients, r.cfg.ReadClients))
+
+	depth := r.cfg.Entries * 9 / 10
+	r.progress("walking the API to entry %d for a deep cursor", depth)
+	cursor, err := deepCursor(ctx, r.c, r.owner, p, depth)
+	if err != nil {
+		return fmt.Errorf("deep cursor: %w", err)
+	}
+	html := "/owner/programs/" + p.ID + "/entries"
+	api := "/api/owner/programs/" + p.ID + "/entries"
+	deep := "?cursor=" + url.QueryEscape(cursor)
+	n := r.cfg.OwnerClients
+	d := r.cfg.ReadDuration
+	r.measure(ctx, "c. queue HTML first page", n, d, r.get(r.owner, html))
+	r.measure(ctx, "c. queue HTML deep page", n, d, r.get(r.owner, html+deep))
+	r.measure(ctx, "c. queue HTML state=selected", n, d, r.get(r.owner, html+"?state=selected"))
+	r.measure(ctx, "c. queue API first page", n, d, r.get(r.owner, api))
+	r.measure(ctx, "c. queue API deep page", n, d, r.get(r.owner, api+deep))
+	r.measure(ctx, "c. queue API state=selected", n, d, r.get(r.owner, api+"?state=selected"))
+	return nil
+}
+
+// median is the middle value (the lower of the two middles).
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}

@@ -1,0 +1,250 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The store's benchmarks. They measure; they assert only that each
+// operation succeeds. cmd/loadgen measures the same paths through the real
+// binary; BENCHMARKS.md records both.
+//
+//	go test -run '^$' -bench . -benchmem ./store
+
+// benchCap is the largest queue and hourly cap a program may have.
+const benchCap = 100000
+
+// benchStates spreads seeded entries over states, per 100 entries, as
+// cmd/loadgen does.
+var benchStates = []struct {
+	state string
+	per   int
+}{{StateWaiting, 85}, {StateSelected, 10}, {StateDeclined, 3}, {StateWithdrawn, 2}}
+
+func benchState(i int) string {
+	k := i % 100
+	for _, s := range benchStates {
+		if k < s.per {
+			return s.state
+		}
+		k -= s.per
+	}
+	return StateWaiting
+}
+
+// mustSeedEntries inserts n entries into the program in one transaction
+// with raw SQL (the schema's triggers still keep the counters), one second
+// apart, ending at testEpoch. It returns the IDs in queue order.
+func mustSeedEntries(tb testing.TB, db *DB, programID, noticeID string, n int) []string {
+	tb.Helper()
+	ids := make([]string, n)
+	start := Millis(testEpoch) - int64(n)*1000
+	mustUpdate(tb, db, func(tx *Tx) error {
+		stmt, err := tx.PrepareContext(context.Background(), `INSERT INTO entries (id, program_id, email_key, notice_id,
+			permission_at, state, created_at, updated_at, removal_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i := range n {
+			// Each entry has its own second, so the queue order is the
+			// insertion order whatever the random IDs are.
+			ids[i] = uuid.NewString()
+			at := start + int64(i)*1000
+			hash := sha256.Sum256([]byte(ids[i]))
+			if _, err := stmt.Exec(ids[i], programID, fmt.Sprintf("seed-%06d@example.test", i), noticeID, at,
+				benchState(i), at, at, hash[:]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return ids
+}
+
+// benchAttempts counts every benchmark signup against one network, as the
+// handler does, with a limit the benchmark never reaches.
+var benchAttempts = &AttemptLimit{Max: 1000000, Key: func(hour time.Time) []byte {
+	k := sha256.Sum256([]byte("bench network " + hour.String()))
+	return k[:]
+}}
+
+// BenchmarkSignup is one public signup (network counter, admission, entry,
+// receipt, audit event: one BEGIN IMMEDIATE transaction, synchronous=FULL),
+// on an empty program and on one that already holds 50,000 entries. The
+// two should cost the same: occupancy and the hour bucket are counters,
+// never a scan of the queue (DESIGN §3).
+func BenchmarkSignup(b *testing.B) {
+	for _, pre := range []int{0, 50000} {
+		b.Run(fmt.Sprintf("entries=%d", pre), func(b *testing.B) {
+			if b.N > benchCap-pre {
+				b.Skipf("b.N=%d signups would pass the queue cap of %d", b.N, benchCap)
+			}
+			db := MustOpenDB(b)
+			sp := mustSignupProgram(b, db, "bench-signup", benchCap, benchCap)
+			if pre > 0 {
+				mustSeedEntries(b, db, sp.Program.ID, sp.Notice.ID, pre)
+			}
+			reqs := make([]SignupRequest, b.N)
+			for i := range reqs {
+				reqs[i] = sp.signupReq(fmt.Sprintf("bench-%d@example.test", i))
+				reqs[i].Attempts = benchAttempts
+			}
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := db.Signup(ctx, reqs[i]); err != nil {
+					b.Fatalf("signup %d: %v", i, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSignupParallel is BenchmarkSignup from 32 goroutines at once:
+// the writer serializes them, so this is the store's signup throughput
+// under contention, without HTTP.
+func BenchmarkSignupParallel(b *testing.B) {
+	if b.N > benchCap {
+		b.Skipf("b.N=%d signups would pass the queue cap of %d", b.N, benchCap)
+	}
+	db := MustOpenDB(b)
+	sp := mustSignupProgram(b, db, "bench-parallel", benchCap, benchCap)
+	reqs := make(chan SignupRequest, b.N)
+	for i := range b.N {
+		r := sp.signupReq(fmt.Sprintf("bench-%d@example.test", i))
+		r.Attempts = benchAttempts
+		reqs <- r
+	}
+	close(reqs)
+	ctx := context.Background()
+	b.SetParallelism(16) // 16 × GOMAXPROCS goroutines: 32 on two cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := db.Signup(ctx, <-reqs); err != nil {
+				b.Errorf("signup: %v", err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkQueue100k reads the owner's queue at 100,000 entries: the first
+// page, a page 90,000 entries deep (keyset: the same cost), a state filter,
+// and the per-state counts the queue page shows.
+func BenchmarkQueue100k(b *testing.B) {
+	const n = 100000
+	db := MustOpenDB(b)
+	sp := mustSignupProgram(b, db, "bench-queue", benchCap, benchCap)
+	ids := mustSeedEntries(b, db, sp.Program.ID, sp.Notice.ID, n)
+	deep := encodeCursor(Millis(testEpoch)-int64(n)*1000+int64(n*9/10)*1000, ids[n*9/10])
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		f    QueueFilter
+	}{
+		{"FirstPage", QueueFilter{}},
+		{"DeepPage", QueueFilter{Cursor: deep}},
+		{"StateSelected", QueueFilter{State: StateSelected}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				page, err := db.Queue(ctx, sp.Owner, sp.Program.ID, c.f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page.Entries) != DefaultPageSize {
+					b.Fatalf("page of %d entries, want %d", len(page.Entries), DefaultPageSize)
+				}
+			}
+		})
+	}
+	b.Run("StateCounts", func(b *testing.B) {
+		for range b.N {
+			counts, err := db.StateCounts(ctx, sp.Owner, sp.Program.ID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if counts[StateWaiting] == 0 {
+				b.Fatalf("counts %v: no waiting entries", counts)
+			}
+		}
+	})
+}
+
+// BenchmarkReadPrivateContent is a redeemed recipient's private read: the
+// access gate and the content in one read transaction, serially and from
+// many goroutines.
+func BenchmarkReadPrivateContent(b *testing.B) {
+	f := mustAccessFixture(b)
+	p := f.program(b, "bench-private", "Private content for the benchmark.")
+	const email, user = "reader@example.test", "user_bench_reader"
+	f.grant(b, p, email, user)
+	ctx := context.Background()
+	read := func() error {
+		_, err := f.db.ReadPrivateContent(ctx, p.Slug, user, []string{email})
+		return err
+	}
+	if err := read(); err != nil {
+		b.Fatalf("read: %v", err)
+	}
+	b.Run("Serial", func(b *testing.B) {
+		for range b.N {
+			if err := read(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := read(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkRawFullTxn is the ceiling the signup benchmarks compare with: a
+// single-row INSERT in its own BEGIN IMMEDIATE transaction on a connection
+// opened with the store's own DSN (WAL, synchronous=FULL), in the same
+// temporary directory as the other benchmarks' databases.
+func BenchmarkRawFullTxn(b *testing.B) {
+	ctx := context.Background()
+	w, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "ceiling.db"), false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.SetMaxOpenConns(1)
+	b.Cleanup(func() { w.Close() })
+	if err := checkPragmas(ctx, w, false); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := w.ExecContext(ctx, `CREATE TABLE ceiling (id INTEGER PRIMARY KEY, k BLOB NOT NULL, at INTEGER NOT NULL) STRICT`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		tx, err := w.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		k := sha256.Sum256(fmt.Appendf(nil, "%d", i))
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ceiling (k, at) VALUES (?, ?)`, k[:], i); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// maxSignupBatch bounds how many signups share one commit, and so how long
+// one batch holds the write lock.
+const maxSignupBatch = 64
+
+// errClosed answers a signup submitted after Close.
+var errClosed = errors.New("signup: the database is closed")
+
+// signupBatcher is group commit for public signups. A signup costs one
+// synchronous=FULL commit (a WAL append of some twenty pages and an fsync)
+// plus a few dozen microseconds of SQL; with one commit per signup the
+// commit dominated and concurrent signups queued behind each other's fsync
+// (BENCHMARKS.md). The batcher's one goroutine takes every signup waiting
+// when it is free — at most maxSignupBatch — and runs them one after
+// another in a single BEGIN IMMEDIATE transaction, each under its own
+// savepoint, then commits once.
+//
+// Each signup is admitted exactly as if it ran alone (caps, duplicates,
+// request keys and the network counter see every earlier signup of the
+// batch), and its answer is delivered only after the commit returned: a
+// 202 is still a promise. If the commit fails, every signup of the batch
+// gets the error and none is stored. The batch shares one Tx.Now, read
+// after the write lock was taken. Nothing waits to fill a batch: a lone
+// signup commits at once.
+type signupBatcher struct {
+	db *DB
+	// calls is buffered, so a submitter hands over its call without
+	// waiting for the loop, and the loop drains a batch without waking
+	// each submitter in turn.
+	calls chan *signupCall
+	// mu guards stopped: after stop no call enters calls, so none is left
+	// unanswered.
+	mu       sync.RWMutex
+	stopped  bool
+	quit     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// signupCall is one submitted signup and, once done is closed, its answer.
+type signupCall struct {
+	ctx  context.Context
+	req  SignupRequest
+	res  *SignupResult
+	err  error
+	done chan struct{}
+}
+
+// startSignupBatcher starts a batcher's goroutine; stop ends it.
+func startSignupBatcher(db *DB) *signupBatcher {
+	b := newSignupBatcher(db)
+	go b.loop()
+	return b
+}
+
+// newSignupBatcher returns a batcher whose loop is not running yet.
+func newSignupBatcher(db *DB) *signupBatcher {
+	return &signupBatcher{db: db, calls: make(chan *signupCall, maxSignupBatch),
+		quit: make(chan struct{}), done: make(chan struct{})}
+}
+
+// submit hands a validated signup to the batcher and waits for its answer.
+func (b *signupBatcher) submit(ctx context.Context, req SignupRequest) (*SignupResult, error) {
+	if b == nil {
+		return nil, errClosed
+	}
+	c := &signupCall{ctx: ctx, req: req, done: make(chan struct{})}
+	b.mu.RLock()
+	if b.stopped {
+		b.mu.RUnlock()
+		return nil, errClosed
+	}
+	select {
+	case b.calls <- c:
+	case <-ctx.Done():
+		b.mu.RUnlock()
+		return nil, ctx.Err()
+	}
+	b.mu.RUnlock()
+	// A handed-over call is always answered, whatever ctx does meanwhile:
+	// it may already be part of a commit.
+	<-c.done
+	return c.res, c.err
+}
+
+// stop refuses new signups, lets the loop answer every call already handed
+// over, and waits for it to end.
+func (b *signupBatcher) stop() {
+	if b == nil {
+		return
+	}
+	b.stopOnce.Do(func() {
+		b.mu.Lock()
+		b.stopped = true
+		b.mu.Unlock()
+		close(b.quit)
+	})
+	<-b.done
+}
+
+func (b *signupBatcher) loop() {
+	defer close(b.done)
+	for {
+		var batch []*signupCall
+		select {
+		case c := <-b.calls:
+			batch = append(batch, c)
+		case <-b.quit:
+			select {
+			case c := <-b.calls: // answer what was handed over before stop
+				batch = append(batch, c)
+			default:
+				return
+			}
+		}
+	drain: // everything already waiting joins this commit
+		for len(batch) < maxSignupBatch {
+			select {
+			case c := <-b.calls:
+				batch = append(batch, c)
+			default:
+				break drain
+			}
+		}
+		b.run(batch)
+	}
+}
+
+// run admits a batch in one transaction and answers every call.
+func (b *signupBatcher) run(batch []*signupCall) {
+	defer func() {
+		for _, c := range batch {
+			close(c.done)
+		}
+	}()
+	// The statements run under a context of their own that is never
+	// cancelled: a client that goes away must not interrupt the transaction
+	// that holds other signups, and with no cancellation to watch the driver
+	// starts no goroutine per statement. SQLite's busy_timeout bounds the
+	// wait for the write lock.
+	ctx := context.Background()
+	err := b.db.Update(ctx, func(tx *Tx) error {
+		for _, c := range batch {
+			if err := c.ctx.Err(); err != nil {
+				c.err = err // gone before its turn: nothing is written for it
+				continue
+			}
+			res, answer, fatal := b.db.admitOne(ctx, tx, c.req)
+			if fatal != nil {
+				return fatal
+			}
+			c.res, c.err = res, answer
+		}
+		return nil
+	})
+	if err != nil {
+		// Nothing of the batch was stored: no call may report success, nor
+		// a refusal whose counted attempt was lost.
+		for _, c := range batch {
+			c.res, c.err = nil, fmt.Errorf("signup: %w", err)
+		}
+	}
+}

@@ -46,6 +46,9 @@ type DB struct {
 	wgate chan struct{}
 	// signups gives concurrent signups one commit (group commit).
 	signups *signupBatcher
+	// lastCounterCleanup is when expired attempt counters were last
+	// deleted (Unix ms); only write transactions touch it.
+	lastCounterCleanup int64
 }
 
 // Tx is a transaction and the instant it runs at.

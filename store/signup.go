@@ -145,7 +145,7 @@ func (db *DB) admitOne(ctx context.Context, tx *Tx, req SignupRequest) (res *Sig
 		return nil, cause, nil
 	}
 	if req.Attempts != nil {
-		if err := countAttempt(ctx, tx, req.Attempts.Key, req.Attempts.Max); err != nil {
+		if err := db.countAttempt(ctx, tx, req.Attempts.Key, req.Attempts.Max); err != nil {
 			return undo(err) // over the limit: refused and not counted
 		}
 	}
@@ -255,13 +255,16 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 
 	tok, hash := newRemovalToken()
 	entryID := uuid.NewString()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state,
-			created_at, updated_at, removal_hash) VALUES (?, ?, ?, ?, ?, 'waiting', ?, ?, ?)`,
-		entryID, programID, req.Email, noticeID, Millis(tx.Now), Millis(tx.Now), Millis(tx.Now), hash); err != nil {
-		return nil, fmt.Errorf("insert entry: %w", err)
+	// The entry is born waiting: its erasure date comes from the same rule
+	// every later state change applies (eraseAfter), in the same statement.
+	var erase any
+	if t := db.retention().eraseAfter(StateWaiting, false, tx.Now); t != nil {
+		erase = Millis(*t)
 	}
-	if err := db.setEntryState(ctx, tx, programID, entryID, StateWaiting, false); err != nil {
-		return nil, err
+	if _, err := tx.ExecContext(ctx, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state,
+			created_at, updated_at, removal_hash, erase_after) VALUES (?, ?, ?, ?, ?, 'waiting', ?, ?, ?, ?)`,
+		entryID, programID, req.Email, noticeID, Millis(tx.Now), Millis(tx.Now), Millis(tx.Now), hash, erase); err != nil {
+		return nil, fmt.Errorf("insert entry: %w", err)
 	}
 	var count int
 	err = tx.QueryRowContext(ctx, `INSERT INTO intake_hours (program_id, bucket_start, admitted_count) VALUES (?, ?, 1)
@@ -289,14 +292,23 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 // expired counters: cleanup rides on later requests (spec 000).
 func (db *DB) CountAttempt(ctx context.Context, keyFor func(hour time.Time) []byte, limit int) error {
 	return db.Update(ctx, func(tx *Tx) error {
-		return countAttempt(ctx, tx, keyFor, limit)
+		return db.countAttempt(ctx, tx, keyFor, limit)
 	})
 }
 
-func countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Time) []byte, limit int) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE key IN
-		(SELECT key FROM network_counters WHERE expires_at <= ? LIMIT 200)`, Millis(tx.Now)); err != nil {
-		return fmt.Errorf("delete expired counters: %w", err)
+// counterCleanupEvery spaces the expired-counter cleanup that rides on
+// requests: counters expire by the hour, so once a minute is plenty.
+const counterCleanupEvery = time.Minute
+
+func (db *DB) countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Time) []byte, limit int) error {
+	// spec 000: expired counters are deleted by work attached to later
+	// requests. The writer is single, so this plain field is safe here.
+	if now := Millis(tx.Now); now-db.lastCounterCleanup >= counterCleanupEvery.Milliseconds() || now < db.lastCounterCleanup {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE key IN
+			(SELECT key FROM network_counters WHERE expires_at <= ? LIMIT 200)`, now); err != nil {
+			return fmt.Errorf("delete expired counters: %w", err)
+		}
+		db.lastCounterCleanup = now
 	}
 	hour := hourStart(tx.Now)
 	key := keyFor(hour)

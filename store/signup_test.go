@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -698,5 +699,47 @@ func TestSignup_StoresAndDedupesTheNormalizedEmail(t *testing.T) {
 	mustSignup(t, db, sp.signupReq("jane.doe@example.com"))
 	if got, want := mustCount(t, db, `SELECT count(*) FROM entries`), 2; got != want {
 		t.Fatalf("entries=%d, want %d", got, want)
+	}
+}
+
+// Entry IDs are UUIDv7 generated in insertion order, so the entries primary
+// key and the audit index on entry IDs only ever grow at their right edge.
+func TestSignup_EntryIDsAreTimeOrderedUUIDs(t *testing.T) {
+	db := MustOpenDB(t)
+	sp := mustSignupProgram(t, db, "ordered-ids", 1000, 1000)
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mustSignup(t, db, sp.signupReq(fmt.Sprintf("ordered-%d@example.test", i)))
+		}()
+	}
+	wg.Wait()
+	rows, err := db.reader.Query(`SELECT id FROM entries ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		u, err := uuid.Parse(id)
+		if err != nil || u.Version() != 7 || u.String() != id {
+			t.Fatalf("entry id %q is not a canonical UUIDv7 (%v)", id, err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 200 {
+		t.Fatalf("entries=%d, want 200", len(ids))
+	}
+	if !slices.IsSorted(ids) {
+		t.Fatal("entry IDs are not in insertion order")
 	}
 }

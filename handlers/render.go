@@ -28,8 +28,8 @@ func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) vi
 		// The owner group already read the memberships for this request.
 		if ws := workspacesFrom(r.Context()); len(ws) > 0 {
 			c.IsOwner = true
-		} else if ws, err := s.db.OwnedWorkspaces(r.Context(), p.UserID); err == nil && len(ws) > 0 {
-			c.IsOwner = true
+		} else if owner, err := s.db.IsOwner(r.Context(), p.UserID); err == nil {
+			c.IsOwner = owner
 		}
 	}
 	if s.id.Mode() == "clerk" && p != nil {

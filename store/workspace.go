@@ -183,6 +183,21 @@ func (db *DB) OwnedWorkspaces(ctx context.Context, userID string) ([]Workspace, 
 	return out, err
 }
 
+// IsOwner reports whether userID is currently an active owner of at least
+// one active workspace: what a page's navigation needs to show the owner
+// console link, in one indexed read. Owner routes still check the
+// membership itself on every request.
+func (db *DB) IsOwner(ctx context.Context, userID string) (bool, error) {
+	var owner bool
+	err := db.readRow(ctx, `SELECT EXISTS (SELECT 1
+		FROM staff_members s JOIN workspaces w ON w.id = s.workspace_id
+		WHERE s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner' AND w.active = 1)`, userID).Scan(&owner)
+	if err != nil {
+		return false, fmt.Errorf("is owner: %w", err)
+	}
+	return owner, nil
+}
+
 func ownedWorkspaces(ctx context.Context, tx *Tx, userID string) ([]Workspace, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT w.id, w.name, w.active, w.created_at
 		FROM staff_members s JOIN workspaces w ON w.id = s.workspace_id

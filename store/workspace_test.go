@@ -197,3 +197,42 @@ func TestAddOwner_RejectsBadNamesAndUserIDs(t *testing.T) {
 		}
 	}
 }
+
+// IsOwner is what the navigation shows: true while the user is an active
+// owner of some workspace, false for strangers and once removed everywhere.
+func TestIsOwner_FollowsMembership(t *testing.T) {
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	cli := Actor{Kind: ActorCLI}
+	isOwner := func(user string) bool {
+		t.Helper()
+		ok, err := db.IsOwner(ctx, user)
+		if err != nil {
+			t.Fatalf("is owner %s: %v", user, err)
+		}
+		return ok
+	}
+	if isOwner("user_alice") {
+		t.Fatal("a stranger is an owner")
+	}
+	for _, w := range []string{"Acme", "Other"} {
+		if _, err := db.AddOwner(ctx, cli, w, "user_alice"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !isOwner("user_alice") || isOwner("user_bob") {
+		t.Fatal("alice should be an owner and bob not")
+	}
+	if err := db.RemoveOwner(ctx, cli, "Acme", "user_alice"); err != nil {
+		t.Fatal(err)
+	}
+	if !isOwner("user_alice") {
+		t.Fatal("alice still owns Other")
+	}
+	if err := db.RemoveOwner(ctx, cli, "Other", "user_alice"); err != nil {
+		t.Fatal(err)
+	}
+	if isOwner("user_alice") {
+		t.Fatal("alice was removed from every workspace and is still an owner")
+	}
+}

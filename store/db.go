@@ -76,8 +76,8 @@ func dsn(path string, readOnly bool) string {
 		"foreign_keys(1)",
 		"synchronous(FULL)",
 		"secure_delete(1)",
-		// Statement journals (the signup's savepoint) and temporary
-		// b-trees stay in memory instead of a temporary file.
+		// Statement journals and temporary b-trees (sorts) stay in
+		// memory instead of a temporary file.
 		"temp_store(MEMORY)",
 	}
 	if readOnly {

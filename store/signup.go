@@ -127,52 +127,43 @@ func (db *DB) Signup(ctx context.Context, req SignupRequest) (*SignupResult, err
 	return db.signups.submit(ctx, req)
 }
 
-// admitOne runs one signup inside tx under its own savepoint. The answer is
-// the signup's result or its refusal; an error from a savepoint statement
-// itself is fatal to the whole transaction.
-func (db *DB) admitOne(ctx context.Context, tx *Tx, req SignupRequest) (res *SignupResult, answer error, fatal error) {
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT signup`); err != nil {
-		return nil, nil, fmt.Errorf("savepoint: %w", err)
-	}
-	// undo rolls back everything this signup wrote, its counted attempt too.
-	undo := func(cause error) (*SignupResult, error, error) {
-		if _, err := tx.ExecContext(ctx, `ROLLBACK TO signup`); err != nil {
-			return nil, nil, fmt.Errorf("rollback to savepoint: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `RELEASE signup`); err != nil {
-			return nil, nil, fmt.Errorf("release savepoint: %w", err)
-		}
-		return nil, cause, nil
-	}
+// admitOne runs one signup inside tx. The answer is the signup's result or
+// its refusal; failed reports a statement that failed part-way, after which
+// the transaction holds a partial signup and must be rolled back.
+//
+// A refusal writes nothing of its own, so no savepoint is needed: the
+// attempt counter refuses before it counts, and admission refuses only
+// before its first write (signup's contract). A refused admission keeps the
+// attempt it counted, in the same commit.
+func (db *DB) admitOne(ctx context.Context, tx *Tx, req SignupRequest) (res *SignupResult, answer error, failed error) {
 	if req.Attempts != nil {
 		if err := db.countAttempt(ctx, tx, req.Attempts.Key, req.Attempts.Max); err != nil {
-			return undo(err) // over the limit: refused and not counted
+			if isRefusal(err) {
+				return nil, err, nil // over the limit: refused and not counted
+			}
+			return nil, nil, err
 		}
-	}
-	// Admission runs under a savepoint: a refusal rolls back everything
-	// it wrote but keeps the counted attempt, in the same commit.
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT admission`); err != nil {
-		return nil, nil, fmt.Errorf("savepoint: %w", err)
 	}
 	res, err := db.signup(ctx, tx, req)
 	if err != nil {
-		if ErrorCode(err) == EINTERNAL {
-			return undo(err)
+		if isRefusal(err) {
+			return nil, err, nil
 		}
-		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO admission`); rerr != nil {
-			return nil, nil, fmt.Errorf("rollback to savepoint: %w", rerr)
-		}
-		res, answer = nil, err
+		return nil, nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `RELEASE admission`); err != nil {
-		return nil, nil, fmt.Errorf("release savepoint: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `RELEASE signup`); err != nil {
-		return nil, nil, fmt.Errorf("release savepoint: %w", err)
-	}
-	return res, answer, nil
+	return res, nil, nil
 }
 
+// isRefusal reports whether err is one of the store's own answers (an
+// *Error), as opposed to a failed statement.
+func isRefusal(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}
+
+// signup admits one signup in tx. Its contract with admitOne: a refusal (an
+// *Error) is returned only before the first write; any error after it is a
+// failed statement.
 func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupResult, error) {
 	// Everything admission decides on is read in one statement, after the
 	// lock: the program and its notice, the stored receipt for this key, the
@@ -317,17 +308,22 @@ func (db *DB) countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Ti
 		}
 		db.lastCounterCleanup = now
 	}
+	if limit < 1 {
+		return Errorf(ERATELIMITED, "Too many attempts from your network this hour. Please try again later.")
+	}
 	hour := hourStart(tx.Now)
 	key := keyFor(hour)
+	// The counter only moves while it is below the limit: an attempt over
+	// the limit is refused without a write (no row comes back).
 	var attempts int
 	err := tx.QueryRowContext(ctx, `INSERT INTO network_counters (key, attempts, expires_at) VALUES (?, 1, ?)
-		ON CONFLICT (key) DO UPDATE SET attempts = attempts + 1 RETURNING attempts`,
-		key, Millis(hour.Add(NetworkCounterLifetime))).Scan(&attempts)
+		ON CONFLICT (key) DO UPDATE SET attempts = attempts + 1 WHERE attempts < ? RETURNING attempts`,
+		key, Millis(hour.Add(NetworkCounterLifetime)), limit).Scan(&attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Errorf(ERATELIMITED, "Too many attempts from your network this hour. Please try again later.")
+	}
 	if err != nil {
 		return fmt.Errorf("count attempt: %w", err)
-	}
-	if attempts > limit {
-		return Errorf(ERATELIMITED, "Too many attempts from your network this hour. Please try again later.")
 	}
 	return nil
 }

@@ -14,14 +14,16 @@ const maxSignupBatch = 64
 // errClosed answers a signup submitted after Close.
 var errClosed = errors.New("signup: the database is closed")
 
+// errSignupFailed rolls back a batch in which one signup failed part-way.
+var errSignupFailed = errors.New("signup: a statement failed part-way")
+
 // signupBatcher is group commit for public signups. A signup costs one
 // synchronous=FULL commit (a WAL append of some twenty pages and an fsync)
 // plus a few dozen microseconds of SQL; with one commit per signup the
 // commit dominated and concurrent signups queued behind each other's fsync
 // (BENCHMARKS.md). The batcher's one goroutine takes every signup waiting
 // when it is free — at most maxSignupBatch — and runs them one after
-// another in a single BEGIN IMMEDIATE transaction, each under its own
-// savepoint, then commits once.
+// another in a single BEGIN IMMEDIATE transaction, then commits once.
 //
 // Each signup is admitted exactly as if it ran alone (caps, duplicates,
 // request keys and the network counter see every earlier signup of the
@@ -135,6 +137,13 @@ func (b *signupBatcher) loop() {
 }
 
 // run admits a batch in one transaction and answers every call.
+//
+// The signups run without savepoints: a refusal writes nothing (see
+// admitOne). A statement that fails part-way leaves a partial signup in the
+// transaction, so the whole transaction is rolled back and the batch runs
+// again without that signup, which is answered with its error alone. The
+// failure is not expected in practice (it would take a broken invariant or
+// a failing disk); a batch runs at most once per signup it holds.
 func (b *signupBatcher) run(batch []*signupCall) {
 	defer func() {
 		for _, c := range batch {
@@ -147,25 +156,41 @@ func (b *signupBatcher) run(batch []*signupCall) {
 	// starts no goroutine per statement. SQLite's busy_timeout bounds the
 	// wait for the write lock.
 	ctx := context.Background()
-	err := b.db.Update(ctx, func(tx *Tx) error {
-		for _, c := range batch {
-			if err := c.ctx.Err(); err != nil {
-				c.err = err // gone before its turn: nothing is written for it
-				continue
+	dropped := make([]bool, len(batch))
+	for {
+		failed := -1
+		err := b.db.Update(ctx, func(tx *Tx) error {
+			for i, c := range batch {
+				if dropped[i] {
+					continue
+				}
+				if err := c.ctx.Err(); err != nil {
+					c.res, c.err = nil, err // gone before its turn: nothing is written for it
+					continue
+				}
+				res, answer, err := b.db.admitOne(ctx, tx, c.req)
+				if err != nil {
+					failed = i
+					c.res, c.err = nil, fmt.Errorf("signup: %w", err)
+					return errSignupFailed
+				}
+				c.res, c.err = res, answer
 			}
-			res, answer, fatal := b.db.admitOne(ctx, tx, c.req)
-			if fatal != nil {
-				return fatal
+			return nil
+		})
+		if failed >= 0 && errors.Is(err, errSignupFailed) {
+			dropped[failed] = true // answered with its own error; the rest run again
+			continue
+		}
+		if err != nil {
+			// Nothing of the batch was stored: no call may report success,
+			// nor a refusal whose counted attempt was lost.
+			for i, c := range batch {
+				if !dropped[i] {
+					c.res, c.err = nil, fmt.Errorf("signup: %w", err)
+				}
 			}
-			c.res, c.err = res, answer
 		}
-		return nil
-	})
-	if err != nil {
-		// Nothing of the batch was stored: no call may report success, nor
-		// a refusal whose counted attempt was lost.
-		for _, c := range batch {
-			c.res, c.err = nil, fmt.Errorf("signup: %w", err)
-		}
+		return
 	}
 }

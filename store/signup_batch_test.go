@@ -187,3 +187,40 @@ func TestSignup_AfterCloseFailsInsteadOfWaiting(t *testing.T) {
 		t.Fatal("a signup after Close is still waiting")
 	}
 }
+
+// Refusals inside one batch write nothing of their own and leave the rest of
+// the batch, and the attempts they counted, in the commit.
+func TestSignup_RefusalsInABatchWriteNothingAndKeepTheRest(t *testing.T) {
+	db := MustOpenDB(t)
+	sp := mustSignupProgram(t, db, "batch-refusals", 100, 100)
+	start := pausedBatcher(t, db)
+	limit := &AttemptLimit{Max: 4, Key: benchAttempts.Key}
+	var reqs []SignupRequest
+	for i := range 6 {
+		r := sp.signupReq(fmt.Sprintf("refusals-%d@example.test", i))
+		r.Attempts = limit
+		reqs = append(reqs, r)
+	}
+	reqs[1].NoticeVersion = 99 // refused by admission: counted, nothing stored
+	ctxs := make([]context.Context, len(reqs))
+	for i := range ctxs {
+		ctxs[i] = context.Background()
+	}
+	wait := submitInOrder(t, db, ctxs, reqs)
+	start()
+	answers := wait()
+	want := []string{"", ECONFLICT, "", "", ERATELIMITED, ERATELIMITED}
+	for i, a := range answers {
+		if got := ErrorCode(a.err); got != want[i] {
+			t.Errorf("signup %d: code %q (%v), want %q", i, got, a.err, want[i])
+		}
+	}
+	if got := mustCount(t, db, `SELECT attempts FROM network_counters WHERE key = ?`, benchAttempts.Key(hourStart(testEpoch))); got != 4 {
+		t.Errorf("attempts=%d, want 4: the conflict counted, the two over the limit did not", got)
+	}
+	for table, n := range map[string]int{"entries": 3, "signup_receipts": 3, "audit_events WHERE event_type = 'signup'": 3} {
+		if got := mustCount(t, db, `SELECT count(*) FROM `+table); got != n {
+			t.Errorf("%s=%d, want %d", table, got, n)
+		}
+	}
+}

@@ -107,7 +107,12 @@ func seedQueue(ctx context.Context, dbPath, programID string, n int) error {
 	start := now.Add(-span).UnixMilli()
 	step := span.Milliseconds() / int64(n)
 	for i := range n {
-		id := uuid.NewString()
+		// Time-ordered IDs in join order, as admit gives its entries.
+		u, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		id := u.String()
 		at := start + int64(i)*step
 		state := seedState(i)
 		var erase any

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -623,4 +624,40 @@ func TestWithdrawOwn_NoMatchIsNotFound(t *testing.T) {
 		wantCode(t, fmt.Sprintf("withdraw %s %v", tc.slug, tc.emails), err, ENOTFOUND)
 	}
 	wantUnchanged(t, "withdrawals that match nothing", f.db, before)
+}
+
+// The content lists its program's assets, and only those: by name, with
+// their type, size and upload time, and none when there are none.
+func TestPrivateRead_ListsTheProgramsAssetsByName(t *testing.T) {
+	f := mustAccessFixture(t)
+	a := f.program(t, "assets-a", "Alpha.")
+	b := f.program(t, "assets-b", "Beta.")
+	f.grant(t, a, "lister@example.com", "user_lister")
+	f.grant(t, b, "lister@example.com", "user_lister")
+	emails := []string{"lister@example.com"}
+	c, err := f.db.ReadPrivateContent(context.Background(), b.Slug, "user_lister", emails)
+	if err != nil || c.Assets != nil {
+		t.Fatalf("program without assets: %+v, %v; want no assets", c, err)
+	}
+
+	uploaded := f.clock.Now()
+	f.asset(t, a, "zeta.pdf", "application/pdf", []byte("%PDF-1.4 zeta"))
+	f.clock.Add(time.Minute)
+	f.asset(t, a, "Alpha_1.png", "image/png", bytes.Repeat([]byte{1}, 1000))
+	f.asset(t, a, "beta.webp", "image/webp", []byte("webp"))
+	f.asset(t, b, "other.png", "image/png", []byte("another program's file"))
+
+	c, err = f.db.ReadPrivateContent(context.Background(), a.Slug, "user_lister", emails)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := uploaded.Add(time.Minute)
+	want := []AssetInfo{
+		{Name: "Alpha_1.png", ContentType: "image/png", Size: 1000, CreatedAt: later},
+		{Name: "beta.webp", ContentType: "image/webp", Size: 4, CreatedAt: later},
+		{Name: "zeta.pdf", ContentType: "application/pdf", Size: 13, CreatedAt: uploaded},
+	}
+	if !reflect.DeepEqual(c.Assets, want) {
+		t.Fatalf("assets=%+v\nwant   %+v", c.Assets, want)
+	}
 }

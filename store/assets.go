@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"time"
@@ -25,6 +26,28 @@ type AssetInfo struct {
 	ContentType string
 	Size        int
 	CreatedAt   time.Time
+}
+
+// decodeAssetInfos reads the JSON array of [name, content type, size,
+// created at] tuples that ReadPrivateContent's statement builds.
+func decodeAssetInfos(list string) ([]AssetInfo, error) {
+	var raw [][4]json.RawMessage
+	if err := json.Unmarshal([]byte(list), &raw); err != nil {
+		return nil, fmt.Errorf("decode asset list: %w", err)
+	}
+	var out []AssetInfo
+	for _, t := range raw {
+		var a AssetInfo
+		var created int64
+		for i, dst := range []any{&a.Name, &a.ContentType, &a.Size, &created} {
+			if err := json.Unmarshal(t[i], dst); err != nil {
+				return nil, fmt.Errorf("decode asset list: %w", err)
+			}
+		}
+		a.CreatedAt = FromMillis(created)
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 func assetInfos(ctx context.Context, tx *Tx, programID string) ([]AssetInfo, error) {

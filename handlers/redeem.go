@@ -41,29 +41,26 @@ const codeShapeMessage = "An invitation code is exactly 43 characters: letters, 
 const redeemDeniedMessage = "This code cannot be redeemed. Check that you are signed in with the verified address your invitation was sent to, and that you copied the whole code. A code works once and expires; if yours no longer works, ask the sender for a new one."
 
 // redeem is the one redemption path shared by the form and the JSON API:
-// the code's shape (400), the account's and then the network's hourly
-// attempt counters (429), then store.Redeem's single transaction with the
-// verified emails the recipient group fetched before it. Every failure
-// there is the same generic 404. The code is never logged: the request log
-// holds only the route pattern, and no error here carries it.
+// the code's shape (400), then store.Redeem's single transaction, which
+// counts the attempt against the account's and then the network's hourly
+// limits (429) and redeems with the verified emails the recipient group
+// fetched before it. Every failed redemption is the same generic 404. The
+// code is never logged: the request log holds only the route pattern, and
+// no error here carries it.
 func (s *Server) redeem(r *http.Request, code string) (*store.Redemption, error) {
 	if _, err := store.CodeDigest(code); err != nil {
 		return nil, invalid(codeShapeMessage)
 	}
 	ctx := r.Context()
 	p := principalFrom(ctx)
-	if err := s.db.CountAttempt(ctx, func(hour time.Time) []byte {
-		return s.counterKey(redeemAccountCounter, hour, p.UserID)
-	}, RedeemAccountHourlyLimit); err != nil {
-		return nil, err
-	}
 	network := s.clientNetwork(r)
-	if err := s.db.CountAttempt(ctx, func(hour time.Time) []byte {
-		return s.counterKey(redeemNetworkCounter, hour, network)
-	}, RedeemNetworkHourlyLimit); err != nil {
-		return nil, err
-	}
-	red, err := s.db.Redeem(ctx, p.UserID, emailsFrom(ctx), code)
+	red, err := s.db.Redeem(ctx, p.UserID, emailsFrom(ctx), code,
+		store.AttemptLimit{Max: RedeemAccountHourlyLimit, Key: func(hour time.Time) []byte {
+			return s.counterKey(redeemAccountCounter, hour, p.UserID)
+		}},
+		store.AttemptLimit{Max: RedeemNetworkHourlyLimit, Key: func(hour time.Time) []byte {
+			return s.counterKey(redeemNetworkCounter, hour, network)
+		}})
 	if err != nil {
 		// spec: generic denial for absent/foreign/unverified/revoked/used/
 		// expired codes; a unique conflict never grants and reads the same.

@@ -28,74 +28,120 @@ type Redemption struct {
 // unexpired by the transaction clock, the entry invited, the program and
 // workspace active. Then the invitation is redeemed and exactly one grant is
 // bound to the user. Every failure is the same not-found.
-func (db *DB) Redeem(ctx context.Context, userID string, verifiedEmails []string, code string) (*Redemption, error) {
+//
+// Each of limits counts the attempt first, in the same transaction and in
+// the given order (spec 000: count, then persist). An attempt over a limit
+// is refused with ERATELIMITED and not counted by that limit or any later
+// one; once counted, an attempt stays counted whatever the redemption's
+// answer.
+func (db *DB) Redeem(ctx context.Context, userID string, verifiedEmails []string, code string, limits ...AttemptLimit) (*Redemption, error) {
 	digest, err := CodeDigest(code)
 	if err != nil {
 		return nil, err
 	}
+	var (
+		out    *Redemption
+		answer error
+	)
+	err = db.Update(ctx, func(tx *Tx) error {
+		for _, l := range limits {
+			if err := db.countAttempt(ctx, tx, l.Key, l.Max); err != nil {
+				if isRefusal(err) {
+					answer = err // the attempts counted so far commit
+					return nil
+				}
+				return err
+			}
+		}
+		if len(limits) == 0 {
+			out, answer = db.redeem(ctx, tx, userID, verifiedEmails, digest)
+			return answer
+		}
+		// The redemption runs under a savepoint, so that whatever it
+		// answers, nothing of it is kept but the counted attempts are.
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT redeem`); err != nil {
+			return fmt.Errorf("savepoint: %w", err)
+		}
+		out, answer = db.redeem(ctx, tx, userID, verifiedEmails, digest)
+		if answer != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO redeem`); err != nil {
+				return fmt.Errorf("rollback to savepoint: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE redeem`); err != nil {
+			return fmt.Errorf("release savepoint: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if answer != nil {
+		return nil, answer
+	}
+	return out, nil
+}
+
+// redeem is Redeem's redemption, inside tx.
+func (db *DB) redeem(ctx context.Context, tx *Tx, userID string, verifiedEmails []string, digest []byte) (*Redemption, error) {
 	if userID == "" || len(verifiedEmails) == 0 {
 		return nil, notFound()
 	}
-	var out *Redemption
-	err = db.Update(ctx, func(tx *Tx) error {
-		var (
-			invID, programID, entryID, invState, entryState, email, slug string
-			expires                                                      int64
-			delivered, retired                                           sql.NullInt64
-			wsActive                                                     bool
-		)
-		err := tx.QueryRowContext(ctx, `SELECT i.id, i.program_id, i.entry_id, i.state, i.expires_at, i.delivery_recorded_at,
-				e.state, e.email_key, p.public_slug, p.retired_at, w.active
-			FROM invitations i
-			JOIN entries e ON e.id = i.entry_id AND e.program_id = i.program_id
-			JOIN programs p ON p.id = i.program_id
-			JOIN workspaces w ON w.id = p.workspace_id
-			WHERE i.token_sha256 = ?`, digest).
-			Scan(&invID, &programID, &entryID, &invState, &expires, &delivered, &entryState, &email, &slug, &retired, &wsActive)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound()
-		}
-		if err != nil {
-			return fmt.Errorf("find invitation: %w", err)
-		}
-		switch {
-		case !oneOf(email, verifiedEmails),
-			!delivered.Valid,
-			invState != InviteIssued,
-			!tx.Now.Before(FromMillis(expires)),
-			entryState != StateInvited,
-			retired.Valid,
-			!wsActive:
-			return notFound()
-		}
-		var taken int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM grants WHERE program_id = ? AND clerk_user_id = ?`,
-			programID, userID).Scan(&taken); err != nil {
-			return fmt.Errorf("check grants: %w", err)
-		}
-		if taken > 0 {
-			return notFound() // one account holds at most one grant per program
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE invitations SET state = 'redeemed', terminal_at = ? WHERE id = ? AND state = 'issued'`,
-			Millis(tx.Now), invID); err != nil {
-			return fmt.Errorf("redeem invitation: %w", err)
-		}
-		grantID := uuid.NewString()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO grants (id, program_id, entry_id, invitation_id, clerk_user_id, active, granted_at)
-			VALUES (?, ?, ?, ?, ?, 1, ?)`, grantID, programID, entryID, invID, userID, Millis(tx.Now)); err != nil {
-			return fmt.Errorf("insert grant: %w", err)
-		}
-		if err := db.setEntryState(ctx, tx, programID, entryID, StateActive, false); err != nil {
-			return err
-		}
-		if err := appendEvent(ctx, tx, programID, entryID, Actor{Kind: ActorRecipient, UserID: userID}, "redeemed",
-			Details{"invitationId": invID, "grantId": grantID}); err != nil {
-			return err
-		}
-		out = &Redemption{ProgramID: programID, Slug: slug, GrantID: grantID}
-		return nil
-	})
-	return out, err
+	var (
+		invID, programID, entryID, invState, entryState, email, slug string
+		expires                                                      int64
+		delivered, retired                                           sql.NullInt64
+		wsActive                                                     bool
+	)
+	err := tx.QueryRowContext(ctx, `SELECT i.id, i.program_id, i.entry_id, i.state, i.expires_at, i.delivery_recorded_at,
+			e.state, e.email_key, p.public_slug, p.retired_at, w.active
+		FROM invitations i
+		JOIN entries e ON e.id = i.entry_id AND e.program_id = i.program_id
+		JOIN programs p ON p.id = i.program_id
+		JOIN workspaces w ON w.id = p.workspace_id
+		WHERE i.token_sha256 = ?`, digest).
+		Scan(&invID, &programID, &entryID, &invState, &expires, &delivered, &entryState, &email, &slug, &retired, &wsActive)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find invitation: %w", err)
+	}
+	switch {
+	case !oneOf(email, verifiedEmails),
+		!delivered.Valid,
+		invState != InviteIssued,
+		!tx.Now.Before(FromMillis(expires)),
+		entryState != StateInvited,
+		retired.Valid,
+		!wsActive:
+		return nil, notFound()
+	}
+	var taken int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM grants WHERE program_id = ? AND clerk_user_id = ?`,
+		programID, userID).Scan(&taken); err != nil {
+		return nil, fmt.Errorf("check grants: %w", err)
+	}
+	if taken > 0 {
+		return nil, notFound() // one account holds at most one grant per program
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE invitations SET state = 'redeemed', terminal_at = ? WHERE id = ? AND state = 'issued'`,
+		Millis(tx.Now), invID); err != nil {
+		return nil, fmt.Errorf("redeem invitation: %w", err)
+	}
+	grantID := uuid.NewString()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO grants (id, program_id, entry_id, invitation_id, clerk_user_id, active, granted_at)
+		VALUES (?, ?, ?, ?, ?, 1, ?)`, grantID, programID, entryID, invID, userID, Millis(tx.Now)); err != nil {
+		return nil, fmt.Errorf("insert grant: %w", err)
+	}
+	if err := db.setEntryState(ctx, tx, programID, entryID, StateActive, false); err != nil {
+		return nil, err
+	}
+	if err := appendEvent(ctx, tx, programID, entryID, Actor{Kind: ActorRecipient, UserID: userID}, "redeemed",
+		Details{"invitationId": invID, "grantId": grantID}); err != nil {
+		return nil, err
+	}
+	return &Redemption{ProgramID: programID, Slug: slug, GrantID: grantID}, nil
 }
 
 // PrivateContent is a program's private content as its recipient reads it.

@@ -661,3 +661,72 @@ func TestPrivateRead_ListsTheProgramsAssetsByName(t *testing.T) {
 		t.Fatalf("assets=%+v\nwant   %+v", c.Assets, want)
 	}
 }
+
+// Redeem with limits counts the attempt and redeems in one transaction: a
+// failed redemption keeps its counted attempts, an attempt over a limit is
+// counted by no later limit and redeems nothing, and a good code both
+// counts and grants.
+func TestRedeem_LimitsCountInTheSameTransaction(t *testing.T) {
+	f := mustAccessFixture(t)
+	ctx := context.Background()
+	p := f.program(t, "counted", "Counted.")
+	code, _, _ := f.invite(t, p, "counted@example.com", true)
+	emails := []string{"counted@example.com"}
+	key := func(b byte) func(time.Time) []byte {
+		return func(time.Time) []byte { return bytes.Repeat([]byte{b}, 32) }
+	}
+	account := AttemptLimit{Max: 3, Key: key(1)}
+	network := AttemptLimit{Max: 5, Key: key(2)}
+	counted := func() (int, int) {
+		return mustCount(t, f.db, `SELECT coalesce(sum(attempts), 0) FROM network_counters WHERE key = ?`, key(1)(time.Time{})),
+			mustCount(t, f.db, `SELECT coalesce(sum(attempts), 0) FROM network_counters WHERE key = ?`, key(2)(time.Time{}))
+	}
+	wantCounted := func(what string, a, n int) {
+		t.Helper()
+		if gotA, gotN := counted(); gotA != a || gotN != n {
+			t.Fatalf("%s: counted account %d network %d, want %d and %d", what, gotA, gotN, a, n)
+		}
+	}
+
+	// Two failures: not found, and counted by both limits.
+	for range 2 {
+		_, err := f.db.Redeem(ctx, "user_counted", emails, unusedInvitationCode(t), account, network)
+		wantCode(t, "unknown code", err, ENOTFOUND)
+	}
+	wantCounted("after two failures", 2, 2)
+
+	// The good code counts and grants.
+	red, err := f.db.Redeem(ctx, "user_counted", emails, code, account, network)
+	if err != nil {
+		t.Fatalf("redeem: %v", err)
+	}
+	wantCounted("after the redemption", 3, 3)
+	wantPrivateReadable(t, f.db, p, "user_counted", emails, "Counted.")
+	if red.GrantID == "" {
+		t.Fatal("no grant ID")
+	}
+
+	// The account is at its limit: refused, and the network does not count it.
+	other, _, _ := f.invite(t, p, "second@example.com", true)
+	_, err = f.db.Redeem(ctx, "user_counted", []string{"second@example.com"}, other, account, network)
+	wantCode(t, "over the account limit", err, ERATELIMITED)
+	wantCounted("after the account refusal", 3, 3)
+
+	// Another account on the same network uses up the network's limit; then
+	// even a good code is refused, counted by the account only, and grants
+	// nothing.
+	fresh := AttemptLimit{Max: 10, Key: key(3)}
+	for range 2 {
+		_, err := f.db.Redeem(ctx, "user_second", []string{"second@example.com"}, unusedInvitationCode(t), fresh, network)
+		wantCode(t, "neighbour's failure", err, ENOTFOUND)
+	}
+	_, err = f.db.Redeem(ctx, "user_second", []string{"second@example.com"}, other, fresh, network)
+	wantCode(t, "over the network limit", err, ERATELIMITED)
+	if got := mustCount(t, f.db, `SELECT attempts FROM network_counters WHERE key = ?`, key(3)(time.Time{})); got != 3 {
+		t.Fatalf("the second account counted %d attempts, want 3 (the refused one too: its limit comes first)", got)
+	}
+	wantCounted("after the network refusal", 3, 5)
+	if got := mustCount(t, f.db, `SELECT count(*) FROM grants WHERE clerk_user_id = 'user_second'`); got != 0 {
+		t.Fatalf("a refused redemption granted %d", got)
+	}
+}

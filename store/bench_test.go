@@ -181,8 +181,8 @@ func BenchmarkQueue100k(b *testing.B) {
 }
 
 // BenchmarkReadPrivateContent is a redeemed recipient's private read: the
-// access gate and the content in one read transaction, serially and from
-// many goroutines.
+// access gate, the content and its asset list in one statement, serially
+// and from many goroutines.
 func BenchmarkReadPrivateContent(b *testing.B) {
 	f := mustAccessFixture(b)
 	p := f.program(b, "bench-private", "Private content for the benchmark.")
@@ -213,6 +213,35 @@ func BenchmarkReadPrivateContent(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkRedeem is one redemption behind the account and network attempt
+// limits, as the handler makes it: both counters and the redemption in one
+// BEGIN IMMEDIATE transaction. Each op redeems an invitation of its own,
+// issued and delivered before the timer starts.
+func BenchmarkRedeem(b *testing.B) {
+	f := mustAccessFixture(b)
+	p := f.program(b, "bench-redeem", "Redeemed.")
+	mustSetProgram(b, f.db, f.owner, p.ID, func(s *ProgramSettings) {
+		s.QueueCap, s.HourlyCap, s.SeatCap = ptrTo(benchCap), ptrTo(benchCap), ptrTo(benchCap)
+	})
+	codes := make([]string, b.N)
+	for i := range b.N {
+		codes[i], _, _ = f.invite(b, p, fmt.Sprintf("redeem-%d@example.test", i), true)
+	}
+	network := AttemptLimit{Max: 1000000, Key: benchAttempts.Key}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		email := fmt.Sprintf("redeem-%d@example.test", i)
+		account := AttemptLimit{Max: 10, Key: func(hour time.Time) []byte {
+			k := sha256.Sum256([]byte("bench account " + email + hour.String()))
+			return k[:]
+		}}
+		if _, err := f.db.Redeem(ctx, "user_"+email, []string{email}, codes[i], account, network); err != nil {
+			b.Fatalf("redeem %d: %v", i, err)
+		}
+	}
 }
 
 // BenchmarkRawFullTxn is the ceiling the signup benchmarks compare with: a

@@ -284,20 +284,15 @@ func newEntryID() (string, error) {
 	return u.String(), nil
 }
 
-// CountAttempt records one attempt against an hourly counter keyed by
-// keyFor(start of the current UTC hour) and fails with ERATELIMITED once
-// limit attempts were already counted this hour. It also deletes a batch of
-// expired counters: cleanup rides on later requests (spec 000).
-func (db *DB) CountAttempt(ctx context.Context, keyFor func(hour time.Time) []byte, limit int) error {
-	return db.Update(ctx, func(tx *Tx) error {
-		return db.countAttempt(ctx, tx, keyFor, limit)
-	})
-}
-
 // counterCleanupEvery spaces the expired-counter cleanup that rides on
 // requests: counters expire by the hour, so once a minute is plenty.
 const counterCleanupEvery = time.Minute
 
+// countAttempt records one attempt against an hourly counter keyed by
+// keyFor(start of the current UTC hour) and refuses with ERATELIMITED,
+// without counting, once limit attempts were counted this hour. It also
+// deletes a batch of expired counters: cleanup rides on later requests
+// (spec 000).
 func (db *DB) countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Time) []byte, limit int) error {
 	// spec 000: expired counters are deleted by work attached to later
 	// requests. The writer is single, so this plain field is safe here.

@@ -627,9 +627,14 @@ func TestSignup_HourBucketResetsInTheNextHour(t *testing.T) {
 	}
 }
 
+// countAttemptAlone counts one attempt in a write transaction of its own.
+func countAttemptAlone(db *DB, keyFor func(hour time.Time) []byte, limit int) error {
+	ctx := context.Background()
+	return db.Update(ctx, func(tx *Tx) error { return db.countAttempt(ctx, tx, keyFor, limit) })
+}
+
 func TestCountAttempt_LimitsPerHourAndDeletesExpiredCounters(t *testing.T) {
 	db, clock := mustOpenDBWithClock(t)
-	ctx := context.Background()
 	const limit = 3
 	keyFor := func(subject string) func(time.Time) []byte {
 		return func(hour time.Time) []byte {
@@ -639,17 +644,17 @@ func TestCountAttempt_LimitsPerHourAndDeletesExpiredCounters(t *testing.T) {
 	}
 	clock.Set(time.Date(2025, time.March, 10, 10, 20, 0, 0, time.UTC))
 	for i := range limit {
-		if err := db.CountAttempt(ctx, keyFor("net-a"), limit); err != nil {
+		if err := countAttemptAlone(db, keyFor("net-a"), limit); err != nil {
 			t.Fatalf("attempt %d: %v", i+1, err)
 		}
 	}
-	err := db.CountAttempt(ctx, keyFor("net-a"), limit)
+	err := countAttemptAlone(db, keyFor("net-a"), limit)
 	wantCode(t, fmt.Sprintf("attempt %d", limit+1), err, ERATELIMITED)
-	if err := db.CountAttempt(ctx, keyFor("net-a"), limit); ErrorCode(err) != ERATELIMITED {
+	if err := countAttemptAlone(db, keyFor("net-a"), limit); ErrorCode(err) != ERATELIMITED {
 		t.Fatalf("attempt %d: err=%v, want still %s", limit+2, err, ERATELIMITED)
 	}
 	// Another network has its own counter.
-	if err := db.CountAttempt(ctx, keyFor("net-b"), limit); err != nil {
+	if err := countAttemptAlone(db, keyFor("net-b"), limit); err != nil {
 		t.Fatalf("another network: %v", err)
 	}
 	tenOClock := time.Date(2025, time.March, 10, 10, 0, 0, 0, time.UTC)
@@ -666,7 +671,7 @@ func TestCountAttempt_LimitsPerHourAndDeletesExpiredCounters(t *testing.T) {
 	// counters that expired when the old hour ended.
 	clock.Set(time.Date(2025, time.March, 10, 11, 0, 0, 0, time.UTC))
 	for i := range limit {
-		if err := db.CountAttempt(ctx, keyFor("net-a"), limit); err != nil {
+		if err := countAttemptAlone(db, keyFor("net-a"), limit); err != nil {
 			t.Fatalf("new hour attempt %d: %v", i+1, err)
 		}
 	}
@@ -676,7 +681,7 @@ func TestCountAttempt_LimitsPerHourAndDeletesExpiredCounters(t *testing.T) {
 	if got, want := mustCount(t, db, `SELECT count(*) FROM network_counters`), 1; got != want {
 		t.Fatalf("counters=%d, want %d (only the current hour's)", got, want)
 	}
-	err = db.CountAttempt(ctx, keyFor("net-a"), limit)
+	err = countAttemptAlone(db, keyFor("net-a"), limit)
 	wantCode(t, "new hour, over the limit", err, ERATELIMITED)
 }
 

@@ -20,7 +20,7 @@ lint:
 
 # Measure (BENCHMARKS.md): the load run against the real binary — flags pass
 # through, e.g. `just bench -duration 5s -clients 64` — then the store's Go
-# benchmarks. About three minutes on two cores.
+# benchmarks. About two and a half minutes on two cores.
 bench *FLAGS:
     go run ./cmd/loadgen {{FLAGS}}
     go test -run '^$' -bench . -benchmem ./store

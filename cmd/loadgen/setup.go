@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -163,15 +164,17 @@ func setupRecipient(ctx context.Context, c *client, owner *session, p *program, 
 	return rec, nil
 }
 
-// deepCursor follows the API's cursors, 200 entries a page, until at least
-// depth entries lie before the position, and returns that cursor.
+// deepCursor follows the API's cursors, up to 200 entries a page, until
+// exactly depth entries lie before the position, and returns that cursor.
 func deepCursor(ctx context.Context, c *client, owner *session, p *program, depth int) (string, error) {
 	cursor, seen := "", 0
 	for pages := 0; seen < depth; pages++ {
 		if pages > depth/200+2 {
 			return "", fmt.Errorf("the queue ended after %d entries, before %d", seen, depth)
 		}
-		path := "/api/owner/programs/" + p.ID + "/entries?limit=200"
+		// The last page is cut short so that the cursor lands exactly
+		// depth entries in, whatever depth is.
+		path := "/api/owner/programs/" + p.ID + "/entries?limit=" + strconv.Itoa(min(200, depth-seen))
 		if cursor != "" {
 			path += "&cursor=" + url.QueryEscape(cursor)
 		}

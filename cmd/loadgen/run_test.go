@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The whole load run, every scenario, against the real binary built from
+// this module, with tiny bounds: the tool still drives admit end to end
+// (build, start, owner setup through the API, seeding, restarts, reads) and
+// reports a row per scenario with requests and no errors. The figures mean
+// nothing at this size; BENCHMARKS.md has the real ones.
+func TestRun_EveryScenarioAgainstTheRealBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs admit")
+	}
+	cfg, err := parseFlags([]string{"-src", "../..", "-dir", t.TempDir(),
+		"-duration", "200ms", "-read-duration", "200ms", "-warmup", "0",
+		"-clients", "4", "-owner-clients", "2", "-read-clients", "2",
+		"-entries", "1000", "-restarts", "1", "-max-requests", "300", "-timeout", "5m"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out, progress bytes.Buffer
+	if err := run(ctx, cfg, &out, &progress); err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	report := out.String()
+	for _, name := range []string{"ceiling: raw FULL txn", "a. signup JSON", "a. signup HTML form", "b. mixed 70/20/10",
+		"c. queue HTML first page", "c. queue HTML deep page", "c. queue HTML state=selected",
+		"c. queue API first page", "c. queue API deep page", "c. queue API state=selected",
+		"d. private read API", "d. private read HTML"} {
+		row := reportRow(report, name)
+		if row == nil {
+			t.Errorf("no row for %q in the report:\n%s", name, report)
+			continue
+		}
+		// | scenario | clients | requests | req/s | p50 | p95 | p99 | max | errors | RSS | DB |
+		requests, _ := strconv.Atoi(row[2])
+		if requests < 1 || row[8] != "0" {
+			t.Errorf("%s: requests %q, errors %q; want some requests and no error", name, row[2], row[8])
+		}
+	}
+	for _, want := range []string{"Start to ready", "Server log lines at level ERROR: 0."} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+}
+
+// reportRow returns the cells of the report's table row for a scenario.
+func reportRow(report, scenario string) []string {
+	for _, line := range strings.Split(report, "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if len(cells) == 11 && cells[0] == scenario {
+			return cells
+		}
+	}
+	return nil
+}

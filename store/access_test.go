@@ -202,20 +202,10 @@ func everyStoredCell(tb testing.TB, db *DB) map[string][][]byte {
 	ctx := context.Background()
 	out := map[string][][]byte{}
 	err := db.View(ctx, func(tx *Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+		names, err := tableNames(ctx, tx)
 		if err != nil {
 			return err
 		}
-		var names []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				rows.Close()
-				return err
-			}
-			names = append(names, n)
-		}
-		rows.Close()
 		for _, n := range names {
 			rows, err := tx.QueryContext(ctx, `SELECT * FROM "`+n+`"`)
 			if err != nil {

@@ -97,20 +97,10 @@ func dbFingerprint(tb testing.TB, db *DB) map[string]int {
 	ctx := context.Background()
 	out := map[string]int{}
 	err := db.View(ctx, func(tx *Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+		names, err := tableNames(ctx, tx)
 		if err != nil {
 			return err
 		}
-		var names []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				rows.Close()
-				return err
-			}
-			names = append(names, n)
-		}
-		rows.Close()
 		for _, n := range names {
 			var c int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM "`+n+`"`).Scan(&c); err != nil {

@@ -144,3 +144,21 @@ func mustCount(tb testing.TB, db *DB, query string, args ...any) int {
 	}
 	return n
 }
+
+// tableNames lists the database's own tables (SQLite's internal ones left out).
+func tableNames(ctx context.Context, tx *Tx) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
+}

@@ -46,6 +46,12 @@ func TestRun_EveryScenarioAgainstTheRealBinary(t *testing.T) {
 		if requests < 1 || row[8] != "0" {
 			t.Errorf("%s: requests %q, errors %q; want some requests and no error", name, row[2], row[8])
 		}
+		if !strings.Contains(row[10], " + ") {
+			t.Errorf("%s: database size %q, want DB MiB + WAL MiB", name, row[10])
+		}
+		if rss, err := strconv.ParseFloat(row[9], 64); name != "ceiling: raw FULL txn" && (err != nil || rss <= 0) {
+			t.Errorf("%s: peak RSS %q, want the server's peak in MiB", name, row[9])
+		}
 	}
 	for _, want := range []string{"Start to ready", "Server log lines at level ERROR: 0."} {
 		if !strings.Contains(report, want) {

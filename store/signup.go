@@ -242,6 +242,23 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 	if err != nil {
 		return nil, err
 	}
+	// spec: the hour bucket only moves while it stays within the cap. It
+	// was read below the cap under this transaction's lock, so the guard
+	// never refuses; if it did, this is still the first write and nothing
+	// is written.
+	res, err := tx.ExecContext(ctx, `INSERT INTO intake_hours (program_id, bucket_start, admitted_count) VALUES (?, ?, 1)
+		ON CONFLICT (program_id, bucket_start) DO UPDATE SET admitted_count = admitted_count + 1 WHERE admitted_count < ?`,
+		programID, bucket, hourlyCap)
+	var counted int64
+	if err == nil {
+		counted, err = res.RowsAffected()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("count hour: %w", err)
+	}
+	if counted == 0 {
+		return nil, Errorf(ERATELIMITED, "This waitlist is full right now. Please try again later.")
+	}
 	// The entry is born waiting: its erasure date comes from the same rule
 	// every later state change applies (eraseAfter), in the same statement.
 	var erase any
@@ -252,13 +269,6 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 			created_at, updated_at, removal_hash, erase_after) VALUES (?, ?, ?, ?, ?, 'waiting', ?, ?, ?, ?)`,
 		entryID, programID, req.Email, noticeID, Millis(tx.Now), Millis(tx.Now), Millis(tx.Now), hash, erase); err != nil {
 		return nil, fmt.Errorf("insert entry: %w", err)
-	}
-	// The bucket was read under this transaction's lock and was below the
-	// cap, so this increment cannot pass it.
-	if _, err := tx.ExecContext(ctx, `INSERT INTO intake_hours (program_id, bucket_start, admitted_count) VALUES (?, ?, 1)
-		ON CONFLICT (program_id, bucket_start) DO UPDATE SET admitted_count = admitted_count + 1`,
-		programID, bucket); err != nil {
-		return nil, fmt.Errorf("count hour: %w", err)
 	}
 	if err := insertReceipt(); err != nil {
 		return nil, err

@@ -12,10 +12,11 @@ test:
 generate:
     go tool templ generate
 
-# Format check, vet, and the templ drift check.
+# Format check, vet, staticcheck, and the templ drift check.
 lint:
     test -z "$(gofmt -l .)"
     go vet ./...
+    go tool staticcheck ./...
     go tool templ generate && git diff --exit-code -- '*_templ.go'
 
 # Measure (BENCHMARKS.md): the load run against the real binary — flags pass

@@ -51,10 +51,10 @@ func restoreCmd(ctx context.Context, args []string, getenv func(string) string, 
 	out := fs.String("o", "", "output path (must not exist)")
 	ts := fs.String("timestamp", "", "restore the database as it was at this RFC 3339 instant")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("restore: %w\n%s", err, usage)
+		return usagef("restore: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("restore: unexpected argument %q\n%s", fs.Arg(0), usage)
+		return usagef("restore: unexpected argument %q", fs.Arg(0))
 	}
 	if *out == "" {
 		return errors.New("restore: -o PATH is required: admit never restores over a file")
@@ -90,7 +90,7 @@ func restoreCmd(ctx context.Context, args []string, getenv func(string) string, 
 // backupCmd is `admit backup verify`: the restore drill.
 func backupCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) != 1 || args[0] != "verify" {
-		return fmt.Errorf("backup: want verify\n%s", usage)
+		return usagef("backup: want verify")
 	}
 	cfg, err := LoadConfig(getenv)
 	if err != nil {

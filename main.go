@@ -31,8 +31,22 @@ func main() {
 	defer stop()
 	if err := Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "admit:", err)
+		if errors.As(err, new(usageError)) {
+			fmt.Fprint(os.Stderr, usage)
+		}
 		os.Exit(1)
 	}
+}
+
+// usageError is a mistake in the command line; main prints the usage after it.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError formatted like fmt.Errorf.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
 }
 
 // Run executes one admit command. It returns when the command is done or,
@@ -57,7 +71,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	return usagef("unknown command %q", cmd)
 }
 
 const usage = `usage:
@@ -88,7 +102,7 @@ func openDB(ctx context.Context, getenv func(string) string) (*Config, *store.DB
 	return cfg, db, nil
 }
 
-func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
+func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// Read litestream.yml first: a bad key refuses the start before any data is touched.
 	backupCfg, err := loadBackupConfig(getenv)
@@ -104,7 +118,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		// Litestream's lifecycle rule: it closes (with a final sync) only
 		// after admit's own connections are closed. The HTTP server and the
 		// sweeper have stopped by the time this runs.
-		db.Close()
+		closeDB(db, &err)
 		closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		if err := repl.Close(closeCtx); err != nil {
@@ -224,9 +238,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	return nil
 }
 
-func ownerCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func ownerCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
 	if len(args) == 0 {
-		return errors.New("owner: want add, remove or list\n" + usage)
+		return usagef("owner: want add, remove or list")
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("owner "+sub, flag.ContinueOnError)
@@ -234,19 +248,19 @@ func ownerCmd(ctx context.Context, args []string, getenv func(string) string, st
 	workspace := fs.String("workspace", "", "workspace name")
 	user := fs.String("user", "", "identity provider user ID")
 	if err := fs.Parse(args[1:]); err != nil {
-		return fmt.Errorf("owner %s: %w\n%s", sub, err, usage)
+		return usagef("owner %s: %w", sub, err)
 	}
 	if *workspace == "" {
-		return fmt.Errorf("owner %s: --workspace is required", sub)
+		return usagef("owner %s: --workspace is required", sub)
 	}
 	if sub != "list" && *user == "" {
-		return fmt.Errorf("owner %s: --user is required", sub)
+		return usagef("owner %s: --user is required", sub)
 	}
 	_, db, err := openDB(ctx, getenv)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer closeDB(db, &err)
 	cli := store.Actor{Kind: store.ActorCLI}
 	switch sub {
 	case "add":
@@ -272,17 +286,25 @@ func ownerCmd(ctx context.Context, args []string, getenv func(string) string, st
 			fmt.Fprintf(stdout, "%s\t%s\t%s\n", o.UserID, status, o.UpdatedAt.Format(time.RFC3339))
 		}
 	default:
-		return fmt.Errorf("owner: unknown subcommand %q\n%s", sub, usage)
+		return usagef("owner: unknown subcommand %q", sub)
 	}
 	return nil
 }
 
-func migrateCmd(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+// closeDB closes db and adds a failure to *err: closing the last connection
+// checkpoints the WAL, so a write is not safely on disk until it succeeds.
+func closeDB(db *store.DB, err *error) {
+	if cerr := db.Close(); cerr != nil {
+		*err = errors.Join(*err, fmt.Errorf("close database: %w", cerr))
+	}
+}
+
+func migrateCmd(ctx context.Context, getenv func(string) string, stdout io.Writer) (err error) {
 	_, db, err := openDB(ctx, getenv)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer closeDB(db, &err)
 	fmt.Fprintln(stdout, "database is up to date")
 	return nil
 }

@@ -709,21 +709,26 @@ func TestOwnerCLI_AddRemoveListAreAudited(t *testing.T) {
 	}
 }
 
+// TestOwnerCLI_RejectsBadArguments: each mistake is an error naming it; a
+// mistake in the command line (not in the data) is a usageError, after
+// which main prints the usage.
 func TestOwnerCLI_RejectsBadArguments(t *testing.T) {
 	env := map[string]string{"ADMIT_DATA": t.TempDir()}
 	for _, tc := range []struct {
-		name string
-		args []string
-		want string
+		name  string
+		args  []string
+		want  string
+		usage bool
 	}{
-		{"no subcommand", []string{"owner"}, "add, remove or list"},
-		{"add without --user", []string{"owner", "add", "--workspace", "Acme"}, "--user"},
-		{"remove without --user", []string{"owner", "remove", "--workspace", "Acme"}, "--user"},
-		{"without --workspace", []string{"owner", "add", "--user", "user_1"}, "--workspace"},
-		{"unknown subcommand", []string{"owner", "promote", "--workspace", "Acme", "--user", "user_1"}, "unknown subcommand"},
-		{"unknown flag", []string{"owner", "add", "--workspace", "Acme", "--user", "user_1", "--role", "admin"}, "role"},
-		{"list of an unknown workspace", []string{"owner", "list", "--workspace", "Nope"}, "Nope"},
-		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"no subcommand", []string{"owner"}, "add, remove or list", true},
+		{"add without --user", []string{"owner", "add", "--workspace", "Acme"}, "--user", true},
+		{"remove without --user", []string{"owner", "remove", "--workspace", "Acme"}, "--user", true},
+		{"without --workspace", []string{"owner", "add", "--user", "user_1"}, "--workspace", true},
+		{"unknown subcommand", []string{"owner", "promote", "--workspace", "Acme", "--user", "user_1"}, "unknown subcommand", true},
+		{"unknown flag", []string{"owner", "add", "--workspace", "Acme", "--user", "user_1", "--role", "admin"}, "role", true},
+		{"list of an unknown workspace", []string{"owner", "list", "--workspace", "Nope"}, "Nope", false},
+		{"unknown command", []string{"frobnicate"}, "unknown command", true},
+		{"backup without verify", []string{"backup"}, "want verify", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runCmd(t, env, tc.args...)
@@ -732,6 +737,12 @@ func TestOwnerCLI_RejectsBadArguments(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q lacks %q", err, tc.want)
+			}
+			if strings.HasSuffix(err.Error(), "\n") || strings.Contains(err.Error(), "usage:") {
+				t.Fatalf("error %q carries the usage text; main prints it", err)
+			}
+			if got := errors.As(err, new(usageError)); got != tc.usage {
+				t.Fatalf("usage error=%v, want %v (%v)", got, tc.usage, err)
 			}
 		})
 	}

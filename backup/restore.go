@@ -186,8 +186,8 @@ func TableRowCounts(ctx context.Context, path string) (TableCounts, error) {
 		}
 		names = append(names, n)
 	}
-	if err := rows.Close(); err != nil {
-		return nil, err
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("list tables of %s: %w", path, err)
 	}
 	counts := TableCounts{}
 	for _, n := range names {

@@ -27,6 +27,7 @@ func mustNavigate(tb testing.TB, ctx context.Context, what string, steps ...chro
 	}
 	if resp == nil {
 		tb.Fatalf("%s: no document response", what)
+		return nil
 	}
 	if got, want := resp.Status, int64(200); got != want {
 		tb.Fatalf("%s: %s answered %d, want %d", what, resp.URL, got, want)

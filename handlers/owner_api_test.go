@@ -368,12 +368,11 @@ func TestOwnerAPI_PolicyConflictsChangeNothing(t *testing.T) {
 	r := owner.PostJSON(t, "POST", "/api/owner/programs", `{"workspaceId":"`+ws+`","slug":"policy-list","purpose":"Policy checks.","queueCap":10,"hourlyCap":10,"seatCap":2,"maxInvitationDays":3}`)
 	owWantStatus(t, "create", r, http.StatusCreated)
 	id := owStr(owDecode(t, r.Body)["id"])
-	p := mustOwnerProgram(t, app, id)
 	if _, err := app.DB.PublishNotice(context.Background(), ownerActorOf(app.OwnerID), id, store.NewNotice{
 		Purpose: "Policy checks.", ContactText: "By hand.", RetentionText: "Until retired."}); err != nil {
 		t.Fatal(err)
 	}
-	p = mustOwnerProgram(t, app, id)
+	p := mustOwnerProgram(t, app, id)
 	a := mustInsertEntry(t, app.DB, p, "pa@example.com", "selected")
 	b := mustInsertEntry(t, app.DB, p, "pb@example.com", "selected")
 	owIssue(t, app, id, a)

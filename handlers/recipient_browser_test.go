@@ -23,6 +23,7 @@ func recipientBrowserLoad(tb testing.TB, ctx context.Context, what string, want 
 	}
 	if resp == nil {
 		tb.Fatalf("%s: no document response", what)
+		return nil
 	}
 	if resp.Status != want {
 		tb.Fatalf("%s: %s answered %d, want %d", what, resp.URL, resp.Status, want)

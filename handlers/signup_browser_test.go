@@ -27,6 +27,7 @@ func signupBrowserLoad(tb testing.TB, ctx context.Context, what string, want int
 	}
 	if resp == nil {
 		tb.Fatalf("%s: no document response", what)
+		return nil
 	}
 	if resp.Status != want {
 		tb.Fatalf("%s: %s answered %d, want %d", what, resp.URL, resp.Status, want)

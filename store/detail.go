@@ -73,7 +73,13 @@ func (db *DB) EntryDetail(ctx context.Context, a Actor, programID, entryID strin
 			}
 			d.Invitations = append(d.Invitations, *inv)
 		}
-		rows.Close()
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return fmt.Errorf("list invitations: %w", err)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("list invitations: %w", err)
+		}
 		g, err := scanGrant(tx.QueryRowContext(ctx, `SELECT `+grantColumns+` FROM grants g WHERE g.entry_id = ? AND g.program_id = ?`, e.ID, p.ID))
 		switch {
 		case err == nil:

@@ -133,7 +133,7 @@ func (db *DB) redeem(ctx context.Context, tx *Tx, userID string, verifiedEmails 
 	if err := db.setEntryState(ctx, tx, programID, entryID, StateActive, false); err != nil {
 		return nil, err
 	}
-	if err := appendEvent(ctx, tx, programID, entryID, Actor{Kind: ActorRecipient, UserID: userID}, "redeemed",
+	if err := appendEvent(ctx, tx, programID, entryID, Actor{Kind: ActorRecipient, UserID: userID}, EventRedeemed,
 		Details{"invitationId": invID, "grantId": grantID}); err != nil {
 		return nil, err
 	}

@@ -94,7 +94,7 @@ func (db *DB) PutAsset(ctx context.Context, a Actor, programID, name, contentTyp
 			p.ID, name, contentType, data, sum[:], Millis(tx.Now)); err != nil {
 			return fmt.Errorf("store asset: %w", err)
 		}
-		return appendEvent(ctx, tx, p.ID, "", a, "asset_uploaded", Details{"bytes": len(data)})
+		return appendEvent(ctx, tx, p.ID, "", a, EventAssetUploaded, Details{"bytes": len(data)})
 	})
 }
 

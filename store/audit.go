@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // ActorKind says who caused an audited change.
@@ -26,9 +28,131 @@ type Actor struct {
 	UserID string
 }
 
-// Details are an audit event's details: IDs, states and reason codes only,
-// never an email, token, code or free text.
+// Details are an audit event's details: IDs, states, counts and reason
+// codes only, never an email, token, code or free text. Which keys an event
+// may carry, and what each may hold, is fixed per event type in eventDetails.
 type Details map[string]any
+
+// EventType names a kind of program audit event. Every type admit records
+// is declared here and has an entry in eventDetails; appendEvent refuses
+// any other.
+type EventType string
+
+// Program audit event types.
+const (
+	EventProgramCreated   EventType = "program_created"
+	EventNoticePublished  EventType = "notice_published"
+	EventSignup           EventType = "signup"
+	EventSelected         EventType = "selected"
+	EventDeclined         EventType = "declined"
+	EventInviteIssued     EventType = "invite_issued"
+	EventDeliveryRecorded EventType = "delivery_recorded"
+	EventInviteRevoked    EventType = "invite_revoked"
+	EventInviteExpired    EventType = "invite_expired"
+	EventRedeemed         EventType = "redeemed"
+	EventGrantRevoked     EventType = "grant_revoked"
+	EventWithdrawn        EventType = "withdrawn"
+	EventContentUpdated   EventType = "content_updated"
+	EventAssetUploaded    EventType = "asset_uploaded"
+	EventProgramChanged   EventType = "program_changed"
+	EventProgramRetired   EventType = "program_retired"
+	EventQueueExported    EventType = "queue_exported"
+	EventErased           EventType = "erased"
+)
+
+// detailRule reports whether a value may be stored under a detail key.
+type detailRule func(v any) bool
+
+// anID is a canonical lowercase UUID: a row's ID.
+func anID(v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
+}
+
+// aCount is a non-negative integer.
+func aCount(v any) bool {
+	switch n := v.(type) {
+	case int:
+		return n >= 0
+	case int64:
+		return n >= 0
+	}
+	return false
+}
+
+// aFlag is a boolean.
+func aFlag(v any) bool {
+	_, ok := v.(bool)
+	return ok
+}
+
+// aCode is one of a fixed list of codes.
+func aCode(codes ...string) detailRule {
+	return func(v any) bool {
+		s, ok := v.(string)
+		return ok && oneOf(s, codes)
+	}
+}
+
+// Causes and channels recorded in details, besides the reason lists.
+var (
+	// fromState is the state an entry left.
+	fromState = aCode(EntryStates...)
+	// withdrawalVia says who asked for a withdrawal and how.
+	withdrawalVia = aCode("applicant", "removal_link", WithdrawReasons[0])
+	// endedBy says why an invitation or grant ended without its own action.
+	endedBy = aCode("withdrawn")
+	// erasedBy says which rule erased an entry's personal data.
+	erasedBy = aCode("removal_link", "retention")
+)
+
+// eventDetails is the allowlist: for each event type, the detail keys it
+// may carry and the rule for each key's value. A key not listed, or a value
+// its rule refuses, is an error and nothing is stored (rule: history holds
+// IDs, states, counts and reason codes only).
+var eventDetails = map[EventType]map[string]detailRule{
+	EventProgramCreated:   {},
+	EventNoticePublished:  {"version": aCount},
+	EventSignup:           {"noticeVersion": aCount},
+	EventSelected:         {"reason": aCode(SelectReasons...), "from": fromState, "batch": aFlag},
+	EventDeclined:         {"reason": aCode(DeclineReasons...), "from": fromState},
+	EventInviteIssued:     {"invitationId": anID},
+	EventDeliveryRecorded: {"invitationId": anID},
+	EventInviteRevoked:    {"invitationId": anID, "cause": endedBy},
+	EventInviteExpired:    {"invitationId": anID},
+	EventRedeemed:         {"invitationId": anID, "grantId": anID},
+	EventGrantRevoked:     {"grantId": anID, "cause": endedBy},
+	EventWithdrawn:        {"from": fromState, "via": withdrawalVia},
+	EventContentUpdated:   {"revision": aCount},
+	EventAssetUploaded:    {"bytes": aCount},
+	EventProgramChanged: {"signupOpen": aFlag, "accessEnabled": aFlag,
+		"queueCap": aCount, "hourlyCap": aCount, "seatCap": aCount},
+	EventProgramRetired: {"entries": aCount, "invitationsRevoked": aCount, "grantsRevoked": aCount},
+	EventQueueExported:  {"rows": aCount},
+	EventErased:         {"reason": erasedBy},
+}
+
+// checkDetails applies the allowlist to an event before it is stored.
+func checkDetails(t EventType, d Details) error {
+	rules, ok := eventDetails[t]
+	if !ok {
+		return fmt.Errorf("audit event type %q is not on the allowlist", t)
+	}
+	for k, v := range d {
+		rule, ok := rules[k]
+		if !ok {
+			return fmt.Errorf("audit detail %q is not allowed on %s events", k, t)
+		}
+		if !rule(v) {
+			return fmt.Errorf("audit detail %q on %s events holds a value outside its rule", k, t)
+		}
+	}
+	return nil
+}
 
 // Event is one audit record.
 type Event struct {
@@ -44,17 +168,14 @@ type Event struct {
 // maxDetailsBytes bounds an event's serialized details (the schema checks it too).
 const maxDetailsBytes = 512
 
-// appendEvent records a program audit event in tx at tx.Now.
-func appendEvent(ctx context.Context, tx *Tx, programID, entryID string, a Actor, eventType string, d Details) error {
+// appendEvent records a program audit event in tx at tx.Now, after checking
+// its details against the allowlist: an event that fails is never stored.
+func appendEvent(ctx context.Context, tx *Tx, programID, entryID string, a Actor, eventType EventType, d Details) error {
 	if d == nil {
 		d = Details{}
 	}
-	for k, v := range d {
-		switch v.(type) {
-		case string, int, int64, bool, nil:
-		default:
-			return fmt.Errorf("audit detail %q has unsupported type %T", k, v)
-		}
+	if err := checkDetails(eventType, d); err != nil {
+		return err
 	}
 	b, err := json.Marshal(d)
 	if err != nil {
@@ -77,7 +198,7 @@ func appendEvent(ctx context.Context, tx *Tx, programID, entryID string, a Actor
 	_, err = tx.ExecContext(ctx, `INSERT INTO audit_events
 		(program_id, entry_id, actor_kind, actor_clerk_id, event_type, event_at, details)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		programID, entry, string(kind), actorID, eventType, Millis(tx.Now), string(b))
+		programID, entry, string(kind), actorID, string(eventType), Millis(tx.Now), string(b))
 	if err != nil {
 		return fmt.Errorf("append %s event: %w", eventType, err)
 	}

@@ -159,7 +159,7 @@ func (db *DB) ExportQueue(ctx context.Context, a Actor, programID string, fn fun
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE program_id = ?`, p.ID).Scan(&n); err != nil {
 			return fmt.Errorf("count entries: %w", err)
 		}
-		return appendEvent(ctx, tx, p.ID, "", a, "queue_exported", Details{"rows": n})
+		return appendEvent(ctx, tx, p.ID, "", a, EventQueueExported, Details{"rows": n})
 	})
 	if err != nil {
 		return err

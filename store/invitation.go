@@ -160,7 +160,7 @@ func (db *DB) expireIfDue(ctx context.Context, tx *Tx, p *Program, inv *Invitati
 	if err := db.setEntryState(ctx, tx, p.ID, inv.EntryID, StateSelected, p.RetiredAt != nil); err != nil {
 		return false, err
 	}
-	return true, appendEvent(ctx, tx, p.ID, inv.EntryID, Actor{Kind: ActorSystem}, "invite_expired",
+	return true, appendEvent(ctx, tx, p.ID, inv.EntryID, Actor{Kind: ActorSystem}, EventInviteExpired,
 		Details{"invitationId": inv.ID})
 }
 
@@ -250,7 +250,7 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID, 
 		if err := insertOwnerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", binding, inv.ID); err != nil {
 			return err
 		}
-		if err := appendEvent(ctx, tx, p.ID, e.ID, a, "invite_issued", Details{"invitationId": inv.ID}); err != nil {
+		if err := appendEvent(ctx, tx, p.ID, e.ID, a, EventInviteIssued, Details{"invitationId": inv.ID}); err != nil {
 			return err
 		}
 		res = &IssueResult{Invitation: inv, Code: code}
@@ -334,7 +334,7 @@ func (db *DB) RecordDelivery(ctx context.Context, a Actor, invitationID, request
 		if err := insertOwnerReceipt(ctx, tx, p.ID, requestKey, "record_delivery", binding, inv.ID); err != nil {
 			return err
 		}
-		if err := appendEvent(ctx, tx, p.ID, inv.EntryID, a, "delivery_recorded", Details{"invitationId": inv.ID}); err != nil {
+		if err := appendEvent(ctx, tx, p.ID, inv.EntryID, a, EventDeliveryRecorded, Details{"invitationId": inv.ID}); err != nil {
 			return err
 		}
 		out, err = invitationByID(ctx, tx, inv.ID)
@@ -362,7 +362,7 @@ func (db *DB) RevokeInvitation(ctx context.Context, a Actor, invitationID string
 		if err := db.setEntryState(ctx, tx, p.ID, inv.EntryID, StateSelected, p.RetiredAt != nil); err != nil {
 			return err
 		}
-		if err := appendEvent(ctx, tx, p.ID, inv.EntryID, a, "invite_revoked", Details{"invitationId": inv.ID}); err != nil {
+		if err := appendEvent(ctx, tx, p.ID, inv.EntryID, a, EventInviteRevoked, Details{"invitationId": inv.ID}); err != nil {
 			return err
 		}
 		out, err = invitationByID(ctx, tx, inv.ID)
@@ -416,7 +416,7 @@ func (db *DB) RevokeGrant(ctx context.Context, a Actor, grantID string) (*Grant,
 		if err := db.setEntryState(ctx, tx, p.ID, g.EntryID, StateRevoked, p.RetiredAt != nil); err != nil {
 			return err
 		}
-		if err := appendEvent(ctx, tx, p.ID, g.EntryID, a, "grant_revoked", Details{"grantId": g.ID}); err != nil {
+		if err := appendEvent(ctx, tx, p.ID, g.EntryID, a, EventGrantRevoked, Details{"grantId": g.ID}); err != nil {
 			return err
 		}
 		out, err = scanGrant(tx.QueryRowContext(ctx, `SELECT `+grantColumns+` FROM grants g WHERE g.id = ?`, g.ID))

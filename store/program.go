@@ -164,7 +164,7 @@ func (db *DB) CreateProgram(ctx context.Context, a Actor, np NewProgram) (*Progr
 		if err != nil {
 			return fmt.Errorf("insert program: %w", err)
 		}
-		if err := appendEvent(ctx, tx, id, "", a, "program_created", nil); err != nil {
+		if err := appendEvent(ctx, tx, id, "", a, EventProgramCreated, nil); err != nil {
 			return err
 		}
 		p, err = programWhere(ctx, tx, "p.id = ?", id)
@@ -228,7 +228,7 @@ func (db *DB) PublishNotice(ctx context.Context, a Actor, programID string, nn N
 			n.ID, Millis(tx.Now), p.ID); err != nil {
 			return fmt.Errorf("set current notice: %w", err)
 		}
-		return appendEvent(ctx, tx, p.ID, "", a, "notice_published", Details{"version": n.Version})
+		return appendEvent(ctx, tx, p.ID, "", a, EventNoticePublished, Details{"version": n.Version})
 	})
 	return n, err
 }
@@ -305,7 +305,7 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 		if err != nil {
 			return fmt.Errorf("update program: %w", err)
 		}
-		if err := appendEvent(ctx, tx, p.ID, "", a, "program_changed", Details{
+		if err := appendEvent(ctx, tx, p.ID, "", a, EventProgramChanged, Details{
 			"signupOpen": next.SignupOpen, "accessEnabled": next.AccessEnabled,
 			"queueCap": next.QueueCap, "hourlyCap": next.HourlyCap, "seatCap": next.SeatCap,
 		}); err != nil {
@@ -358,7 +358,7 @@ func (db *DB) PutContent(ctx context.Context, a Actor, programID string, expecte
 		if err != nil {
 			return fmt.Errorf("write content: %w", err)
 		}
-		return appendEvent(ctx, tx, p.ID, "", a, "content_updated", Details{"revision": rev})
+		return appendEvent(ctx, tx, p.ID, "", a, EventContentUpdated, Details{"revision": rev})
 	})
 	return rev, err
 }

@@ -245,7 +245,7 @@ func (db *DB) StateCounts(ctx context.Context, a Actor, programID string) (map[s
 
 // transition moves one entry from one of the allowed states to the next,
 // with its audit event, and returns the entry read back.
-func (db *DB) transition(ctx context.Context, tx *Tx, a Actor, p *Program, entryID string, from []string, to, event string, d Details) (*Entry, error) {
+func (db *DB) transition(ctx context.Context, tx *Tx, a Actor, p *Program, entryID string, from []string, to string, event EventType, d Details) (*Entry, error) {
 	e, err := entryByID(ctx, tx, p.ID, entryID)
 	if err != nil {
 		return nil, err
@@ -277,7 +277,7 @@ func (db *DB) SelectEntry(ctx context.Context, a Actor, programID, entryID, reas
 		if err != nil {
 			return err
 		}
-		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting}, StateSelected, "selected", Details{"reason": reason})
+		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting}, StateSelected, EventSelected, Details{"reason": reason})
 		return err
 	})
 	return e, err
@@ -305,7 +305,7 @@ func (db *DB) SelectEntries(ctx context.Context, a Actor, programID string, entr
 				continue
 			}
 			seen[id] = true
-			e, err := db.transition(ctx, tx, a, p, id, []string{StateWaiting}, StateSelected, "selected",
+			e, err := db.transition(ctx, tx, a, p, id, []string{StateWaiting}, StateSelected, EventSelected,
 				Details{"reason": reason, "batch": true})
 			if err != nil {
 				return err
@@ -339,7 +339,7 @@ func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID, rea
 		if blocking > 0 {
 			return Errorf(ECONFLICT, "This entry has an invitation or access. Revoke it first.")
 		}
-		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting, StateSelected}, StateDeclined, "declined", Details{"reason": reason})
+		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting, StateSelected}, StateDeclined, EventDeclined, Details{"reason": reason})
 		return err
 	})
 	return e, err
@@ -360,7 +360,7 @@ func (db *DB) withdraw(ctx context.Context, tx *Tx, a Actor, p *Program, entryID
 	if err := endAccess(ctx, tx, p.ID, e.ID, a); err != nil {
 		return nil, err
 	}
-	return db.transition(ctx, tx, a, p, e.ID, []string{e.State}, StateWithdrawn, "withdrawn", Details{"via": via})
+	return db.transition(ctx, tx, a, p, e.ID, []string{e.State}, StateWithdrawn, EventWithdrawn, Details{"via": via})
 }
 
 // WithdrawEntry withdraws an entry on the applicant's documented request.

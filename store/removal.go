@@ -20,7 +20,7 @@ func endAccess(ctx context.Context, tx *Tx, programID, entryID string, a Actor) 
 		return fmt.Errorf("revoke invitations: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
-		if err := appendEvent(ctx, tx, programID, entryID, a, "invite_revoked", Details{"cause": "withdrawn"}); err != nil {
+		if err := appendEvent(ctx, tx, programID, entryID, a, EventInviteRevoked, Details{"cause": "withdrawn"}); err != nil {
 			return err
 		}
 	}
@@ -30,7 +30,7 @@ func endAccess(ctx context.Context, tx *Tx, programID, entryID string, a Actor) 
 		return fmt.Errorf("revoke grant: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
-		if err := appendEvent(ctx, tx, programID, entryID, a, "grant_revoked", Details{"cause": "withdrawn"}); err != nil {
+		if err := appendEvent(ctx, tx, programID, entryID, a, EventGrantRevoked, Details{"cause": "withdrawn"}); err != nil {
 			return err
 		}
 	}
@@ -45,7 +45,7 @@ func eraseEntry(ctx context.Context, tx *Tx, programID, entryID string, a Actor,
 	if err != nil {
 		return fmt.Errorf("erase entry: %w", err)
 	}
-	return appendEvent(ctx, tx, programID, entryID, a, "erased", Details{"reason": reason})
+	return appendEvent(ctx, tx, programID, entryID, a, EventErased, Details{"reason": reason})
 }
 
 // RemoveByToken is removal with the private link (spec 000): the entry that
@@ -73,7 +73,7 @@ func (db *DB) RemoveByToken(ctx context.Context, token string) error {
 			if err := db.setEntryState(ctx, tx, programID, entryID, StateWithdrawn, retired.Valid); err != nil {
 				return err
 			}
-			if err := appendEvent(ctx, tx, programID, entryID, public, "withdrawn",
+			if err := appendEvent(ctx, tx, programID, entryID, public, EventWithdrawn,
 				Details{"from": state, "via": "removal_link"}); err != nil {
 				return err
 			}

@@ -273,7 +273,7 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 	if err := insertReceipt(); err != nil {
 		return nil, err
 	}
-	if err := appendEvent(ctx, tx, programID, entryID, Actor{Kind: ActorPublic}, "signup",
+	if err := appendEvent(ctx, tx, programID, entryID, Actor{Kind: ActorPublic}, EventSignup,
 		Details{"noticeVersion": req.NoticeVersion}); err != nil {
 		return nil, err
 	}

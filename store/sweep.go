@@ -156,7 +156,7 @@ func (db *DB) RetireProgram(ctx context.Context, a Actor, programID string, expe
 				return err
 			}
 		}
-		if err := appendEvent(ctx, tx, p.ID, "", a, "program_retired", Details{
+		if err := appendEvent(ctx, tx, p.ID, "", a, EventProgramRetired, Details{
 			"entries": len(list), "invitationsRevoked": invites, "grantsRevoked": grants,
 		}); err != nil {
 			return err

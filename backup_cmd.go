@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"admit/backup"
+
+	"github.com/superfly/ltx"
 )
 
 // loadBackupConfig reads litestream.yml ($ADMIT_LITESTREAM_CONFIG or
@@ -44,12 +46,13 @@ func startReplication(ctx context.Context, bc *backup.Config, dbPath string, get
 	return repl, nil
 }
 
-// restoreCmd is `admit restore [-timestamp T] -o PATH`.
+// restoreCmd is `admit restore [-timestamp T | -txid TXID] -o PATH`.
 func restoreCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	out := fs.String("o", "", "output path (must not exist)")
 	ts := fs.String("timestamp", "", "restore the database as it was at this RFC 3339 instant")
+	txid := fs.String("txid", "", "restore the database as of this transaction (16 hex digits, as Litestream prints it)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("restore: %w", err)
 	}
@@ -59,11 +62,20 @@ func restoreCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if *out == "" {
 		return errors.New("restore: -o PATH is required: admit never restores over a file")
 	}
-	var at time.Time
+	opt := backup.RestoreOptions{Output: *out}
+	if *ts != "" && *txid != "" {
+		return errors.New("restore: give -timestamp or -txid, not both")
+	}
 	if *ts != "" {
 		var err error
-		if at, err = time.Parse(time.RFC3339, *ts); err != nil {
+		if opt.Timestamp, err = time.Parse(time.RFC3339, *ts); err != nil {
 			return fmt.Errorf("restore: -timestamp %q is not an RFC 3339 time such as 2025-01-02T15:04:05Z", *ts)
+		}
+	}
+	if *txid != "" {
+		var err error
+		if opt.TXID, err = ltx.ParseTXID(*txid); err != nil || opt.TXID == 0 {
+			return fmt.Errorf("restore: -txid %q is not a transaction ID such as 00000000000004d2 (16 hex digits)", *txid)
 		}
 	}
 	cfg, err := LoadConfig(getenv)
@@ -74,16 +86,25 @@ func restoreCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	res, err := backup.Restore(ctx, bc, cfg.DBPath(), getenv, backup.RestoreOptions{Output: *out, Timestamp: at})
+	res, err := backup.Restore(ctx, bc, cfg.DBPath(), getenv, opt)
 	if err != nil {
 		return err
 	}
 	point := "latest"
-	if !at.IsZero() {
-		point = "as of " + at.UTC().Format(time.RFC3339)
+	switch {
+	case !opt.Timestamp.IsZero():
+		point = "as of " + opt.Timestamp.UTC().Format(time.RFC3339)
+	case opt.TXID != 0:
+		point = "as requested"
+	case res.Skipped != nil:
+		point = "newest intact"
 	}
-	fmt.Fprintf(stdout, "restored %s from %s (%s): %d tables, %d rows, integrity_check ok\n",
-		res.Path, res.Replica, point, len(res.Tables), res.Tables.Rows())
+	fmt.Fprintf(stdout, "restored %s from %s (%s: transaction %s, replicated %s): %d tables, %d rows, integrity_check ok\n",
+		res.Path, res.Replica, point, res.TXID, res.At.UTC().Format(time.RFC3339), len(res.Tables), res.Tables.Rows())
+	if sk := res.Skipped; sk != nil {
+		fmt.Fprintf(stdout, "skipped the newest %d transactions (up to %s, replicated %s): %s\n",
+			sk.Transactions, sk.NewestTXID, sk.NewestAt.UTC().Format(time.RFC3339), sk.Reason)
+	}
 	return nil
 }
 

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"admit/backup"
+	"admit/internal/replicatest"
 
 	"github.com/google/uuid"
+	"github.com/superfly/ltx"
 )
 
 // backupEnv is a serve environment with a temp data directory and a
@@ -184,7 +186,7 @@ func TestBackupCommands_ServeReplicatesRestoreAndVerifyCheckIt(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "restored.db")
 	line := mustRunCmd(t, b.Env, "restore", "-o", out)
-	summary := regexp.MustCompile(`^restored (\S+) from file://(\S+) \(latest\): (\d+) tables, (\d+) rows, integrity_check ok\n$`)
+	summary := regexp.MustCompile(`^restored (\S+) from file://(\S+) \(latest: transaction [0-9a-f]{16}, replicated \S+Z\): (\d+) tables, (\d+) rows, integrity_check ok\n$`)
 	m := summary.FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("restore printed %q, want one summary line", line)
@@ -301,5 +303,58 @@ func TestRun_ReadyzReportsReplicationLag(t *testing.T) {
 	}
 	if err := srv.Stop(t); err != nil {
 		t.Fatalf("serve: %v", err)
+	}
+}
+
+func TestRestoreCmd_DamagedNewestLTXRestoresTheNewestIntactStateAndSaysWhatItSkipped(t *testing.T) {
+	b := MustBackupEnv(t)
+	srv := MustRunServe(t, b.Env)
+	c := &http.Client{Timeout: 10 * time.Second}
+	version := demoNoticeVersion(t, c, srv.URL)
+	for i := range 4 {
+		if code, _ := postSignup(t, c, srv.URL, uuid.NewString(), fmt.Sprintf("intact%d@example.test", i), version); code != http.StatusAccepted {
+			t.Fatalf("signup %d: status=%d", i, code)
+		}
+		// Each signup reaches the replica in a transaction of its own.
+		waitForOutput(t, 10*time.Second, b.Env, "backup verify ok", "backup", "verify")
+	}
+	if err := srv.Stop(t); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	damaged := replicatest.DamageLatest(t, b.ReplicaDir)
+	minTXID, maxTXID, err := ltx.ParseFilename(filepath.Base(damaged))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	out := mustRunCmd(t, b.Env, "restore", "-o", filepath.Join(dir, "good.db"))
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	want := fmt.Sprintf(`^restored \S+ from file://\S+ \(newest intact: transaction %s, replicated \S+Z\): \d+ tables, \d+ rows, integrity_check ok$`, minTXID-1)
+	if len(lines) != 2 || !regexp.MustCompile(want).MatchString(lines[0]) {
+		t.Fatalf("restore printed %q, want a first line matching %s", out, want)
+	}
+	skipped := fmt.Sprintf(`^skipped the newest %d transactions \(up to %s, replicated \S+Z\): transaction %s fails its check: .+$`,
+		maxTXID-(minTXID-1), maxTXID, maxTXID)
+	if !regexp.MustCompile(skipped).MatchString(lines[1]) {
+		t.Errorf("second line %q, want it to match %s", lines[1], skipped)
+	}
+	if err := backup.IntegrityCheck(context.Background(), filepath.Join(dir, "good.db")); err != nil {
+		t.Error(err)
+	}
+
+	// -txid restores exactly that transaction, and refuses a damaged one.
+	out = mustRunCmd(t, b.Env, "restore", "-txid", (minTXID - 1).String(), "-o", filepath.Join(dir, "txid.db"))
+	if !strings.Contains(out, "(as requested: transaction "+(minTXID-1).String()) {
+		t.Errorf("restore -txid printed %q", out)
+	}
+	if _, err := runCmd(t, b.Env, "restore", "-txid", maxTXID.String(), "-o", filepath.Join(dir, "bad.db")); err == nil || !strings.Contains(err.Error(), "failed its check") {
+		t.Errorf("restore -txid of the damaged transaction: err=%v, want failed its check", err)
+	}
+	if _, err := runCmd(t, b.Env, "restore", "-txid", "12", "-o", filepath.Join(dir, "x.db")); err == nil || !strings.Contains(err.Error(), "16 hex digits") {
+		t.Errorf("restore -txid 12: err=%v, want the format named", err)
+	}
+	if _, err := runCmd(t, b.Env, "restore", "-txid", maxTXID.String(), "-timestamp", "2025-01-02T15:04:05Z", "-o", filepath.Join(dir, "x.db")); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("restore with -txid and -timestamp: err=%v", err)
 	}
 }

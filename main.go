@@ -3,7 +3,7 @@
 //	admit [serve]                                  run the server (default)
 //	admit owner add|remove|list --workspace NAME [--user USER_ID]
 //	admit migrate                                  apply database migrations and exit
-//	admit restore [-timestamp T] -o PATH           restore the backup named in litestream.yml
+//	admit restore [-timestamp T | -txid N] -o PATH restore the backup named in litestream.yml
 //	admit backup verify                            restore drill: compare a restore with the live database
 package main
 
@@ -80,8 +80,9 @@ const usage = `usage:
   admit owner remove --workspace NAME --user USER_ID     remove an owner (audited)
   admit owner list   --workspace NAME                    list a workspace's owners
   admit migrate                                          apply database migrations
-  admit restore [-timestamp T] -o PATH                   restore the backup litestream.yml names into a new
-                                                         file (T is RFC 3339; default the latest state)
+  admit restore [-timestamp T | -txid N] -o PATH         restore the backup litestream.yml names into a new
+                                                         file (T is RFC 3339, N a 16-hex-digit transaction;
+                                                         default the newest state that passes integrity_check)
   admit backup verify                                    restore the latest backup to a temp file and compare
                                                          its per-table row counts with the live database
 

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -11,20 +12,29 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/benbjohnson/litestream"
+	"github.com/superfly/ltx"
 	_ "modernc.org/sqlite" // the driver Litestream itself uses
 )
 
-// RestoreOptions say where to restore and to which moment.
+// RestoreOptions say where to restore and to which moment. At most one of
+// Timestamp and TXID is set; with neither, Restore picks the newest state
+// that passes PRAGMA integrity_check.
 type RestoreOptions struct {
 	// Output is the file to create; it must not exist.
 	Output string
-	// Timestamp restores the database as it was at that instant; zero means
-	// the latest state in the replica.
+	// Timestamp restores the database as it was at that instant.
 	Timestamp time.Time
+	// TXID restores the database as of that transaction, as Litestream
+	// numbers them (its -txid).
+	TXID ltx.TXID
+	// NoFallback restores the newest state or fails: without it, a newest
+	// state that fails its check is skipped for the newest one that passes.
+	NoFallback bool
 }
 
 // RestoreResult describes a finished restore.
@@ -35,14 +45,38 @@ type RestoreResult struct {
 	Replica string
 	// Tables are the restored database's row counts.
 	Tables TableCounts
+	// TXID is the restored transaction and At when the replica received it.
+	TXID ltx.TXID
+	At   time.Time
+	// Skipped is the newer state that was left out because it failed its
+	// check; nil when the newest state was restored.
+	Skipped *SkippedState
+}
+
+// SkippedState is newer state a restore left out, and why.
+type SkippedState struct {
+	// Transactions is how many transactions after the restored one were
+	// left out, up to NewestTXID, which the replica received at NewestAt.
+	Transactions uint64
+	NewestTXID   ltx.TXID
+	NewestAt     time.Time
+	// Reason is why the newest state was refused: SQLite's integrity_check
+	// findings or the replica file's decoding error.
+	Reason string
 }
 
 // Restore writes the database at dbPath, as its replica holds it, to
-// opt.Output. It refuses to overwrite an existing file, runs PRAGMA
-// integrity_check on the result and removes the result if the check fails.
+// opt.Output. It refuses to overwrite an existing file and runs PRAGMA
+// integrity_check on every state it restores. A requested point that fails
+// the check is an error and leaves no file. Without a requested point it
+// restores the newest state that passes, searching back from the newest
+// (README, Backups), and reports what it skipped.
 func Restore(ctx context.Context, cfg *Config, dbPath string, getenv func(string) string, opt RestoreOptions) (*RestoreResult, error) {
 	if opt.Output == "" {
 		return nil, errors.New("restore: an output path is required")
+	}
+	if opt.TXID != 0 && !opt.Timestamp.IsZero() {
+		return nil, errors.New("restore: give a timestamp or a transaction, not both")
 	}
 	rc, err := cfg.ReplicaFor(dbPath)
 	if err != nil {
@@ -58,14 +92,9 @@ func Restore(ctx context.Context, cfg *Config, dbPath string, getenv func(string
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range []string{out, out + "-wal", out + "-shm"} {
-		if _, err := os.Lstat(p); err == nil {
-			return nil, fmt.Errorf("restore: %s already exists; restore to a new path", p)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
+	if err := mustNotExist(out); err != nil {
+		return nil, err
 	}
-
 	r := litestream.NewReplica(nil)
 	if r.Client, err = newClient(rc, r, getenv); err != nil {
 		return nil, err
@@ -73,27 +102,55 @@ func Restore(ctx context.Context, cfg *Config, dbPath string, getenv func(string
 	if err := initClient(ctx, rc, r.Client); err != nil {
 		return nil, err
 	}
-	lo := litestream.NewRestoreOptions()
-	lo.OutputPath = out
-	lo.Timestamp = opt.Timestamp
-	if err := r.Restore(ctx, lo); err != nil {
-		if errors.Is(err, litestream.ErrTxNotAvailable) || errors.Is(err, litestream.ErrNoSnapshots) {
-			if opt.Timestamp.IsZero() {
-				return nil, fmt.Errorf("restore: %s holds no backup", rc)
-			}
+	rs := &restorer{replica: r, out: out}
+	points, err := restorePoints(ctx, r.Client)
+	if err != nil {
+		return nil, fmt.Errorf("restore: list %s: %w", rc, err)
+	}
+	if len(points) == 0 {
+		return nil, fmt.Errorf("restore: %s holds no backup", rc)
+	}
+
+	var res *RestoreResult
+	switch {
+	case opt.TXID != 0:
+		i, ok := slices.BinarySearchFunc(points, opt.TXID, func(p restorePoint, t ltx.TXID) int { return cmp.Compare(p.TXID, t) })
+		if !ok {
+			return nil, fmt.Errorf("restore: %s cannot restore transaction %s: its restore points run from %s to %s",
+				rc, opt.TXID, points[0].TXID, points[len(points)-1].TXID)
+		}
+		res, err = rs.exact(ctx, points[i])
+	case !opt.Timestamp.IsZero():
+		i := sort.Search(len(points), func(i int) bool { return !points[i].At.Before(opt.Timestamp) }) - 1
+		if i < 0 {
 			return nil, fmt.Errorf("restore: %s holds no backup from before %s", rc, opt.Timestamp.UTC().Format(time.RFC3339))
 		}
+		res, err = rs.exact(ctx, points[i])
+	case opt.NoFallback:
+		res, err = rs.exact(ctx, points[len(points)-1])
+	default:
+		res, err = rs.newestGood(ctx, points)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("restore from %s: %w", rc, err)
 	}
-	if err := IntegrityCheck(ctx, out); err != nil {
-		removeDB(out)
-		return nil, fmt.Errorf("restore: the restored database failed its check and was removed: %w", err)
-	}
-	counts, err := TableRowCounts(ctx, out)
-	if err != nil {
+	res.Replica = rc.String()
+	if res.Tables, err = TableRowCounts(ctx, out); err != nil {
 		return nil, err
 	}
-	return &RestoreResult{Path: out, Replica: rc.String(), Tables: counts}, nil
+	return res, nil
+}
+
+// mustNotExist refuses a restore over a database or its WAL or shm file.
+func mustNotExist(out string) error {
+	for _, p := range []string{out, out + "-wal", out + "-shm"} {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("restore: %s already exists; restore to a new path", p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // removeDB deletes a database file and its WAL and shared-memory files.
@@ -273,7 +330,7 @@ func Verify(ctx context.Context, cfg *Config, dbPath string, getenv func(string)
 	var res *VerifyResult
 	for attempt := 1; ; attempt++ {
 		out := filepath.Join(dir, fmt.Sprintf("restore-%d.db", attempt))
-		restored, err := Restore(ctx, cfg, dbPath, getenv, RestoreOptions{Output: out})
+		restored, err := Restore(ctx, cfg, dbPath, getenv, RestoreOptions{Output: out, NoFallback: true})
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,140 @@
+// Package replicatest damages a Litestream file replica on purpose, the way
+// a faulty replication can: a well-formed LTX file carrying wrong pages. It
+// is for tests of admit's restore checks and is used by no server code.
+package replicatest
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/superfly/ltx"
+)
+
+// LatestL0 returns the path of the newest level-0 LTX file under replicaDir.
+func LatestL0(tb testing.TB, replicaDir string) string {
+	tb.Helper()
+	dir := filepath.Join(replicaDir, "ltx", "0")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatalf("list the replica's level 0: %v", err)
+	}
+	var best string
+	var bestTXID ltx.TXID
+	for _, e := range ents {
+		_, maxTXID, err := ltx.ParseFilename(e.Name())
+		if err != nil {
+			continue
+		}
+		if maxTXID > bestTXID {
+			best, bestTXID = e.Name(), maxTXID
+		}
+	}
+	if best == "" {
+		tb.Fatalf("no LTX file in %s", dir)
+	}
+	return filepath.Join(dir, best)
+}
+
+// DamageLatest rewrites the newest level-0 LTX file under replicaDir as a
+// valid LTX file (its checksums match) whose b-tree pages are zeroed, so a
+// restore through it decodes but fails PRAGMA integrity_check. The file
+// keeps its name and modification time. It returns the file's path.
+func DamageLatest(tb testing.TB, replicaDir string) string {
+	tb.Helper()
+	path := LatestL0(tb, replicaDir)
+	DamageFile(tb, path)
+	return path
+}
+
+// DamageFiles damages every LTX file of every level under replicaDir.
+func DamageFiles(tb testing.TB, replicaDir string) {
+	tb.Helper()
+	paths, err := filepath.Glob(filepath.Join(replicaDir, "ltx", "*", "*.ltx"))
+	if err != nil || len(paths) == 0 {
+		tb.Fatalf("no LTX files under %s (%v)", replicaDir, err)
+	}
+	for _, p := range paths {
+		DamageFile(tb, p)
+	}
+}
+
+// DamageFile rewrites the LTX file at path as a valid LTX file (its
+// checksums match) whose b-tree pages are zeroed, keeping its name and
+// modification time.
+func DamageFile(tb testing.TB, path string) {
+	tb.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dec := ltx.NewDecoder(bytes.NewReader(raw))
+	if err := dec.DecodeHeader(); err != nil {
+		tb.Fatalf("decode %s: %v", path, err)
+	}
+	hdr := dec.Header()
+	type page struct {
+		hdr  ltx.PageHeader
+		data []byte
+	}
+	var pages []page
+	for {
+		var ph ltx.PageHeader
+		data := make([]byte, hdr.PageSize)
+		if err := dec.DecodePage(&ph, data); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			tb.Fatalf("decode %s: %v", path, err)
+		}
+		pages = append(pages, page{ph, data})
+	}
+	if err := dec.Close(); err != nil {
+		tb.Fatalf("decode %s: %v", path, err)
+	}
+	slices.SortFunc(pages, func(a, b page) int { return int(a.hdr.Pgno) - int(b.hdr.Pgno) })
+
+	var buf bytes.Buffer
+	enc, err := ltx.NewEncoder(&buf)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := enc.EncodeHeader(hdr); err != nil {
+		tb.Fatalf("encode header: %v", err)
+	}
+	chksum := ltx.ChecksumFlag
+	for _, p := range pages {
+		from := 0
+		if p.hdr.Pgno == 1 {
+			from = 100 // keep the database header, break the schema page
+		}
+		clear(p.data[from:])
+		chksum = ltx.ChecksumFlag | (chksum ^ ltx.ChecksumPage(p.hdr.Pgno, p.data))
+		if err := enc.EncodePage(ltx.PageHeader{Pgno: p.hdr.Pgno}, p.data); err != nil {
+			tb.Fatalf("encode page %d: %v", p.hdr.Pgno, err)
+		}
+	}
+	if hdr.IsSnapshot() && !hdr.NoChecksum() {
+		// A snapshot's checksum covers the whole database: it must
+		// match the damaged pages for the file to decode.
+		enc.SetPostApplyChecksum(chksum)
+	} else {
+		enc.SetPostApplyChecksum(dec.Trailer().PostApplyChecksum)
+	}
+	if err := enc.Close(); err != nil {
+		tb.Fatalf("encode %s: %v", path, err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), info.Mode().Perm()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chtimes(path, info.ModTime(), info.ModTime()); err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -135,20 +136,26 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	}
 	db.BindingKey = keys.Binding
 	db.Retention = cfg.Retention
-	// Erasure runs inside serve: at start and every SweepInterval. After an
-	// erasure the WAL is checkpointed so the erased bytes leave it too
-	// (through Litestream when it replicates, as it holds the WAL).
-	checkpoint := db.Checkpoint
+	// Erasure runs inside serve: the sweeper erases what is due at start
+	// and every SweepInterval, and the eraser flushes every erasure (the
+	// sweeper's, a removal's) out of the WAL and Litestream's local files
+	// within seconds of its commit.
+	flush := db.Checkpoint
 	if repl != nil {
-		checkpoint = repl.Checkpoint
+		flush = repl.Erase
 	}
 	sweepCtx, stopSweeper := context.WithCancel(ctx)
-	sweepDone := make(chan struct{})
+	var background sync.WaitGroup
+	background.Add(2)
 	go func() {
-		defer close(sweepDone)
-		db.RunSweeper(sweepCtx, store.SweepInterval, logger, checkpoint)
+		defer background.Done()
+		db.RunSweeper(sweepCtx, store.SweepInterval, logger)
 	}()
-	defer func() { stopSweeper(); <-sweepDone }()
+	go func() {
+		defer background.Done()
+		db.RunEraser(sweepCtx, logger, flush)
+	}()
+	defer func() { stopSweeper(); background.Wait() }()
 
 	// Listen first: with port 0 the public URL must name the bound port.
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -401,8 +401,8 @@ func (c *Config) compactionLevels() litestream.CompactionLevels {
 // with Litestream's defaults 24h + 2·24h = 72h. It assumes the database is
 // written at least once after S' (Litestream only expires a snapshot that has
 // a newer one); admit's own sweeper and signups write routinely. The local
-// Litestream directory next to the database (.admit.db-litestream) follows
-// the same rules.
+// Litestream directory next to the database (.admit.db-litestream) does not
+// keep erased bytes: Replicator.Erase removes them within seconds.
 func (c *Config) BackupRetention() time.Duration {
 	if !c.replicated() {
 		return 0

@@ -1,10 +1,13 @@
 package backup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"github.com/benbjohnson/litestream"
 	"github.com/benbjohnson/litestream/file"
 	"github.com/benbjohnson/litestream/s3"
+	"github.com/superfly/ltx"
 )
 
 // DefaultMaxLag is how long a committed change may wait to reach the replica
@@ -255,6 +259,91 @@ func (r *Replicator) Checkpoint(ctx context.Context) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
+}
+
+// Erase removes the older versions of erased rows from every local file
+// while replicating: it checkpoints the WAL into the database file and
+// truncates it (through Litestream, as Checkpoint), ships every change to the
+// replica, and then deletes Litestream's local copies of changes the replica
+// already holds (the level-0 LTX files in the directory next to the
+// database), which hold the erased bytes as they were before. It keeps the
+// newest local file, from which Litestream reads its position; Litestream's
+// compaction reads from the replica any file no longer on local disk, and
+// restores always read the replica. The replica's own copies expire with the
+// backup retention (Config.BackupRetention). It fails when the checkpoint did
+// not restart the WAL (Litestream skips it while it takes a snapshot, and a
+// long reader can keep it from finishing), so the caller retries.
+func (r *Replicator) Erase(ctx context.Context) error {
+	if r == nil {
+		return errors.New("replication is off: checkpoint through the store")
+	}
+	before, err := walHeader(r.db.WALPath())
+	if err != nil {
+		return err
+	}
+	if err := r.Checkpoint(ctx); err != nil {
+		return err
+	}
+	after, err := walHeader(r.db.WALPath())
+	if err != nil {
+		return err
+	}
+	if before != nil && bytes.Equal(before, after) {
+		return errors.New("checkpoint did not restart the WAL")
+	}
+	if err := r.db.SyncAndWait(ctx); err != nil {
+		return fmt.Errorf("ship changes before pruning local copies: %w", err)
+	}
+	return r.pruneLocalL0()
+}
+
+// pruneLocalL0 deletes the local level-0 LTX files that the replica already
+// holds, except the newest.
+func (r *Replicator) pruneLocalL0() error {
+	shipped := r.db.Replica.Pos().TXID
+	_, newest, err := r.db.MaxLTX()
+	if err != nil {
+		return fmt.Errorf("local changes: %w", err)
+	}
+	dir := r.db.LTXLevelDir(0)
+	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("local changes: %w", err)
+	}
+	var errs []error
+	for _, ent := range ents {
+		_, maxTXID, err := ltx.ParseFilename(ent.Name())
+		if err != nil || maxTXID >= newest || maxTXID > shipped {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, ent.Name())); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, fmt.Errorf("delete local copy: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// walHeader reads the WAL's 32-byte header, which changes when a
+// checkpoint restarts the WAL; nil when the WAL is empty or absent.
+func walHeader(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read WAL header: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, 32)
+	if _, err := io.ReadFull(f, b); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read WAL header: %w", err)
+	}
+	return b, nil
 }
 
 // Close stops replication after a final sync, bounded by ctx. Call it only

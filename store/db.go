@@ -49,6 +49,10 @@ type DB struct {
 	// lastCounterCleanup is when expired attempt counters were last
 	// deleted (Unix ms); only write transactions touch it.
 	lastCounterCleanup int64
+	// erasures holds one signal when a committed transaction erased
+	// personal data that the eraser has not yet flushed from the WAL
+	// (see RunEraser); further erasures before it runs share the signal.
+	erasures chan struct{}
 }
 
 // Tx is a transaction and the instant it runs at.
@@ -64,6 +68,9 @@ type Tx struct {
 	cache  *stmtCache
 	missed []string
 	stmts  map[string]*sql.Stmt
+	// erased is set when the transaction erased personal data: once it
+	// commits, the eraser is told to flush the old bytes from the WAL.
+	erased bool
 }
 
 // dsn builds a modernc.org/sqlite DSN. busy_timeout comes first so that the
@@ -105,7 +112,8 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{Path: path, Now: time.Now, writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1)}
+	db := &DB{Path: path, Now: time.Now, writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1),
+		erasures: make(chan struct{}, 1)}
 	if err := checkPragmas(ctx, w, false); err != nil {
 		w.Close()
 		return nil, err
@@ -207,6 +215,9 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 		}
 		return sqlTx.Commit()
 	}()
+	if err == nil && tx.erased {
+		db.noteErasure()
+	}
 	// The writer's one connection is free again: prepare what was missed.
 	if len(tx.missed) > 0 {
 		db.wstmts.prepare(ctx, tx.missed)
@@ -262,8 +273,15 @@ func Millis(t time.Time) int64 { return t.UnixMilli() }
 func FromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 // Checkpoint copies the WAL into the database file and truncates the WAL, so
-// erased bytes (zeroed by secure_delete) leave no copy in either file.
+// erased bytes (zeroed by secure_delete) leave no copy in either file. It
+// waits its turn behind the writers already queued, like a write.
 func (db *DB) Checkpoint(ctx context.Context) error {
+	select {
+	case db.wgate <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("checkpoint: %w", ctx.Err())
+	}
+	defer func() { <-db.wgate }()
 	var busy, logFrames, checkpointed int
 	if err := db.writer.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)

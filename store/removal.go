@@ -45,6 +45,9 @@ func eraseEntry(ctx context.Context, tx *Tx, programID, entryID string, a Actor,
 	if err != nil {
 		return fmt.Errorf("erase entry: %w", err)
 	}
+	// rule: the old bytes leave the log and every local copy soon after
+	// the commit (RunEraser).
+	tx.erased = true
 	return appendEvent(ctx, tx, programID, entryID, a, EventErased, Details{"reason": reason})
 }
 

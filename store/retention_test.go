@@ -252,11 +252,63 @@ func TestRetireProgram_RevokesAccessAndNeverPostponesErasure(t *testing.T) {
 	}
 }
 
-func TestErasure_EmailBytesLeaveTheDatabaseAndWALFiles(t *testing.T) {
+// startEraser runs the eraser with the store's checkpoint, as admit serve
+// does without a replica, until the test ends.
+func startEraser(t *testing.T, db *DB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		db.RunEraser(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), db.Checkpoint)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// waitUntilNoFileHolds waits up to a few seconds until neither the database
+// file nor its WAL holds needle; control must stay in the database file.
+func waitUntilNoFileHolds(t *testing.T, db *DB, needle, control string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var holding []string
+		for _, path := range []string{db.Path, db.Path + "-wal"} {
+			b, err := os.ReadFile(path)
+			if os.IsNotExist(err) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(b, []byte(needle)) {
+				holding = append(holding, path)
+			}
+		}
+		if len(holding) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the erased address is still in %s", strings.Join(holding, ", "))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Control: the same check finds an address that was not erased.
+	b, err := os.ReadFile(db.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(control)) {
+		t.Fatal("the database file does not hold an address that was not erased: the check cannot see addresses")
+	}
+}
+
+func TestErasure_RemovalLeavesTheDatabaseAndWALFilesWithoutAManualCheckpoint(t *testing.T) {
 	f := newLifecycleFixture(t)
+	startEraser(t, f.db)
 	ctx := context.Background()
 	canary := "canary-7f3a9c@example.com"
 	id, token := f.join(t, canary)
+	f.join(t, "kept-1b2c@example.com")
 	for i := 0; i < 8; i++ {
 		f.join(t, uuid.NewString()[:8]+"@example.com")
 	}
@@ -266,25 +318,24 @@ func TestErasure_EmailBytesLeaveTheDatabaseAndWALFiles(t *testing.T) {
 	if !f.erased(t, id) {
 		t.Fatal("token removal did not erase")
 	}
-	if err := f.db.Checkpoint(ctx); err != nil {
-		t.Fatalf("checkpoint: %v", err)
+	waitUntilNoFileHolds(t, f.db, canary, "kept-1b2c@example.com")
+}
+
+func TestErasure_SweepLeavesTheDatabaseAndWALFilesWithoutAManualCheckpoint(t *testing.T) {
+	f := newLifecycleFixture(t)
+	startEraser(t, f.db)
+	ctx := context.Background()
+	canary := "canary-swept-4d1e@example.com"
+	id, _ := f.join(t, canary)
+	f.join(t, "kept-9a8b@example.com")
+	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, id, "applicant_request"); err != nil {
+		t.Fatal(err)
 	}
-	for _, path := range []string{f.db.Path, f.db.Path + "-wal"} {
-		b, err := os.ReadFile(path)
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := bytes.Count(b, []byte(canary)); n != 0 {
-			t.Fatalf("%s holds the erased email %d times", path, n)
-		}
-		// Control: the same check finds an address that was not erased.
-		if !strings.HasSuffix(path, "-wal") && bytes.Count(b, []byte("@example.com")) == 0 {
-			t.Fatalf("%s: the check cannot see addresses at all", path)
-		}
+	f.clock.Add(testRetention.Withdrawn + time.Minute)
+	if n, err := f.db.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep erased %d, %v; want 1", n, err)
 	}
+	waitUntilNoFileHolds(t, f.db, canary, "kept-9a8b@example.com")
 }
 
 func TestRunSweeper_ErasesDueEntriesAtStart(t *testing.T) {
@@ -299,7 +350,7 @@ func TestRunSweeper_ErasesDueEntriesAtStart(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.db.RunSweeper(runCtx, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)), f.db.Checkpoint)
+		f.db.RunSweeper(runCtx, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	// The first sweep runs at start, not after the first interval.
 	deadline := time.Now().Add(10 * time.Second)

@@ -63,10 +63,10 @@ func (db *DB) Sweep(ctx context.Context) (int, error) {
 }
 
 // RunSweeper sweeps at once and then every interval until ctx ends, so
-// erasure never depends on a job someone must remember to schedule. After a
-// sweep that erased something it calls checkpoint (if not nil), so erased
-// bytes do not linger in the WAL.
-func (db *DB) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger, checkpoint func(context.Context) error) {
+// erasure never depends on a job someone must remember to schedule. The
+// erased bytes leave the write-ahead log through RunEraser, like every
+// other erasure.
+func (db *DB) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -76,11 +76,6 @@ func (db *DB) RunSweeper(ctx context.Context, interval time.Duration, log *slog.
 			log.Error("retention sweep failed", "err", err)
 		case n > 0:
 			log.Info("retention sweep erased entries", "count", n)
-			if checkpoint != nil {
-				if err := checkpoint(ctx); err != nil && ctx.Err() == nil {
-					log.Warn("checkpoint after erasure failed; erased bytes leave the WAL at the next checkpoint", "err", err)
-				}
-			}
 		}
 		select {
 		case <-ctx.Done():

@@ -154,7 +154,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, ", and the database overwrites erased bytes.</p><h2>Backups</h2>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, ". The database overwrites erased bytes, and within seconds of an erasure no file on this server holds them: not the database's log, nor the backup's local working files.</p><h2>Backups</h2>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// An erasure commits in the database, but the bytes it replaced stay in
+// older frames of the write-ahead log (and, while Litestream replicates, in
+// its local copies of those frames) until a checkpoint copies the log into
+// the database file and truncates it. secure_delete zeroes the old bytes in
+// the database file itself. So every transaction that erases tells the
+// eraser, which flushes promptly after the commit: "erased at once" holds on
+// disk within seconds, not at some later checkpoint.
+
+// eraserGap is the least time between two flushes: erasures that commit
+// while one runs, or within the gap after it, share the next. A burst of
+// removals costs a few flushes, never a busy loop.
+const eraserGap = 250 * time.Millisecond
+
+// eraserMaxRetry bounds the wait between attempts after a failed flush.
+const eraserMaxRetry = 5 * time.Second
+
+// noteErasure tells the eraser that a committed transaction erased data.
+// It never blocks: a signal already waiting covers this erasure too.
+func (db *DB) noteErasure() {
+	select {
+	case db.erasures <- struct{}{}:
+	default:
+	}
+}
+
+// RunEraser flushes erased bytes out of every local file until ctx ends:
+// once at start (an erasure committed just before a crash may still be in
+// the log) and then after every committed erasure, calling flush, which
+// must leave no copy of an older page version on local disk: Checkpoint
+// when nothing replicates, or the replicator's equivalent. A failed flush
+// is retried with backoff until one succeeds.
+func (db *DB) RunEraser(ctx context.Context, log *slog.Logger, flush func(context.Context) error) {
+	pending := true
+	var backoff time.Duration
+	for {
+		if !pending {
+			select {
+			case <-ctx.Done():
+				return
+			case <-db.erasures:
+			}
+		}
+		// Erasures that commit from here on need a flush of their own.
+		select {
+		case <-db.erasures:
+		default:
+		}
+		wait := eraserGap
+		if err := flush(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			backoff = min(max(2*backoff, 100*time.Millisecond), eraserMaxRetry)
+			wait = backoff
+			log.Warn("flushing erased data from the write-ahead log failed; retrying", "err", err, "retry_in", backoff)
+			db.noteErasure()
+		} else {
+			backoff = 0
+		}
+		pending = false
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"admit/internal/clerkfake"
+	"admit/internal/dbtest"
 	"admit/store"
 )
 
@@ -63,6 +65,7 @@ type appConfig struct {
 	clerk      bool
 	hourly     int
 	clientIPHd string
+	dataDir    string
 }
 
 type appOption func(*appConfig)
@@ -72,6 +75,10 @@ func withClerk() appOption { return func(c *appConfig) { c.clerk = true } }
 
 // withNetworkLimit sets ADMIT_NETWORK_HOURLY_LIMIT.
 func withNetworkLimit(n int) appOption { return func(c *appConfig) { c.hourly = n } }
+
+// withDataDir keeps the database in dir instead of a fresh temporary
+// directory.
+func withDataDir(dir string) appOption { return func(c *appConfig) { c.dataDir = dir } }
 
 // syncBuffer collects log output for assertions.
 type syncBuffer struct {
@@ -109,7 +116,10 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 		o(&cfg)
 	}
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(tb.TempDir(), "admit.db"))
+	if cfg.dataDir == "" {
+		cfg.dataDir = tb.TempDir()
+	}
+	db, err := store.Open(ctx, filepath.Join(cfg.dataDir, "admit.db"))
 	if err != nil {
 		tb.Fatalf("open db: %v", err)
 	}
@@ -298,39 +308,27 @@ func (c *testClient) PostJSON(tb testing.TB, method, path, body string, headers 
 	return c.Do(tb, method, path, "application/json", strings.NewReader(body), headers...)
 }
 
-// tableCounts returns the row count of every table: a fingerprint to prove
-// that a rejected request changed nothing.
-func tableCounts(tb testing.TB, db *store.DB) map[string]int {
+// dbFingerprint digests every row of every table: equal fingerprints
+// prove that a request stored, removed and changed nothing — a counter
+// bumped or a state changed on an existing row included, which row counts
+// would miss.
+func dbFingerprint(tb testing.TB, db *store.DB) dbtest.Fingerprint {
 	tb.Helper()
-	out := map[string]int{}
-	err := db.View(context.Background(), func(tx *store.Tx) error {
-		rows, err := tx.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
-		if err != nil {
-			return err
-		}
-		var names []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				return err
-			}
-			names = append(names, n)
-		}
-		rows.Close()
-		for _, n := range names {
-			var c int
-			if err := tx.QueryRow(`SELECT count(*) FROM "` + n + `"`).Scan(&c); err != nil {
-				return err
-			}
-			out[n] = c
-		}
-		return nil
+	ctx := context.Background()
+	var fp dbtest.Fingerprint
+	err := db.View(ctx, func(tx *store.Tx) error {
+		var err error
+		fp, err = dbtest.Take(ctx, tx)
+		return err
 	})
 	if err != nil {
-		tb.Fatalf("table counts: %v", err)
+		tb.Fatalf("fingerprint: %v", err)
 	}
-	return out
+	return fp
 }
+
+// sameRows reports whether two fingerprints are equal.
+func sameRows(a, b dbtest.Fingerprint) bool { return maps.Equal(a, b) }
 
 // mustInsertEntry adds an entry for email to the program with raw SQL, for
 // tests that need one before the signup path is exercised.

@@ -179,7 +179,7 @@ func TestOwnerRoutes_SameNotFoundForRecipientNonOwnerAndForeignOwner(t *testing.
 	foreign, _, _ := mustForeignOwner(t, app, "other-owner@example.com")
 
 	demoBefore := mustOwnerProgram(t, app, f.program)
-	counts, audit := tableCounts(t, app.DB), owAuditCount(t, app)
+	counts, audit := dbFingerprint(t, app.DB), owAuditCount(t, app)
 	for _, who := range []struct {
 		name  string
 		c     *testClient
@@ -214,7 +214,7 @@ func TestOwnerRoutes_SameNotFoundForRecipientNonOwnerAndForeignOwner(t *testing.
 			}
 		}
 	}
-	if !reflect.DeepEqual(counts, tableCounts(t, app.DB)) || owAuditCount(t, app) != audit {
+	if !reflect.DeepEqual(counts, dbFingerprint(t, app.DB)) || owAuditCount(t, app) != audit {
 		t.Fatal("requests refused with 404 changed the database")
 	}
 	if after := mustOwnerProgram(t, app, f.program); !reflect.DeepEqual(after, demoBefore) {
@@ -242,7 +242,7 @@ func TestOwnerRoutes_AnonymousIsSignedOut(t *testing.T) {
 	anon := app.NewClient(t)
 	f := ownerFixture{program: app.Demo.ID, workspace: app.Demo.WorkspaceID, waiting: owKey(), selected: owKey(),
 		invited: owKey(), invitation: owKey(), active: owKey(), grant: owKey()}
-	counts := tableCounts(t, app.DB)
+	counts := dbFingerprint(t, app.DB)
 	for _, rc := range ownerRouteCases(t, f, "") {
 		r := sendRouteCase(t, anon, rc)
 		switch {
@@ -260,7 +260,7 @@ func TestOwnerRoutes_AnonymousIsSignedOut(t *testing.T) {
 			owWantStatus(t, "anonymous "+rc.pattern, r, http.StatusUnauthorized)
 		}
 	}
-	if !reflect.DeepEqual(counts, tableCounts(t, app.DB)) {
+	if !reflect.DeepEqual(counts, dbFingerprint(t, app.DB)) {
 		t.Fatal("anonymous requests changed the database")
 	}
 }

@@ -280,7 +280,7 @@ func TestOwnerAPI_ScenarioTable(t *testing.T) {
 		if !sc.noCSRF {
 			headers = []string{"X-CSRF-Token", owner.csrf}
 		}
-		countsBefore, auditBefore := tableCounts(t, app.DB), owAuditCount(t, app)
+		countsBefore, auditBefore := dbFingerprint(t, app.DB), owAuditCount(t, app)
 		resp := owner.Do(t, sc.method, path, ctype, strings.NewReader(body), headers...)
 		bodies = append(bodies, resp.Body)
 		if resp.StatusCode != sc.status {
@@ -299,7 +299,7 @@ func TestOwnerAPI_ScenarioTable(t *testing.T) {
 		if got, want := owAuditCount(t, app)-auditBefore, sc.audit; got != want {
 			t.Fatalf("%s: audit events added=%d, want %d", sc.name, got, want)
 		}
-		if sc.status >= 400 && !reflect.DeepEqual(countsBefore, tableCounts(t, app.DB)) {
+		if sc.status >= 400 && !reflect.DeepEqual(countsBefore, dbFingerprint(t, app.DB)) {
 			t.Fatalf("%s: a refused request changed the database", sc.name)
 		}
 		if got := resp.Header.Get("Cache-Control"); got != "private, no-store" {
@@ -337,7 +337,7 @@ func TestOwnerAPI_RevisionConflictChangesNothing(t *testing.T) {
 	path := "/api/owner/programs/" + app.Demo.ID
 	before := owner.Get(t, path)
 	owWantStatus(t, "GET program", before, http.StatusOK)
-	counts := tableCounts(t, app.DB)
+	counts := dbFingerprint(t, app.DB)
 	stale := itoa(int(app.Demo.Revision) - 1)
 	r := owner.PostJSON(t, "PATCH", path, `{"expectedRevision":`+stale+`,"signupOpen":false,"queueCap":7,"seatCap":3}`)
 	owWantStatus(t, "stale PATCH", r, http.StatusConflict)
@@ -347,7 +347,7 @@ func TestOwnerAPI_RevisionConflictChangesNothing(t *testing.T) {
 	if after := owner.Get(t, path); after.Body != before.Body {
 		t.Fatalf("program changed:\nbefore %s\nafter  %s", before.Body, after.Body)
 	}
-	if !reflect.DeepEqual(counts, tableCounts(t, app.DB)) {
+	if !reflect.DeepEqual(counts, dbFingerprint(t, app.DB)) {
 		t.Fatal("a stale PATCH wrote rows")
 	}
 	// The content revision is checked the same way.
@@ -389,13 +389,13 @@ func TestOwnerAPI_PolicyConflictsChangeNothing(t *testing.T) {
 	} {
 		path := "/api/owner/programs/" + tc.id
 		before := owner.Get(t, path).Body
-		counts := tableCounts(t, app.DB)
+		counts := dbFingerprint(t, app.DB)
 		r := owner.PostJSON(t, "PATCH", path, tc.body)
 		owWantStatus(t, tc.name, r, http.StatusConflict)
 		if after := owner.Get(t, path).Body; after != before {
 			t.Fatalf("%s: program changed:\n%s\n%s", tc.name, before, after)
 		}
-		if !reflect.DeepEqual(counts, tableCounts(t, app.DB)) {
+		if !reflect.DeepEqual(counts, dbFingerprint(t, app.DB)) {
 			t.Fatalf("%s: rows written", tc.name)
 		}
 	}

@@ -230,7 +230,7 @@ func TestOwnerConsole_RefusedFormsKeepTheInput(t *testing.T) {
 			"expiresOn": {"2026-12-30"}, "time": {"10:00"}},
 			400, []string{"within 14 days", `value="2026-12-30"`, `value="0d6c5e1a-1b2c-4d3e-8f40-5a6b7c8d9e0f"`}},
 	} {
-		counts := tableCounts(t, app.DB)
+		counts := dbFingerprint(t, app.DB)
 		r := owner.postOwnerForm(t, tc.path, tc.form)
 		owWantStatus(t, tc.name, r, tc.status)
 		for _, want := range tc.has {
@@ -241,7 +241,7 @@ func TestOwnerConsole_RefusedFormsKeepTheInput(t *testing.T) {
 		if !strings.Contains(r.Body, `data-testid="form-error"`) {
 			t.Fatalf("%s: no form error shown", tc.name)
 		}
-		if !equalCounts(counts, tableCounts(t, app.DB)) {
+		if !sameRows(counts, dbFingerprint(t, app.DB)) {
 			t.Fatalf("%s: a refused form wrote rows", tc.name)
 		}
 	}

@@ -15,7 +15,7 @@ func TestRetireAPI_ConfirmedRetirementClosesEverythingAndIsAuditedOnce(t *testin
 	app := MustStartApp(t)
 	owner := mustOwnerClient(t, app)
 	path := "/api/owner/programs/" + app.Demo.ID + "/retire"
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 
 	// Wrong or missing confirmation, stale revision: refused, nothing changes.
 	for _, tc := range []struct {
@@ -30,7 +30,7 @@ func TestRetireAPI_ConfirmedRetirementClosesEverythingAndIsAuditedOnce(t *testin
 		r := owner.PostJSON(t, "POST", path, tc.body)
 		owWantStatus(t, tc.body, r, tc.status)
 	}
-	if after := tableCounts(t, app.DB); !reflect.DeepEqual(before, after) {
+	if after := dbFingerprint(t, app.DB); !reflect.DeepEqual(before, after) {
 		t.Fatalf("refused retirements changed the database: %v → %v", before, after)
 	}
 

@@ -76,7 +76,7 @@ func TestWithdraw_ConfirmPageChangesNothingAndTheFormWithdraws(t *testing.T) {
 	c.SignIn(t, email)
 	tok := c.CSRF(t)
 
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 	confirm := c.Get(t, "/me/waitlist/demo/withdraw")
 	if got, want := confirm.StatusCode, http.StatusOK; got != want {
 		t.Fatalf("confirm page status=%d, want %d", got, want)
@@ -86,7 +86,7 @@ func TestWithdraw_ConfirmPageChangesNothingAndTheFormWithdraws(t *testing.T) {
 			t.Errorf("confirm page lacks %s", want)
 		}
 	}
-	if after := tableCounts(t, app.DB); !equalCounts(before, after) {
+	if after := dbFingerprint(t, app.DB); !sameRows(before, after) {
 		t.Fatal("showing the confirmation page changed the database")
 	}
 	if r := c.Get(t, "/early-access/demo"); r.StatusCode != http.StatusOK {
@@ -162,7 +162,7 @@ func TestWithdraw_NoMatchingEntryIs404AndChangesNothing(t *testing.T) {
 	c := app.NewClient(t)
 	c.SignIn(t, "nobody@example.com")
 	tok := c.CSRF(t)
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 	missing := c.PostJSON(t, "POST", "/api/me/waitlist/no-such-program/withdraw", `{}`)
 	for _, slug := range []string{"demo", "beta", "no-such-program"} {
 		r := c.PostJSON(t, "POST", "/api/me/waitlist/"+slug+"/withdraw", `{}`)
@@ -176,7 +176,7 @@ func TestWithdraw_NoMatchingEntryIs404AndChangesNothing(t *testing.T) {
 			t.Errorf("confirm page %s: %d, want 404", slug, g.StatusCode)
 		}
 	}
-	if after := tableCounts(t, app.DB); !equalCounts(before, after) {
+	if after := dbFingerprint(t, app.DB); !sameRows(before, after) {
 		t.Fatal("withdrawals that matched nothing changed the database")
 	}
 }
@@ -186,7 +186,7 @@ func TestWithdraw_WithoutCSRFIs403AndChangesNothing(t *testing.T) {
 	newAccessKit(app).entry(t, app.Demo, "kept@example.com")
 	c := app.NewClient(t)
 	c.SignIn(t, "kept@example.com")
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 	if r := c.PostForm(t, "/me/waitlist/demo/withdraw", url.Values{}); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("form without token: %d, want 403", r.StatusCode)
 	}
@@ -198,7 +198,7 @@ func TestWithdraw_WithoutCSRFIs403AndChangesNothing(t *testing.T) {
 	if r := c.PostForm(t, "/me/waitlist/demo/withdraw", url.Values{"csrf": {other.CSRF(t)}}); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("form with another session's token: %d, want 403", r.StatusCode)
 	}
-	if after := tableCounts(t, app.DB); !equalCounts(before, after) {
+	if after := dbFingerprint(t, app.DB); !sameRows(before, after) {
 		t.Fatal("refused withdrawals changed the database")
 	}
 	if r := c.Get(t, "/api/me/waitlist/demo"); !strings.Contains(r.Body, `"state":"waiting"`) {

@@ -359,7 +359,7 @@ func TestRedeem_EveryFailureIsTheSameGeneric404(t *testing.T) {
 	expired := attempt{"expired", signedIn("user_expired", verified("expired@example.com")), inv.Code}
 	cases = append(cases, expired)
 
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 	grantsBefore := grantCount(t, app.DB, app.Demo.ID)
 	var formBody string
 	for _, tc := range cases {
@@ -387,10 +387,10 @@ func TestRedeem_EveryFailureIsTheSameGeneric404(t *testing.T) {
 	if got := grantCount(t, app.DB, app.Demo.ID); got != grantsBefore {
 		t.Fatalf("grants %d → %d after failed redemptions", grantsBefore, got)
 	}
-	after := tableCounts(t, app.DB)
+	after := dbFingerprint(t, app.DB)
 	delete(before, "network_counters")
 	delete(after, "network_counters")
-	if !equalCounts(before, after) {
+	if !sameRows(before, after) {
 		t.Fatalf("failed redemptions changed the database:\n%v\n%v", before, after)
 	}
 
@@ -408,7 +408,7 @@ func TestRedeem_MalformedCodeIs400AndCountsNoAttempt(t *testing.T) {
 	c.SignIn(t, "shape@example.com")
 	c.CSRF(t)
 	good := unknownCode(t)
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 	for _, code := range []string{"", good[:42], good + "A", good[:42] + "=", good[:42] + "+", good[:42] + "/", " " + good} {
 		r := c.PostJSON(t, "POST", "/api/me/invitations/redeem", redeemJSONBody(code))
 		if r.StatusCode != http.StatusBadRequest || r.Body != "{\"error\":\"invalid\"}\n" {
@@ -428,7 +428,7 @@ func TestRedeem_MalformedCodeIs400AndCountsNoAttempt(t *testing.T) {
 	if r := c.Do(t, "POST", "/api/me/invitations/redeem", "text/plain", strings.NewReader(redeemJSONBody(good)), "X-CSRF-Token", c.csrf); r.StatusCode != http.StatusUnsupportedMediaType {
 		t.Errorf("text/plain: %d, want 415", r.StatusCode)
 	}
-	if after := tableCounts(t, app.DB); !equalCounts(before, after) {
+	if after := dbFingerprint(t, app.DB); !sameRows(before, after) {
 		t.Fatalf("malformed codes changed the database:\n%v\n%v", before, after)
 	}
 }
@@ -436,7 +436,7 @@ func TestRedeem_MalformedCodeIs400AndCountsNoAttempt(t *testing.T) {
 func TestRedeem_SignedOutIs401AndMissingCSRFIs403(t *testing.T) {
 	app := MustStartApp(t)
 	inv := newAccessKit(app).invite(t, app.Demo, "csrf@example.com", true)
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 
 	anon := app.NewClient(t)
 	if r := anon.PostJSON(t, "POST", "/api/me/invitations/redeem", redeemJSONBody(inv.Code)); r.StatusCode != http.StatusUnauthorized {
@@ -457,7 +457,7 @@ func TestRedeem_SignedOutIs401AndMissingCSRFIs403(t *testing.T) {
 	if r := c.PostJSON(t, "POST", "/api/me/invitations/redeem", redeemJSONBody(inv.Code), "Origin", "https://evil.example"); r.StatusCode != http.StatusForbidden {
 		t.Errorf("foreign Origin: %d, want 403", r.StatusCode)
 	}
-	if after := tableCounts(t, app.DB); !equalCounts(before, after) {
+	if after := dbFingerprint(t, app.DB); !sameRows(before, after) {
 		t.Fatalf("refused redemptions changed the database:\n%v\n%v", before, after)
 	}
 }
@@ -522,7 +522,7 @@ func TestRedeem_ClerkDownIs503AndGrantsNothing(t *testing.T) {
 	c.SignIn(t, "down@example.com")
 	c.CSRF(t)
 
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 	app.Clerk.SetDown(true)
 	r := c.PostJSON(t, "POST", "/api/me/invitations/redeem", redeemJSONBody(inv.Code))
 	if r.StatusCode != http.StatusServiceUnavailable || r.Body != "{\"error\":\"unavailable\"}\n" {
@@ -531,7 +531,7 @@ func TestRedeem_ClerkDownIs503AndGrantsNothing(t *testing.T) {
 	if f := c.redeemForm(t, inv.Code); f.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("form with Clerk down: %d, want 503", f.StatusCode)
 	}
-	if after := tableCounts(t, app.DB); !equalCounts(before, after) {
+	if after := dbFingerprint(t, app.DB); !sameRows(before, after) {
 		t.Fatalf("a redemption with Clerk down changed the database:\n%v\n%v", before, after)
 	}
 

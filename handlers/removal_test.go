@@ -153,7 +153,7 @@ func TestRemoval_MalformedTokenIs400(t *testing.T) {
 	app := MustStartApp(t)
 	c := app.NewClient(t)
 	mustJoinDemo(t, c, "stays@example.com")
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 	for _, tc := range []struct {
 		name, token string
 		form        bool

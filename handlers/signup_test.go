@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"admit/internal/dbtest"
 	"admit/store"
 
 	"github.com/google/uuid"
@@ -164,11 +165,31 @@ func appCount(tb testing.TB, app *testApp, query string, args ...any) int {
 	return n
 }
 
-// wantNoChange fails the test if any table's row count changed.
-func wantNoChange(tb testing.TB, what string, app *testApp, before map[string]int) {
+// wantNoChange fails the test if any row of any table changed.
+func wantNoChange(tb testing.TB, what string, app *testApp, before dbtest.Fingerprint) {
 	tb.Helper()
-	if after := tableCounts(tb, app.DB); !reflect.DeepEqual(before, after) {
-		tb.Fatalf("%s changed the database:\nbefore %v\nafter  %v", what, before, after)
+	if after := dbFingerprint(tb, app.DB); !sameRows(before, after) {
+		tb.Fatalf("%s changed the database:%s", what, dbtest.Describe(before, after))
+	}
+}
+
+// networkAttempts is the total of every network counter's attempts.
+func networkAttempts(tb testing.TB, app *testApp) int {
+	tb.Helper()
+	return appCount(tb, app, `SELECT coalesce(sum(attempts), 0) FROM network_counters`)
+}
+
+// wantOnlyAttemptsCounted fails the test unless the only change since
+// before is n more attempts counted against the networks' hourly limits:
+// a denied signup stores nothing but its counted attempt.
+func wantOnlyAttemptsCounted(tb testing.TB, what string, app *testApp, before dbtest.Fingerprint, attemptsBefore, n int) {
+	tb.Helper()
+	after := dbFingerprint(tb, app.DB)
+	if changed := dbtest.Changed(before, after); len(changed) > 1 || (len(changed) == 1 && changed[0] != "network_counters") {
+		tb.Fatalf("%s changed more than the attempt counter:%s", what, dbtest.Describe(before, after))
+	}
+	if got, want := networkAttempts(tb, app), attemptsBefore+n; got != want {
+		tb.Fatalf("%s: network attempts=%d, want %d", what, got, want)
 	}
 }
 
@@ -315,7 +336,7 @@ func TestSignup_ConflictRerendersTheFormWithAFreshKey(t *testing.T) {
 	if r := c.PostForm(t, signupPath, signupFormValues(key, "first@example.com", 1, true)); r.StatusCode != http.StatusAccepted {
 		t.Fatalf("first: status %d", r.StatusCode)
 	}
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 	r := c.PostForm(t, signupPath, signupFormValues(key, "second@example.com", 1, true))
 	if got, want := r.StatusCode, http.StatusConflict; got != want {
 		t.Fatalf("rebound key: status %d, want %d", got, want)
@@ -362,7 +383,7 @@ func TestSignup_FullCapSays429TryLaterAndIsTheSameForKnownAndUnknown(t *testing.
 	if r := c.PostJSON(t, "POST", signupAPI, signupJSONBody(uuid.NewString(), "known@example.com", 1, true)); r.StatusCode != http.StatusAccepted {
 		t.Fatalf("filling signup: status %d", r.StatusCode)
 	}
-	before := tableCounts(t, app.DB)
+	before, attempts := dbFingerprint(t, app.DB), networkAttempts(t, app)
 
 	var jsonBodies, pages []string
 	for _, email := range []string{"known@example.com", "unknown@example.com"} {
@@ -392,13 +413,15 @@ func TestSignup_FullCapSays429TryLaterAndIsTheSameForKnownAndUnknown(t *testing.
 	if pages[0] != pages[1] {
 		t.Fatalf("429 pages differ between a known and an unknown address:\n%s\n---\n%s", pages[0], pages[1])
 	}
-	wantNoChange(t, "denied signups", app, before)
+	// Each denial counted its attempt (two JSON, two forms) and stored
+	// nothing else: no receipt, entry, event or hour increment.
+	wantOnlyAttemptsCounted(t, "denied signups", app, before, attempts, 4)
 }
 
 func TestSignup_InvalidFieldRerendersWithItsMessage(t *testing.T) {
 	app := MustStartApp(t)
 	c := app.NewClient(t)
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 
 	for _, tc := range []struct {
 		name       string
@@ -445,7 +468,7 @@ func TestSignup_InvalidFieldRerendersWithItsMessage(t *testing.T) {
 func TestSignup_HoneypotFilledIs400AndStoresNothing(t *testing.T) {
 	app := MustStartApp(t)
 	c := app.NewClient(t)
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 	form := signupFormValues(uuid.NewString(), "bot@example.com", 1, true)
 	form.Set("website", "https://spam.example")
 	r := c.PostForm(t, signupPath, form)
@@ -522,7 +545,7 @@ func TestSignup_NoRawIPInTheDatabaseFile(t *testing.T) {
 func TestSignup_RequestShapeErrors(t *testing.T) {
 	app := MustStartApp(t)
 	c := app.NewClient(t)
-	before := tableCounts(t, app.DB)
+	before := dbFingerprint(t, app.DB)
 	validJSON := signupJSONBody(uuid.NewString(), "shape@example.com", 1, true)
 	validForm := signupFormValues(uuid.NewString(), "shape@example.com", 1, true).Encode()
 	big := strings.Repeat("a", 40<<10)

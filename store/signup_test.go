@@ -5,11 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"admit/internal/dbtest"
 
 	"github.com/google/uuid"
 )
@@ -89,50 +92,75 @@ func wantCode(tb testing.TB, what string, err error, code string) {
 	}
 }
 
-// dbFingerprint is every table's row count plus the counters a rejected
-// request could bump without adding a row: equal fingerprints before and
-// after mean nothing was stored.
-func dbFingerprint(tb testing.TB, db *DB) map[string]int {
+// dbFingerprint digests every row of every table: equal fingerprints
+// before and after mean nothing was stored, removed or changed — a counter
+// bumped on an existing row or a state change included.
+func dbFingerprint(tb testing.TB, db *DB) dbtest.Fingerprint {
 	tb.Helper()
 	ctx := context.Background()
-	out := map[string]int{}
+	var fp dbtest.Fingerprint
 	err := db.View(ctx, func(tx *Tx) error {
-		names, err := tableNames(ctx, tx)
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			var c int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM "`+n+`"`).Scan(&c); err != nil {
-				return err
-			}
-			out["rows "+n] = c
-		}
-		for name, q := range map[string]string{
-			"sum intake_hours.admitted_count": `SELECT coalesce(sum(admitted_count), 0) FROM intake_hours`,
-			"sum programs.occupied":           `SELECT coalesce(sum(occupied), 0) FROM programs`,
-			"sum programs.revision":           `SELECT coalesce(sum(revision), 0) FROM programs`,
-			"sum network_counters.attempts":   `SELECT coalesce(sum(attempts), 0) FROM network_counters`,
-		} {
-			var c int
-			if err := tx.QueryRowContext(ctx, q).Scan(&c); err != nil {
-				return err
-			}
-			out[name] = c
-		}
-		return nil
+		var err error
+		fp, err = dbtest.Take(ctx, tx)
+		return err
 	})
 	if err != nil {
 		tb.Fatalf("fingerprint: %v", err)
 	}
+	return fp
+}
+
+// wantUnchanged fails the test if any row of any table changed since before.
+func wantUnchanged(tb testing.TB, what string, db *DB, before dbtest.Fingerprint) {
+	tb.Helper()
+	if after := dbFingerprint(tb, db); !maps.Equal(before, after) {
+		tb.Fatalf("%s changed the database:%s", what, dbtest.Describe(before, after))
+	}
+}
+
+// attemptsByKey is every network counter's attempts, by key.
+func attemptsByKey(tb testing.TB, db *DB) map[string]int {
+	tb.Helper()
+	ctx := context.Background()
+	out := map[string]int{}
+	err := db.View(ctx, func(tx *Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT key, attempts FROM network_counters`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k []byte
+			var n int
+			if err := rows.Scan(&k, &n); err != nil {
+				return err
+			}
+			out[string(k)] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		tb.Fatalf("read counters: %v", err)
+	}
 	return out
 }
 
-// wantUnchanged fails the test if the database changed since before.
-func wantUnchanged(tb testing.TB, what string, db *DB, before map[string]int) {
+// wantOnlyAttemptsCounted fails the test unless the only change since
+// before is n more attempts on the counter with the given key: a denial
+// stores nothing but its counted attempt.
+func wantOnlyAttemptsCounted(tb testing.TB, what string, db *DB, before dbtest.Fingerprint, counters map[string]int, key []byte, n int) {
 	tb.Helper()
-	if after := dbFingerprint(tb, db); !reflect.DeepEqual(before, after) {
-		tb.Fatalf("%s changed the database:\nbefore %v\nafter  %v", what, before, after)
+	after := dbFingerprint(tb, db)
+	if changed := dbtest.Changed(before, after); len(changed) > 1 || (len(changed) == 1 && changed[0] != "network_counters") {
+		tb.Fatalf("%s changed more than the attempt counter:%s", what, dbtest.Describe(before, after))
+	}
+	want := maps.Clone(counters)
+	want[string(key)] += n
+	if n == 0 && counters[string(key)] == 0 {
+		delete(want, string(key))
+	}
+	if got := attemptsByKey(tb, db); !maps.Equal(got, want) {
+		tb.Fatalf("%s: counters %v, want %v (%d more attempts on one key)", what, got, want, n)
 	}
 }
 

@@ -178,23 +178,37 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID, 
 	}
 	expiresAt = expiresAt.UTC().Truncate(time.Millisecond)
 	var res *IssueResult
+	// replay answers a committed key from its receipt: the invitation's
+	// metadata for the same binding, a conflict for another.
+	replay := func(tx *Tx, p *Program) (bool, error) {
+		binding := bind(db.BindingKey, "issue_invitation", p.ID, entryID, strconv.FormatInt(Millis(expiresAt), 10))
+		target, err := ownerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", binding)
+		if err != nil || target == "" {
+			return err != nil, err
+		}
+		inv, err := invitationByID(ctx, tx, target)
+		if err != nil {
+			return true, err
+		}
+		res = &IssueResult{Invitation: inv, Replay: true}
+		return true, nil
+	}
+	// A replay is a read: a committed key is answered before the write
+	// lock is asked for, so it answers even while writes fail.
+	owned := func(tx *Tx) (*Program, error) { return ownedProgram(ctx, tx, a, programID) }
+	if done, err := db.ownerReplay(ctx, owned, replay); done {
+		return res, err
+	}
 	err := db.Update(ctx, func(tx *Tx) error {
 		p, err := ownedProgram(ctx, tx, a, programID)
 		if err != nil {
 			return err
 		}
-		binding := bind(db.BindingKey, "issue_invitation", p.ID, entryID, strconv.FormatInt(Millis(expiresAt), 10))
-		if replay, err := ownerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", binding); err != nil || replay != "" {
-			if err != nil {
-				return err
-			}
-			inv, err := invitationByID(ctx, tx, replay)
-			if err != nil {
-				return err
-			}
-			res = &IssueResult{Invitation: inv, Replay: true}
-			return nil
+		// rule: the key is read again after the lock, before any state check.
+		if done, err := replay(tx, p); done {
+			return err
 		}
+		binding := bind(db.BindingKey, "issue_invitation", p.ID, entryID, strconv.FormatInt(Millis(expiresAt), 10))
 		if p.RetiredAt != nil {
 			return Errorf(ECONFLICT, "This program is retired.")
 		}
@@ -259,6 +273,27 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID, 
 	return res, err
 }
 
+// ownerReplay runs replay on a read snapshot, for the program owned
+// returns (one the actor owns there). It reports done when the key had a
+// receipt (replay answered or refused it); a key with no receipt yet, or
+// any failure of the read, is left to the write transaction, which decides
+// it under the lock.
+func (db *DB) ownerReplay(ctx context.Context, owned func(*Tx) (*Program, error), replay func(*Tx, *Program) (bool, error)) (bool, error) {
+	var done bool
+	err := db.View(ctx, func(tx *Tx) error {
+		p, err := owned(tx)
+		if err != nil {
+			return err
+		}
+		done, err = replay(tx, p)
+		return err
+	})
+	if !done {
+		return false, nil
+	}
+	return true, err
+}
+
 // ownerReceipt looks up an owner action's request key. It returns the
 // target ID for a replay with the same action and binding, "" for a new
 // key, and a conflict for a key bound to something else.
@@ -303,20 +338,34 @@ func (db *DB) RecordDelivery(ctx context.Context, a Actor, invitationID, request
 		return nil, Errorf(EINVALID, "The reference is at most 160 characters.")
 	}
 	var out *Invitation
+	// replay answers a committed key from its receipt.
+	replay := func(tx *Tx, p *Program) (bool, error) {
+		binding := bind(db.BindingKey, "record_delivery", p.ID, invitationID, channel, reference)
+		target, err := ownerReceipt(ctx, tx, p.ID, requestKey, "record_delivery", binding)
+		if err != nil || target == "" {
+			return err != nil, err
+		}
+		out, err = invitationByID(ctx, tx, target)
+		return true, err
+	}
+	// A replay is a read: answered before the write lock is asked for.
+	owned := func(tx *Tx) (*Program, error) {
+		_, p, err := ownedInvitation(ctx, tx, a, invitationID)
+		return p, err
+	}
+	if done, err := db.ownerReplay(ctx, owned, replay); done {
+		return out, err
+	}
 	err := db.Update(ctx, func(tx *Tx) error {
 		inv, p, err := ownedInvitation(ctx, tx, a, invitationID)
 		if err != nil {
 			return err
 		}
+		// rule: the key is read again after the lock, before any state check.
+		if done, err := replay(tx, p); done {
+			return err
+		}
 		binding := bind(db.BindingKey, "record_delivery", p.ID, inv.ID, channel, reference)
-		target, err := ownerReceipt(ctx, tx, p.ID, requestKey, "record_delivery", binding)
-		if err != nil {
-			return err
-		}
-		if target != "" {
-			out, err = invitationByID(ctx, tx, target)
-			return err
-		}
 		if inv.DeliveryRecordedAt != nil {
 			return Errorf(ECONFLICT, "A send was already recorded for this invitation.")
 		}

@@ -103,15 +103,23 @@ func HashRemovalToken(tok string) []byte {
 func hourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 
 // Signup admits a public signup (spec 002, "Public signup and status"),
-// under its own savepoint in a write transaction:
+// in a write transaction:
 //
-//  1. the request key is read after the lock: the same binding replays the
-//     stored 202, another binding is a conflict;
-//  2. the program must be open, its workspace active, the notice current;
-//  3. both caps are checked before the email is looked up, so a full cap
-//     answers the same 429 for known and unknown addresses and stores nothing;
-//  4. a duplicate email commits only a receipt and uses no quota;
-//  5. otherwise the entry, hour bucket, receipt and audit event are written.
+//  1. the request key is read first: the same binding replays the stored
+//     202, another binding is a conflict. Either answer comes from the
+//     receipt alone, whatever changed since, and counts no attempt;
+//  2. the network's attempt is counted (a new key only);
+//  3. the program must be open, its workspace active, the notice current;
+//  4. both caps are checked before the email is looked up, so a full cap
+//     answers the same 429 for known and unknown addresses and stores
+//     nothing but the attempt counted in step 2;
+//  5. a duplicate email commits only a receipt and uses no quota;
+//  6. otherwise the entry, hour bucket, receipt and audit event are written.
+//
+// A key already committed is answered before the write lock is asked for,
+// from a read of the receipt: a replay is a read, so it answers even while
+// writes fail. A key not found by that read is looked up again under the
+// lock, where a concurrent first submission may have committed it.
 //
 // Concurrent signups share one commit (group commit, see signupBatcher):
 // each runs in turn, exactly as if alone, and each answer is given only
@@ -124,7 +132,46 @@ func (db *DB) Signup(ctx context.Context, req SignupRequest) (*SignupResult, err
 	if len(db.BindingKey) != 32 {
 		return nil, errors.New("signup: no binding key configured")
 	}
+	if db.signups.isStopped() {
+		return nil, errClosed
+	}
+	if res, err := db.signupReplay(ctx, req); res != nil || err != nil {
+		return res, err
+	}
 	return db.signups.submit(ctx, req)
+}
+
+// signupReplay answers a request whose key already has a committed
+// receipt, from a read alone (no write, no counted attempt). It returns
+// nil, nil for a key with no receipt yet.
+func (db *DB) signupReplay(ctx context.Context, req SignupRequest) (*SignupResult, error) {
+	var programID string
+	var stored []byte
+	err := db.readRow(ctx, `SELECT p.id, r.binding_hmac FROM programs p
+		JOIN signup_receipts r ON r.program_id = p.id AND r.request_key = ?2
+		WHERE p.public_slug = ?1`, req.Slug, req.RequestKey).Scan(&programID, &stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read receipt: %w", err)
+	}
+	return answerFromReceipt(db.signupBinding(programID, req), stored)
+}
+
+// signupBinding is the HMAC that binds a signup's request key to its fields.
+func (db *DB) signupBinding(programID string, req SignupRequest) []byte {
+	return bind(db.BindingKey, "signup", programID, req.RequestKey, req.Email,
+		strconv.Itoa(req.NoticeVersion), strconv.FormatBool(req.Permission))
+}
+
+// answerFromReceipt is the answer to a key with a stored receipt: the same
+// binding replays the 202 (without a token), another is a conflict.
+func answerFromReceipt(binding, stored []byte) (*SignupResult, error) {
+	if hmac.Equal(stored, binding) {
+		return &SignupResult{Replay: true}, nil
+	}
+	return nil, Errorf(ECONFLICT, "This form was already submitted with different details. Reload the page to start again.")
 }
 
 // admitOne runs one signup inside tx. The answer is the signup's result or
@@ -136,14 +183,6 @@ func (db *DB) Signup(ctx context.Context, req SignupRequest) (*SignupResult, err
 // before its first write (signup's contract). A refused admission keeps the
 // attempt it counted, in the same commit.
 func (db *DB) admitOne(ctx context.Context, tx *Tx, req SignupRequest) (res *SignupResult, answer error, failed error) {
-	if req.Attempts != nil {
-		if err := db.countAttempt(ctx, tx, req.Attempts.Key, req.Attempts.Max); err != nil {
-			if isRefusal(err) {
-				return nil, err, nil // over the limit: refused and not counted
-			}
-			return nil, nil, err
-		}
-	}
 	res, err := db.signup(ctx, tx, req)
 	if err != nil {
 		if isRefusal(err) {
@@ -162,7 +201,8 @@ func isRefusal(err error) bool {
 }
 
 // signup admits one signup in tx. Its contract with admitOne: a refusal (an
-// *Error) is returned only before the first write; any error after it is a
+// *Error) is returned only before admission's first write — the counted
+// attempt, when there is one, is meant to stay; any other error is a
 // failed statement.
 func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupResult, error) {
 	// Everything admission decides on is read in one statement, after the
@@ -188,24 +228,30 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 		WHERE p.public_slug = ?1`, req.Slug, req.RequestKey, bucket, req.Email).
 		Scan(&programID, &open, &wsActive, &retired, &queueCap, &hourlyCap, &occupied, &noticeID, &noticeVer,
 			&stored, &admitted, &listed)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && noticeID == "") {
-		return nil, Errorf(ENOTFOUND, "Not found.")
-	}
-	if err != nil {
+	found := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("read program: %w", err)
 	}
 
-	// spec: the key is checked first, before any state check.
-	binding := bind(db.BindingKey, "signup", programID, req.RequestKey, req.Email,
-		strconv.Itoa(req.NoticeVersion), strconv.FormatBool(req.Permission))
-	if stored != nil {
-		if hmac.Equal(stored, binding) {
-			return &SignupResult{Replay: true}, nil
-		}
-		return nil, Errorf(ECONFLICT, "This form was already submitted with different details. Reload the page to start again.")
+	// rule: the key is read again after the lock, before any count or
+	// state check: a committed key answers from its receipt alone.
+	binding := db.signupBinding(programID, req)
+	if found && stored != nil {
+		return answerFromReceipt(binding, stored)
 	}
 
-	// A genuinely new key. tx.Now was read after the lock was taken.
+	// A genuinely new key: its attempt counts against the network's hourly
+	// limit (spec 000: count, then persist), whatever admission answers.
+	if req.Attempts != nil {
+		if err := db.countAttempt(ctx, tx, req.Attempts.Key, req.Attempts.Max); err != nil {
+			return nil, err // over the limit: refused and not counted
+		}
+	}
+	if !found || noticeID == "" {
+		return nil, Errorf(ENOTFOUND, "Not found.")
+	}
+
+	// tx.Now was read after the lock was taken.
 	if !open || !wsActive || retired {
 		return nil, Errorf(ECONFLICT, "This waitlist is not accepting signups right now.")
 	}

@@ -93,6 +93,16 @@ func (b *signupBatcher) submit(ctx context.Context, req SignupRequest) (*SignupR
 	return c.res, c.err
 }
 
+// isStopped reports whether stop was called: the database is closing.
+func (b *signupBatcher) isStopped() bool {
+	if b == nil {
+		return true
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.stopped
+}
+
 // stop refuses new signups, lets the loop answer every call already handed
 // over, and waits for it to end.
 func (b *signupBatcher) stop() {

@@ -48,6 +48,10 @@ type Replicator struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// bg runs the catch-up and the restore drills; log is admit's logger.
+	bg  background
+	log *slog.Logger
 }
 
 // Status is the replication state, for /readyz and the owner console.
@@ -122,7 +126,9 @@ func Start(ctx context.Context, cfg *Config, dbPath string, getenv func(string) 
 		_ = st.Close(context.Background())
 		return nil, fmt.Errorf("start replication to %s: %w", rc, err)
 	}
-	return &Replicator{MaxLag: maxLag, replica: rc, store: st, db: db, started: time.Now(), now: time.Now}, nil
+	repl := &Replicator{MaxLag: maxLag, replica: rc, store: st, db: db, started: time.Now(), now: time.Now, log: logger}
+	repl.bg.run(repl.catchUp)
+	return repl, nil
 }
 
 // initClient prepares the replica client, explaining a known failure.
@@ -354,6 +360,7 @@ func (r *Replicator) Close(ctx context.Context) error {
 		return nil
 	}
 	r.closeOnce.Do(func() {
+		r.bg.stop()
 		if err := r.store.Close(ctx); err != nil {
 			r.closeErr = fmt.Errorf("stop replication to %s: %w", r.replica, err)
 		}

@@ -28,14 +28,19 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// handleReadyz answers 200 when the database answers and nothing else
-// reports a problem, 503 otherwise.
+// handleReadyz answers 200 when the database answers, takes writes and
+// nothing else reports a problem, 503 otherwise.
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.db.Ping(ctx); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database"})
+		return
+	}
+	// rule: not ready while writes fail (a full disk answers every signup 500)
+	if err := s.db.Writable(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database writes are failing"})
 		return
 	}
 	if s.opts.Ready != nil {

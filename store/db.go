@@ -53,6 +53,8 @@ type DB struct {
 	// personal data that the eraser has not yet flushed from the WAL
 	// (see RunEraser); further erasures before it runs share the signal.
 	erasures chan struct{}
+	// health says whether writes reach the disk, for readiness.
+	health writeHealth
 }
 
 // Tx is a transaction and the instant it runs at.
@@ -205,6 +207,7 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 	defer func() { <-db.wgate }()
 	sqlTx, err := db.writer.BeginTx(ctx, nil)
 	if err != nil {
+		db.health.noteWrite(err)
 		return fmt.Errorf("begin immediate: %w", err)
 	}
 	tx := &Tx{Tx: sqlTx, Now: db.Now().UTC(), cache: db.wstmts}
@@ -215,6 +218,7 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 		}
 		return sqlTx.Commit()
 	}()
+	db.health.noteWrite(err)
 	if err == nil && tx.erased {
 		db.noteErasure()
 	}

@@ -55,3 +55,24 @@ func TestPrivacyPage_CountsBackupCopies(t *testing.T) {
 		}
 	}
 }
+
+// The privacy page's list of what is kept names the attempt a refused
+// signup leaves behind, and that nothing else of it is kept.
+func TestPrivacyPage_ListsTheAttemptARefusedSignupKeeps(t *testing.T) {
+	app := MustStartApp(t)
+	page := app.NewClient(t).Get(t, "/privacy")
+	if page.StatusCode != http.StatusOK {
+		t.Fatalf("GET /privacy: %d", page.StatusCode)
+	}
+	i := strings.Index(page.Body, `data-testid="kept-attempt"`)
+	if i < 0 {
+		t.Fatal("the list of what is kept does not name the counted attempt")
+	}
+	item := page.Body[i:]
+	item = item[:strings.Index(item, "</li>")]
+	for _, want := range []string{"One counted attempt", "refused", "keeps nothing else", "counts nothing"} {
+		if !strings.Contains(item, want) {
+			t.Errorf("the counted-attempt item lacks %q: %s", want, item)
+		}
+	}
+}

@@ -102,7 +102,7 @@ func HashRemovalToken(tok string) []byte {
 // hourStart is the start of t's UTC hour.
 func hourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 
-// Signup admits a public signup (spec 002, "Public signup and status"),
+// Signup admits a public signup (docs/signup.md),
 // in a write transaction:
 //
 //  1. the request key is read first: the same binding replays the stored

@@ -40,14 +40,14 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<article data-testid=\"privacy\"><h1>Privacy: what admit stores and for how long</h1><p>This page is generated from the settings this server runs with. If they change, this page changes with them.</p><h2>When you join a waitlist</h2><ul><li><strong>Your email address</strong>, to contact you about this waitlist as its notice says. The part before the at sign is kept exactly as typed; the domain is lowercased.</li><li><strong>The notice version you were shown and the time you chose to join</strong>, as the record of your choice.</li><li><strong>A fingerprint of your private removal token</strong> (SHA-256). The token itself is shown to you once and never stored.</li><li><strong>A receipt of your request</strong>: its random request key and a keyed hash of the submitted fields, so a retried submission is answered the same way. It cannot be turned back into your address.</li></ul><p>We do not store your name, your IP address, your browser or any tracking identifier. No email is sent by this application.</p><h2>Abuse protection</h2><p>To limit signups per network we count attempts per hour under a keyed hash of the hour and your network address (an IPv4 address, or the first half of an IPv6 address). The address itself is stored nowhere. A counter expires when its hour ends and is deleted by the next request or sweep; none lives longer than ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<article data-testid=\"privacy\"><h1>Privacy: what admit stores and for how long</h1><p>This page is generated from the settings this server runs with. If they change, this page changes with them.</p><h2>When you join a waitlist</h2><ul><li><strong>Your email address</strong>, to contact you about this waitlist as its notice says. The part before the at sign is kept exactly as typed; the domain is lowercased.</li><li><strong>The notice version you were shown and the time you chose to join</strong>, as the record of your choice.</li><li><strong>A fingerprint of your private removal token</strong> (SHA-256). The token itself is shown to you once and never stored.</li><li><strong>A receipt of your request</strong>: its random request key and a keyed hash of the submitted fields, so a retried submission is answered the same way. It cannot be turned back into your address.</li><li data-testid=\"kept-attempt\"><strong>One counted attempt</strong> on your network's hourly counter (see Abuse protection below), for every new signup request, <em>including one that is refused</em> because the waitlist is full or closed or its notice changed. A refused request keeps nothing else: no receipt, no entry, no history and no share of the waitlist's hourly intake. Retrying a request that was already accepted counts nothing.</li></ul><p>We do not store your name, your IP address, your browser or any tracking identifier. No email is sent by this application.</p><h2>Abuse protection</h2><p>To limit signups per network we count attempts per hour under a keyed hash of the hour and your network address (an IPv4 address, or the first half of an IPv6 address). The address itself is stored nowhere. A counter expires when its hour ends and is deleted by the next request or sweep; none lives longer than ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var3 string
 			templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(v.CounterLifetime)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 21, Col: 166}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 22, Col: 166}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 			if templ_7745c5c3_Err != nil {
@@ -60,7 +60,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 			var templ_7745c5c3_Var4 string
 			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(v.IdentityProvider)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 26, Col: 46}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 27, Col: 46}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 			if templ_7745c5c3_Err != nil {
@@ -78,7 +78,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 				var templ_7745c5c3_Var5 string
 				templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(r.State)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 38, Col: 21}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 39, Col: 21}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 				if templ_7745c5c3_Err != nil {
@@ -91,7 +91,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 				var templ_7745c5c3_Var6 string
 				templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(r.Kept)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 39, Col: 20}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 40, Col: 20}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 				if templ_7745c5c3_Err != nil {
@@ -104,7 +104,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 				var templ_7745c5c3_Var7 string
 				templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(r.Everywhere)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 40, Col: 26}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 41, Col: 26}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 				if templ_7745c5c3_Err != nil {
@@ -122,7 +122,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 			var templ_7745c5c3_Var8 string
 			templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(v.RetiredProgram)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 47, Col: 131}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 48, Col: 131}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 			if templ_7745c5c3_Err != nil {
@@ -135,7 +135,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 			var templ_7745c5c3_Var9 string
 			templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(v.RemovalEverywhere)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 48, Col: 154}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 49, Col: 154}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 			if templ_7745c5c3_Err != nil {
@@ -148,7 +148,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 			var templ_7745c5c3_Var10 string
 			templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(v.SweepInterval)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 52, Col: 58}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 53, Col: 58}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 			if templ_7745c5c3_Err != nil {
@@ -166,7 +166,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 				var templ_7745c5c3_Var11 string
 				templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(v.BackupRetention)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 56, Col: 145}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/privacy.templ`, Line: 57, Col: 145}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
 				if templ_7745c5c3_Err != nil {

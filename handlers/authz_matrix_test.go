@@ -137,7 +137,7 @@ func mustGrantEntry(t *testing.T, k accessKit, p *store.Program, entryID, email 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, uuid.NewString(), "phone", ""); err != nil {
+	if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, uuid.NewString(), "sms", ""); err != nil {
 		t.Fatal(err)
 	}
 	red, err := k.app.DB.Redeem(ctx, DevUserID(email), []string{email}, res.Code)
@@ -273,7 +273,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", apiEntry + "/invitations", jsonBody, `{"requestKey":"` + uuid.NewString() + `","expiresAt":"` + expires + `"}`,
 			onlyThese(unauth, conflict, pOwner)},
 		{"POST", "/api/owner/invitations/" + f.undelivered.ID + "/delivery-record", jsonBody,
-			`{"requestKey":"` + uuid.NewString() + `","channel":"phone"}`, onlyThese(unauth, ok, pOwner)},
+			`{"requestKey":"` + uuid.NewString() + `","channel":"sms"}`, onlyThese(unauth, ok, pOwner)},
 		{"POST", "/api/owner/invitations/" + f.pendingAPI.ID + "/revoke", jsonBody, `{}`, onlyThese(unauth, ok, pOwner)},
 		{"POST", "/api/owner/grants/" + f.grantAPI + "/revoke", jsonBody, `{}`, onlyThese(unauth, ok, pOwner)},
 

@@ -159,7 +159,7 @@ func TestOwnerConsole_EveryFormRedirectsAndAuditsOnce(t *testing.T) {
 	inv := d.Invitations[0].ID
 	invPath := p + "/entries/" + w3 + "/invitations/" + inv
 	for _, st := range []htmlStep{
-		{"record delivery", invPath + "/delivery-record", url.Values{"requestKey": {owKey()}, "channel": {"signal"}, "reference": {"chat 12"}},
+		{"record delivery", invPath + "/delivery-record", url.Values{"requestKey": {owKey()}, "channel": {"chat"}, "reference": {"chat 12"}},
 			303, p + "/entries/" + w3, "Send recorded", 1},
 		{"revoke invitation", invPath + "/revoke", url.Values{}, 303, p + "/entries/" + w3, "Invitation revoked", 1},
 		{"revoke grant", p + "/entries/" + active + "/grants/" + grant + "/revoke", url.Values{}, 303, p + "/entries/" + active, "Access revoked", 1},

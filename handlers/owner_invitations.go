@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -163,8 +164,16 @@ func (s *Server) handleRecordDelivery(w http.ResponseWriter, r *http.Request) er
 	}
 	f := &formReader{r: r}
 	form := views.DeliveryForm{InvitationID: invID, RequestKey: strings.TrimSpace(f.get("requestKey")),
-		Channel: f.get("channel"), Reference: f.get("reference")}
+		Channel: strings.TrimSpace(f.get("channel")), Reference: f.get("reference")}
 	err := f.err
+	if err == nil {
+		// Each field's rule is checked here too, so its message shows
+		// beside it; the store applies the same rules again.
+		cerr := store.CheckDeliveryChannel(form.Channel)
+		rerr := store.CheckDeliveryReference(strings.TrimSpace(form.Reference))
+		form.ChannelError, form.ReferenceError = fieldMessage(cerr), fieldMessage(rerr)
+		err = errors.Join(cerr, rerr)
+	}
 	if err == nil {
 		_, err = s.db.RecordDelivery(r.Context(), ownerActor(r), invID, form.RequestKey, form.Channel, form.Reference)
 	}
@@ -174,7 +183,9 @@ func (s *Server) handleRecordDelivery(w http.ResponseWriter, r *http.Request) er
 				v.ActionError = msg
 				return
 			}
-			form.Error = msg
+			if form.ChannelError == "" && form.ReferenceError == "" {
+				form.Error = msg
+			}
 			if store.ErrorCode(err) != store.EINVALID {
 				form.RequestKey = v.Delivery.RequestKey
 			}
@@ -183,6 +194,14 @@ func (s *Server) handleRecordDelivery(w http.ResponseWriter, r *http.Request) er
 	}
 	s.setFlash(w, r, "Send recorded. The code can now be redeemed until it expires.")
 	return redirect(w, r, entryPath(r))
+}
+
+// fieldMessage is the message of a field's validation error, "" for none.
+func fieldMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	return store.ErrorMessage(err)
 }
 
 // handleRevokeInvitation is the revoke-invitation form: 303 back to the entry.

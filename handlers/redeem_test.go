@@ -111,7 +111,7 @@ func (k accessKit) invite(tb testing.TB, p *store.Program, email string, deliver
 		tb.Fatal("issue returned no code")
 	}
 	if deliver {
-		if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, uuid.NewString(), "personal email", ""); err != nil {
+		if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
 			tb.Fatalf("record delivery: %v", err)
 		}
 	}

@@ -81,7 +81,7 @@ func (f *accessFixture) invite(tb testing.TB, p *Program, email string, deliver 
 		tb.Fatalf("issue: %v", err)
 	}
 	if deliver {
-		if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, uuid.NewString(), "personal email", ""); err != nil {
+		if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
 			tb.Fatalf("record delivery: %v", err)
 		}
 	}

@@ -121,7 +121,7 @@ var eventDetails = map[EventType]map[string]detailRule{
 	EventSelected:         {"reason": aCode(SelectReasons...), "from": fromState, "batch": aFlag},
 	EventDeclined:         {"reason": aCode(DeclineReasons...), "from": fromState},
 	EventInviteIssued:     {"invitationId": anID},
-	EventDeliveryRecorded: {"invitationId": anID},
+	EventDeliveryRecorded: {"invitationId": anID, "channel": aCode(DeliveryChannels...)},
 	EventInviteRevoked:    {"invitationId": anID, "cause": endedBy},
 	EventInviteExpired:    {"invitationId": anID},
 	EventRedeemed:         {"invitationId": anID, "grantId": anID},

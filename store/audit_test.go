@@ -206,7 +206,7 @@ func sampleDetails() map[EventType]Details {
 		EventSelected:         {"reason": "meets_policy", "from": StateWaiting, "batch": true},
 		EventDeclined:         {"reason": "capacity", "from": StateSelected},
 		EventInviteIssued:     {"invitationId": id},
-		EventDeliveryRecorded: {"invitationId": id},
+		EventDeliveryRecorded: {"invitationId": id, "channel": ChannelInPerson},
 		EventInviteRevoked:    {"invitationId": id, "cause": "withdrawn"},
 		EventInviteExpired:    {"invitationId": id},
 		EventRedeemed:         {"invitationId": id, "grantId": uuid.NewString()},

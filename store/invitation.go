@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -325,17 +324,19 @@ func insertOwnerReceipt(ctx context.Context, tx *Tx, programID, key, action stri
 
 // RecordDelivery records, once, the owner's statement that they sent the
 // code through their own channel. It records a claim of sending, not a
-// delivery. Idempotent by request key.
+// delivery. Idempotent by request key. The channel is one of
+// DeliveryChannels and the reference must pass CheckDeliveryReference: the
+// record holds no personal data, and erasing the entry clears the reference.
 func (db *DB) RecordDelivery(ctx context.Context, a Actor, invitationID, requestKey, channel, reference string) (*Invitation, error) {
 	if err := validRequestKey(requestKey); err != nil {
 		return nil, err
 	}
 	channel, reference = strings.TrimSpace(channel), strings.TrimSpace(reference)
-	if n := utf8.RuneCountInString(channel); n < 1 || n > 80 || !utf8.ValidString(channel) {
-		return nil, Errorf(EINVALID, "Name the channel you used in 1–80 characters.")
+	if err := CheckDeliveryChannel(channel); err != nil {
+		return nil, err
 	}
-	if utf8.RuneCountInString(reference) > 160 || !utf8.ValidString(reference) {
-		return nil, Errorf(EINVALID, "The reference is at most 160 characters.")
+	if err := CheckDeliveryReference(reference); err != nil {
+		return nil, err
 	}
 	var out *Invitation
 	// replay answers a committed key from its receipt.
@@ -383,7 +384,8 @@ func (db *DB) RecordDelivery(ctx context.Context, a Actor, invitationID, request
 		if err := insertOwnerReceipt(ctx, tx, p.ID, requestKey, "record_delivery", binding, inv.ID); err != nil {
 			return err
 		}
-		if err := appendEvent(ctx, tx, p.ID, inv.EntryID, a, EventDeliveryRecorded, Details{"invitationId": inv.ID}); err != nil {
+		if err := appendEvent(ctx, tx, p.ID, inv.EntryID, a, EventDeliveryRecorded,
+			Details{"invitationId": inv.ID, "channel": channel}); err != nil {
 			return err
 		}
 		out, err = invitationByID(ctx, tx, inv.ID)

@@ -251,9 +251,9 @@ func TestRecordDelivery_OnceAndIdempotentByKey(t *testing.T) {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
 	})
-	_, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, key, "phone", "")
+	_, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, key, "sms", "")
 	wantErrorCode(t, "same key, other channel", err, ECONFLICT)
-	_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), "phone", "")
+	_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), "sms", "")
 	wantErrorCode(t, "second record", err, ECONFLICT)
 	for _, tc := range []struct{ name, channel, ref string }{
 		{"empty channel", " ", ""}, {"long channel", strings.Repeat("c", 81), ""}, {"long reference", "email", strings.Repeat("r", 161)},

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"admit/store"
 )
 
 // OwnerWorkspace is a workspace the owner may create programs in.
@@ -208,7 +210,37 @@ type DeliveryForm struct {
 	RequestKey   string
 	Channel      string
 	Reference    string
-	Error        string
+	// Error is about the form as a whole; ChannelError and ReferenceError
+	// are shown beside their fields.
+	Error          string
+	ChannelError   string
+	ReferenceError string
+}
+
+// channelLabels name each delivery channel code for people.
+var channelLabels = map[string]string{
+	store.ChannelEmail:    "Email",
+	store.ChannelSMS:      "Text message (SMS)",
+	store.ChannelChat:     "Chat or messaging app",
+	store.ChannelInPerson: "In person",
+	store.ChannelOther:    "Other",
+}
+
+// ChannelList names every delivery channel, in the form's order.
+func ChannelList() string {
+	labels := make([]string, len(store.DeliveryChannels))
+	for i, code := range store.DeliveryChannels {
+		labels[i] = ChannelLabel(code)
+	}
+	return strings.Join(labels[:len(labels)-1], ", ") + " or " + labels[len(labels)-1]
+}
+
+// ChannelLabel names a delivery channel code for people.
+func ChannelLabel(code string) string {
+	if l, ok := channelLabels[code]; ok {
+		return l
+	}
+	return code
 }
 
 // EntryPageView is an entry's detail page.

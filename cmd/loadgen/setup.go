@@ -150,7 +150,7 @@ func setupRecipient(ctx context.Context, c *client, owner *session, p *program, 
 	}
 	if _, _, err := c.do(ctx, request{Method: http.MethodPost, Path: "/api/owner/invitations/" + issued.Invitation.ID + "/delivery-record",
 		Session: owner, ContentType: "application/json", Want: http.StatusOK,
-		Body: jsonBody(map[string]string{"requestKey": uuid.NewString(), "channel": "personal email"})}); err != nil {
+		Body: jsonBody(map[string]string{"requestKey": uuid.NewString(), "channel": "email"})}); err != nil {
 		return nil, err
 	}
 	rec, err := c.signIn(ctx, email)

@@ -4,7 +4,7 @@
 -- recursive_triggers is on), so the update and delete triggers alone let
 -- them rewrite a notice or an audit event. These triggers refuse any insert
 -- whose key is already taken, before the conflict is resolved; a plain
--- insert with a new key is untouched.
+-- insert with a new key is untouched. See docs/history.md.
 
 -- +goose Up
 -- +goose StatementBegin

@@ -1,4 +1,4 @@
--- Invitation delivery records hold no personal data (see store/delivery.go).
+-- Invitation delivery records hold no personal data (docs/history.md).
 -- The channel becomes one of a fixed list of codes, and the optional
 -- reference never outlives the entry's email address: erasing an entry,
 -- by whatever path, clears its invitations' references in the same

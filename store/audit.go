@@ -113,7 +113,7 @@ var (
 // eventDetails is the allowlist: for each event type, the detail keys it
 // may carry and the rule for each key's value. A key not listed, or a value
 // its rule refuses, is an error and nothing is stored (rule: history holds
-// IDs, states, counts and reason codes only).
+// IDs, states, counts and reason codes only; docs/history.md).
 var eventDetails = map[EventType]map[string]detailRule{
 	EventProgramCreated:   {},
 	EventNoticePublished:  {"version": aCount},

@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -192,6 +193,36 @@ func TestAudit_EveryEventTypeHasAnAllowlistEntry(t *testing.T) {
 	sort.Strings(inSchema)
 	if !reflect.DeepEqual(declared, inSchema) {
 		t.Errorf("schema accepts %v, code declares %v", inSchema, declared)
+	}
+
+	// The documented table lists each type with exactly its allowed keys.
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "history.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string][]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| (.*) \\|$").FindAllStringSubmatch(string(doc), -1) {
+		keys := []string{}
+		for _, k := range regexp.MustCompile("`([A-Za-z]+)`").FindAllStringSubmatch(m[2], -1) {
+			keys = append(keys, k[1])
+		}
+		sort.Strings(keys)
+		documented[m[1]] = keys
+	}
+	for typ, rules := range eventDetails {
+		keys := []string{}
+		for k := range rules {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		got, ok := documented[string(typ)]
+		if !ok || !reflect.DeepEqual(got, keys) {
+			t.Errorf("docs/history.md lists %s with %v (listed: %v), allowlist has %v", typ, got, ok, keys)
+		}
+		delete(documented, string(typ))
+	}
+	for typ := range documented {
+		t.Errorf("docs/history.md lists %s, which the code does not declare", typ)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 // A record of the send holds one of these and, optionally, a short
 // reference; neither may hold personal data (rule: a delivery record holds
 // no address, phone number or code, and its reference is erased with the
-// entry).
+// entry; docs/history.md).
 const (
 	ChannelEmail    = "email"
 	ChannelSMS      = "sms"

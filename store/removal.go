@@ -38,7 +38,9 @@ func endAccess(ctx context.Context, tx *Tx, programID, entryID string, a Actor) 
 }
 
 // eraseEntry replaces the entry's email with a tombstone and clears its
-// removal hash. IDs, states and the audit trail remain.
+// removal hash; a trigger clears its invitations' delivery references in
+// the same statement (docs/history.md). IDs, states and the audit trail
+// remain.
 func eraseEntry(ctx context.Context, tx *Tx, programID, entryID string, a Actor, reason string) error {
 	_, err := tx.ExecContext(ctx, `UPDATE entries SET email_key = ?, removal_hash = NULL, erased_at = ?, erase_after = NULL
 		WHERE id = ? AND program_id = ? AND erased_at IS NULL`, tombstone(entryID), Millis(tx.Now), entryID, programID)

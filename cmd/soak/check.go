@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/benbjohnson/litestream"
+	"github.com/benbjohnson/litestream/file"
+	"github.com/superfly/ltx"
+	_ "modernc.org/sqlite"
+)
+
+// replicaTXIDs lists the restore points of the file replica at dir: every
+// transaction ID that ends an LTX file at any level, above after, in order.
+func replicaTXIDs(ctx context.Context, dir string, after ltx.TXID) ([]ltx.TXID, error) {
+	c := file.NewReplicaClient(dir)
+	seen := map[ltx.TXID]bool{}
+	for level := 0; level <= litestream.SnapshotLevel; level++ {
+		itr, err := c.LTXFiles(ctx, level, 0, false)
+		if err != nil {
+			return nil, fmt.Errorf("list level %d of %s: %w", level, dir, err)
+		}
+		for itr.Next() {
+			if t := itr.Item().MaxTXID; t > after {
+				seen[t] = true
+			}
+		}
+		if err := itr.Close(); err != nil {
+			return nil, fmt.Errorf("list level %d of %s: %w", level, dir, err)
+		}
+	}
+	out := make([]ltx.TXID, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// restoreTo restores the file replica at dir into out, as of txid (the
+// latest state when zero), with Litestream's own restore.
+func restoreTo(ctx context.Context, dir, out string, txid ltx.TXID) error {
+	r := litestream.NewReplica(nil)
+	c := file.NewReplicaClient(dir)
+	c.Replica = r
+	r.Client = c
+	opt := litestream.NewRestoreOptions()
+	opt.OutputPath = out
+	opt.TXID = txid
+	return r.Restore(ctx, opt)
+}
+
+// pointState is what one restored database holds.
+type pointState struct {
+	// Emails are the soak's entries (by normalized email).
+	Emails map[string]bool
+	// Problems lists every way the point is corrupt or inconsistent; empty
+	// means it is a good restore point.
+	Problems []string
+}
+
+// Corrupt reports whether the point has any problem.
+func (p *pointState) Corrupt() bool { return len(p.Problems) > 0 }
+
+// checkPoint examines the restored database at path: integrity_check and
+// foreign_key_check, every entry attempted by the soak and with its signup
+// receipt, entry_state_counts in agreement with the entries, and no entry
+// of prev (the previous restore point) missing.
+func checkPoint(ctx context.Context, path string, prev map[string]bool, l *ledger) *pointState {
+	ps := &pointState{Emails: map[string]bool{}}
+	fail := func(format string, a ...any) { ps.Problems = append(ps.Problems, fmt.Sprintf(format, a...)) }
+	db, err := openReadOnly(path)
+	if err != nil {
+		fail("open: %v", err)
+		return ps
+	}
+	defer db.Close()
+	if findings, err := pragmaList(ctx, db, `PRAGMA integrity_check`); err != nil {
+		fail("integrity_check: %v", err)
+		return ps
+	} else if len(findings) != 1 || findings[0] != "ok" {
+		fail("integrity_check: %s", summarize(findings))
+		return ps
+	}
+	if findings, err := pragmaList(ctx, db, `PRAGMA foreign_key_check`); err != nil {
+		fail("foreign_key_check: %v", err)
+	} else if len(findings) > 0 {
+		fail("foreign_key_check: %d violations", len(findings))
+	}
+
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		fail("begin: %v", err)
+		return ps
+	}
+	defer tx.Rollback()
+	var total, counted int64
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM entries), (SELECT coalesce(sum(n), 0) FROM entry_state_counts)`).Scan(&total, &counted); err != nil {
+		fail("count entries: %v", err)
+		return ps
+	}
+	if total != counted {
+		fail("entries: %d rows but entry_state_counts says %d", total, counted)
+	}
+	receipts := map[string]bool{}
+	rows, err := tx.QueryContext(ctx, `SELECT request_key FROM signup_receipts`)
+	if err != nil {
+		fail("read signup_receipts: %v", err)
+		return ps
+	}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			fail("read signup_receipts: %v", err)
+			break
+		}
+		receipts[k] = true
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		fail("read signup_receipts: %v", err)
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT email_key FROM entries`)
+	if err != nil {
+		fail("read entries: %v", err)
+		return ps
+	}
+	var unknown, noReceipt int
+	for rows.Next() {
+		var e string
+		if err := rows.Scan(&e); err != nil {
+			fail("read entries: %v", err)
+			break
+		}
+		if !strings.HasPrefix(e, "soak-") {
+			continue // the demo's seed
+		}
+		ps.Emails[e] = true
+		key, ok := l.attempted(e)
+		switch {
+		case !ok:
+			unknown++
+		case !receipts[key]:
+			noReceipt++
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		fail("read entries: %v", err)
+	}
+	if unknown > 0 {
+		fail("%d entries the soak never sent", unknown)
+	}
+	if noReceipt > 0 {
+		fail("%d entries without their signup receipt", noReceipt)
+	}
+	if n := len(missing(prev, ps.Emails)); n > 0 {
+		fail("%d entries of the previous restore point are gone", n)
+	}
+	return ps
+}
+
+// missing lists the keys of want that got lacks, sorted.
+func missing(want, got map[string]bool) []string {
+	var out []string
+	for k := range want {
+		if !got[k] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// summarize shortens a list of SQLite findings for one line of output.
+func summarize(findings []string) string {
+	const show = 3
+	if len(findings) <= show {
+		return strings.Join(findings, "; ")
+	}
+	return fmt.Sprintf("%s; … (%d findings)", strings.Join(findings[:show], "; "), len(findings))
+}
+
+// pragmaList runs a PRAGMA and returns the first column of every row.
+func pragmaList(ctx context.Context, db *sql.DB, q string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out = append(out, fmt.Sprint(vals[0]))
+	}
+	return out, rows.Err()
+}
+
+// openReadOnly opens a restored database without writing to it.
+func openReadOnly(path string) (*sql.DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "query_only(1)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// removeDB deletes a database file and its companions.
+func removeDB(path string) {
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + ".tmp"} {
+		_ = os.Remove(p)
+	}
+}
+
+// checker walks the replica's restore points in order, remembering the
+// last one it checked and what it held.
+type checker struct {
+	replica, scratch string
+	ledger           *ledger
+	last             ltx.TXID
+	lastEmails       map[string]bool
+	// FirstBad is the first corrupt restore point seen, zero when none.
+	FirstBad ltx.TXID
+}
+
+// pointsResult counts one scan of new restore points.
+type pointsResult struct {
+	Points, Corrupt int
+	// Details names each corrupt point and its first problem.
+	Details []string
+	// Latest is the newest restore point scanned.
+	Latest ltx.TXID
+}
+
+// scanNew restores and checks every restore point the replica gained since
+// the previous scan.
+func (c *checker) scanNew(ctx context.Context) (pointsResult, error) {
+	var res pointsResult
+	txids, err := replicaTXIDs(ctx, c.replica, c.last)
+	if err != nil {
+		return res, err
+	}
+	for _, t := range txids {
+		out := filepath.Join(c.scratch, "point.db")
+		removeDB(out)
+		res.Points++
+		var ps *pointState
+		if err := restoreTo(ctx, c.replica, out, t); err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			ps = &pointState{Problems: []string{"restore: " + err.Error()}}
+		} else {
+			ps = checkPoint(ctx, out, c.lastEmails, c.ledger)
+		}
+		removeDB(out)
+		if ps.Corrupt() {
+			res.Corrupt++
+			res.Details = append(res.Details, fmt.Sprintf("txid %s: %s", t, ps.Problems[0]))
+			if c.FirstBad == 0 {
+				c.FirstBad = t
+			}
+		} else {
+			c.lastEmails = ps.Emails
+		}
+		c.last, res.Latest = t, t
+	}
+	return res, nil
+}
+
+// latestHoldsAcked restores the replica's latest state and reports how many
+// acknowledged signups it lacks, and its problems if it is corrupt.
+func (c *checker) latestHoldsAcked(ctx context.Context) (lacking int, ps *pointState, err error) {
+	out := filepath.Join(c.scratch, "latest.db")
+	removeDB(out)
+	defer removeDB(out)
+	if err := restoreTo(ctx, c.replica, out, 0); err != nil {
+		if ctx.Err() != nil {
+			return 0, nil, ctx.Err()
+		}
+		if errors.Is(err, litestream.ErrTxNotAvailable) || errors.Is(err, litestream.ErrNoSnapshots) {
+			// Nothing replicated yet: everything acknowledged is lacking.
+			return len(c.ledger.ackedSnapshot()), &pointState{}, nil
+		}
+		return 0, &pointState{Problems: []string{"restore: " + err.Error()}}, nil
+	}
+	ps = checkPoint(ctx, out, nil, c.ledger)
+	return len(missing(c.ledger.ackedSnapshot(), ps.Emails)), ps, nil
+}

@@ -17,6 +17,8 @@ package browser
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -29,14 +31,22 @@ import (
 // DefaultPath is where Debian's chromium package installs the browser.
 const DefaultPath = "/usr/bin/chromium"
 
+// StartAttempts is how many times MustNew launches Chromium before it fails
+// the test.
+const StartAttempts = 3
+
+// StartTimeout is how long one launch may take to answer over DevTools.
+const StartTimeout = 30 * time.Second
+
 // DefaultTimeout is the deadline of the context MustNew returns, so a test
 // whose page never answers fails instead of hanging.
 const DefaultTimeout = 60 * time.Second
 
 // config collects the Options given to MustNew.
 type config struct {
-	jsDisabled bool
-	timeout    time.Duration
+	jsDisabled   bool
+	timeout      time.Duration
+	startTimeout time.Duration
 }
 
 // Option changes how MustNew starts the browser.
@@ -54,6 +64,11 @@ func WithJavaScriptDisabled() Option {
 // WithTimeout replaces DefaultTimeout as the deadline of the returned context.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
+}
+
+// WithStartTimeout replaces StartTimeout for each launch.
+func WithStartTimeout(d time.Duration) Option {
+	return func(c *config) { c.startTimeout = d }
 }
 
 // ExecPath returns the Chromium binary to run: CHROMIUM_PATH when set,
@@ -75,11 +90,16 @@ func ExecPath() (string, error) {
 // DefaultTimeout (see WithTimeout). The browser process is stopped, and waited
 // for, when the test ends.
 //
+// A start that fails or gives no DevTools connection within StartTimeout
+// (see WithStartTimeout) is retried, up to StartAttempts launches in all,
+// each with a fresh profile: under `go test ./...` other test binaries load
+// the machine while Chromium starts.
+//
 // With Chromium absent, MustNew skips the test when the CI environment
 // variable is unset or empty and fails it otherwise.
 func MustNew(tb testing.TB, opts ...Option) context.Context {
 	tb.Helper()
-	cfg := config{timeout: DefaultTimeout}
+	cfg := config{timeout: DefaultTimeout, startTimeout: StartTimeout}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -92,10 +112,42 @@ func MustNew(tb testing.TB, opts ...Option) context.Context {
 		tb.Fatalf("browser: Chromium required under CI but not available: %v", err)
 	}
 
-	// TempDir first: cleanups run last-in first-out, so the browser below is
-	// stopped before its profile directory is removed.
-	profile := tb.TempDir()
+	var browserCtx context.Context
+	var failures []error
+	for attempt := 1; browserCtx == nil; attempt++ {
+		// TempDir first: cleanups run last-in first-out, so the browser is
+		// stopped before its profile directory is removed.
+		profile := tb.TempDir()
+		ctx, stop, err := launch(execPath, profile, cfg.startTimeout)
+		if err != nil {
+			failures = append(failures, fmt.Errorf("launch %d: %w", attempt, err))
+			if attempt == StartAttempts {
+				tb.Fatalf("browser: start %s: %v", execPath, errors.Join(failures...))
+			}
+			tb.Logf("browser: launch %d of %s failed, retrying: %v", attempt, execPath, err)
+			continue
+		}
+		tb.Cleanup(stop)
+		browserCtx = ctx
+	}
+	if cfg.jsDisabled {
+		// Before any navigation, so no page of the test ever runs a script.
+		if _, err := chromedp.Call(browserCtx, emulation.SetScriptExecutionDisabled,
+			emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+			tb.Fatalf("browser: disable JavaScript: %v", err)
+		}
+	}
 
+	ctx, cancelTimeout := context.WithTimeout(browserCtx, cfg.timeout)
+	tb.Cleanup(cancelTimeout)
+	return ctx
+}
+
+// launch starts one browser on profile and returns its context and the
+// function that stops it and waits for the process to exit. It gives up,
+// leaving no process behind, when the browser exits or has not answered
+// over DevTools within startTimeout.
+func launch(execPath, profile string, startTimeout time.Duration) (context.Context, func(), error) {
 	// DESIGN §9: root on a closed network, so no sandbox and no background
 	// traffic; a fresh profile for every test.
 	allocOpts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -112,7 +164,7 @@ func MustNew(tb testing.TB, opts ...Option) context.Context {
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), allocOpts...)
 	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	tb.Cleanup(func() {
+	stop := func() {
 		// Close the browser gracefully so that it stops its own child
 		// processes, then make sure: cancelling the allocator waits until
 		// the browser process has exited.
@@ -121,25 +173,29 @@ func MustNew(tb testing.TB, opts ...Option) context.Context {
 		cancelClose()
 		cancelBrowser()
 		cancelAlloc()
-	})
-
-	// Start the browser now, with the untimed context: the context of the
-	// first action owns the browser process. A broken install then fails here
-	// with a clear message instead of inside the first action of the test.
-	if err := chromedp.Do(browserCtx); err != nil {
-		tb.Fatalf("browser: start %s: %v", execPath, err)
-	}
-	if cfg.jsDisabled {
-		// Before any navigation, so no page of the test ever runs a script.
-		if _, err := chromedp.Call(browserCtx, emulation.SetScriptExecutionDisabled,
-			emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
-			tb.Fatalf("browser: disable JavaScript: %v", err)
-		}
 	}
 
-	ctx, cancelTimeout := context.WithTimeout(browserCtx, cfg.timeout)
-	tb.Cleanup(cancelTimeout)
-	return ctx
+	// Start the browser with the untimed context: the context of the first
+	// action owns the browser process, so the start deadline is kept here.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(browserCtx) }()
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	var err error
+	select {
+	case err = <-started:
+	case <-timer.C:
+		err = fmt.Errorf("no DevTools connection within %v", startTimeout)
+		cancelBrowser()
+		cancelAlloc() // kills the process and waits for it
+		<-started     // the start gives up once its context is cancelled
+	}
+	if err != nil {
+		cancelBrowser()
+		cancelAlloc()
+		return nil, nil, err
+	}
+	return browserCtx, stop, nil
 }
 
 // Screenshot saves a full-page PNG of the tab in ctx to path, for looking at

@@ -112,7 +112,9 @@ func TestMustNew_ContextHasDeadline(t *testing.T) {
 
 func TestMustNew_BrowserProcessEndsAtCleanup(t *testing.T) {
 	var proc *os.Process
+	var skipped bool
 	t.Run("use", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }() // runs on Skip too
 		ctx := browser.MustNew(t)
 		proc = chromedp.FromContext(ctx).Browser.Process()
 		if proc == nil {
@@ -122,6 +124,9 @@ func TestMustNew_BrowserProcessEndsAtCleanup(t *testing.T) {
 			t.Fatalf("browser not running during the test: %v", err)
 		}
 	})
+	if skipped {
+		t.Skip("no browser to watch: the subtest skipped")
+	}
 	if proc == nil {
 		t.Fatal("subtest did not start a browser")
 	}
@@ -200,5 +205,95 @@ func TestMustNew_MissingChromium(t *testing.T) {
 				t.Errorf("failed=%v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// flakyChromium writes a stand-in for Chromium whose first launch misbehaves
+// as first says (a shell command) and whose later launches run the real
+// browser. It returns the script's path and a function that counts launches.
+func flakyChromium(t *testing.T, first string) (path string, launches func() int) {
+	t.Helper()
+	real, err := browser.ExecPath()
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("Chromium not available: %v", err)
+		}
+		t.Fatalf("Chromium required under CI: %v", err)
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "launches")
+	path = filepath.Join(dir, "chromium")
+	script := "#!/bin/sh\n" +
+		"echo launch >> '" + log + "'\n" +
+		"if [ \"$(wc -l < '" + log + "')\" -eq 1 ]; then " + first + "; fi\n" +
+		"exec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path, func() int {
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatalf("read launch log: %v", err)
+		}
+		return bytes.Count(b, []byte("\n"))
+	}
+}
+
+// TestMustNew_RetriesALaunchThatFails: a browser that exits at start is
+// launched again, and the test gets a working tab.
+func TestMustNew_RetriesALaunchThatFails(t *testing.T) {
+	path, launches := flakyChromium(t, "echo 'simulated crash' >&2; exit 1")
+	t.Setenv("CHROMIUM_PATH", path)
+	srv := mustServePage(t)
+	ctx := browser.MustNew(t)
+	if status, _ := loadPage(t, ctx, srv.URL+"/"); status != "scripted" {
+		t.Fatalf("#status=%q after the retried launch, want %q", status, "scripted")
+	}
+	if got, want := launches(), 2; got != want {
+		t.Fatalf("launches=%d, want %d", got, want)
+	}
+}
+
+// TestMustNew_RetriesALaunchThatNeverAnswers: a browser that never opens
+// DevTools is stopped at the start deadline and launched again.
+func TestMustNew_RetriesALaunchThatNeverAnswers(t *testing.T) {
+	path, launches := flakyChromium(t, "exec sleep 600")
+	t.Setenv("CHROMIUM_PATH", path)
+	srv := mustServePage(t)
+	start := time.Now()
+	ctx := browser.MustNew(t, browser.WithStartTimeout(10*time.Second))
+	if status, _ := loadPage(t, ctx, srv.URL+"/"); status != "scripted" {
+		t.Fatalf("#status=%q after the retried launch, want %q", status, "scripted")
+	}
+	if got, want := launches(), 2; got != want {
+		t.Fatalf("launches=%d, want %d", got, want)
+	}
+	if waited := time.Since(start); waited < 10*time.Second {
+		t.Fatalf("second launch after %v, before the 10s start deadline", waited)
+	}
+}
+
+// TestMustNew_FailsAfterTheLastAttempt: a browser that never starts fails
+// the test after StartAttempts launches (it is installed, so no skip).
+func TestMustNew_FailsAfterTheLastAttempt(t *testing.T) {
+	path, launches := flakyChromium(t, "true")
+	// Every launch fails: rewrite the script to exit at once.
+	if err := os.WriteFile(path, []byte("#!/bin/sh\necho launch >> '"+filepath.Join(filepath.Dir(path), "launches")+"'\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CHROMIUM_PATH", path)
+	t.Setenv("CI", "")
+	rec := &recordingTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		browser.MustNew(rec)
+	}()
+	<-done
+	if rec.skipped || !rec.failed {
+		t.Fatalf("skipped=%v failed=%v, want a failure", rec.skipped, rec.failed)
+	}
+	if got, want := launches(), browser.StartAttempts; got != want {
+		t.Fatalf("launches=%d, want %d", got, want)
 	}
 }

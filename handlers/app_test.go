@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -262,9 +263,18 @@ type testResponse struct {
 // Extra headers come as name, value pairs.
 func (c *testClient) Do(tb testing.TB, method, path, contentType string, body io.Reader, headers ...string) *testResponse {
 	tb.Helper()
+	r, err := c.Send(method, path, contentType, body, headers...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// Send is Do returning its error: it may run on any goroutine.
+func (c *testClient) Send(method, path, contentType string, body io.Reader, headers ...string) (*testResponse, error) {
 	req, err := http.NewRequest(method, c.app.URL+path, body)
 	if err != nil {
-		tb.Fatalf("new request: %v", err)
+		return nil, fmt.Errorf("new request: %w", err)
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -277,14 +287,14 @@ func (c *testClient) Do(tb testing.TB, method, path, contentType string, body io
 	}
 	resp, err := c.Client.Do(req)
 	if err != nil {
-		tb.Fatalf("%s %s: %v", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		tb.Fatalf("read body: %v", err)
+		return nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
 	}
-	return &testResponse{StatusCode: resp.StatusCode, Header: resp.Header, Body: string(b)}
+	return &testResponse{StatusCode: resp.StatusCode, Header: resp.Header, Body: string(b)}, nil
 }
 
 // Get sends a GET.
@@ -306,6 +316,14 @@ func (c *testClient) PostJSON(tb testing.TB, method, path, body string, headers 
 		headers = append([]string{"X-CSRF-Token", c.csrf}, headers...)
 	}
 	return c.Do(tb, method, path, "application/json", strings.NewReader(body), headers...)
+}
+
+// SendJSON is PostJSON returning its error: it may run on any goroutine.
+func (c *testClient) SendJSON(method, path, body string, headers ...string) (*testResponse, error) {
+	if c.csrf != "" {
+		headers = append([]string{"X-CSRF-Token", c.csrf}, headers...)
+	}
+	return c.Send(method, path, "application/json", strings.NewReader(body), headers...)
 }
 
 // dbFingerprint digests every row of every table: equal fingerprints

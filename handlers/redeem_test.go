@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -562,6 +563,7 @@ func TestRedeem_FiftyConcurrentHTTPRedemptionsOfOneCodeMakeOneGrant(t *testing.T
 		wg     sync.WaitGroup
 		mu     sync.Mutex
 		counts = map[int]int{}
+		errs   []error
 		start  = make(chan struct{})
 	)
 	for _, c := range clients {
@@ -569,14 +571,21 @@ func TestRedeem_FiftyConcurrentHTTPRedemptionsOfOneCodeMakeOneGrant(t *testing.T
 		go func() {
 			defer wg.Done()
 			<-start
-			r := c.PostJSON(t, "POST", "/api/me/invitations/redeem", redeemJSONBody(inv.Code))
+			r, err := c.SendJSON("POST", "/api/me/invitations/redeem", redeemJSONBody(inv.Code))
 			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
 			counts[r.StatusCode]++
-			mu.Unlock()
 		}()
 	}
 	close(start)
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
 
 	if got, want := counts[http.StatusOK], 1; got != want {
 		t.Fatalf("200 answers=%d, want %d (all: %v)", got, want, counts)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -731,14 +732,22 @@ func TestSignup_EntryIDsAreTimeOrderedUUIDs(t *testing.T) {
 	db := MustOpenDB(t)
 	sp := mustSignupProgram(t, db, "ordered-ids", 1000, 1000)
 	var wg sync.WaitGroup
-	for i := range 200 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mustSignup(t, db, sp.signupReq(fmt.Sprintf("ordered-%d@example.test", i)))
-		}()
+	results := make([]*SignupResult, 200)
+	errs := make([]error, len(results))
+	for i := range results {
+		wg.Go(func() {
+			results[i], errs[i] = db.Signup(context.Background(), sp.signupReq(fmt.Sprintf("ordered-%d@example.test", i)))
+		})
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("signups: %v", err)
+	}
+	for i, res := range results {
+		if res.Replay || len(res.RemovalToken) != 64 {
+			t.Fatalf("signup %d: result %+v, want a first 202 with a 64-hex token", i, res)
+		}
+	}
 	rows, err := db.reader.Query(`SELECT id FROM entries ORDER BY rowid`)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,116 @@
+package testlint_test
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"admit/internal/testlint"
+)
+
+// moduleRoot is the directory of admit's go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller information")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+var wantRE = regexp.MustCompile(`// want "([^"]+)"`)
+
+// wants reads the `// want "..."` comments of the files in dir.
+func wants(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		for line := 1; sc.Scan(); line++ {
+			if m := wantRE.FindStringSubmatch(sc.Text()); m != nil {
+				out[filepath.Base(f)+":"+strconv.Itoa(line)] = m[1]
+			}
+		}
+		fh.Close()
+	}
+	return out
+}
+
+// matchWants compares findings with the want comments: every want is found
+// with its message, and nothing else is.
+func matchWants(t *testing.T, findings []testlint.Finding, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	for _, f := range findings {
+		got[filepath.Base(f.Pos.Filename)+":"+strconv.Itoa(f.Pos.Line)] = f.Message
+	}
+	var keys []string
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		msg, ok := got[k]
+		if !ok {
+			t.Errorf("%s: not reported, want %q", k, want[k])
+			continue
+		}
+		if !strings.Contains(msg, want[k]) {
+			t.Errorf("%s: reported %q, want %q", k, msg, want[k])
+		}
+	}
+	for k, msg := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: reported %q, want nothing", k, msg)
+		}
+	}
+}
+
+// TestCheckers_ReportExactlyTheMarkedLines runs both checks on code with
+// known mistakes and known allowed forms.
+func TestCheckers_ReportExactlyTheMarkedLines(t *testing.T) {
+	dir := filepath.Join("testdata", "cases")
+	pkgs, err := testlint.Load(dir, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	findings := append(testlint.FailNowOffTestGoroutine(pkgs), testlint.RowsErrUnchecked(pkgs)...)
+	matchWants(t, findings, wants(t, dir))
+}
+
+// TestAdmit_Checks runs the checks on all of admit (one load serves both):
+// no test ends a goroutine other than its own with t.Fatal and friends,
+// directly or through a helper, and no query's rows are read without Err.
+func TestAdmit_Checks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads and type-checks the whole module")
+	}
+	pkgs, err := testlint.Load(moduleRoot(t), "./...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("NoFailNowOffTheTestGoroutine", func(t *testing.T) {
+		for _, f := range testlint.FailNowOffTestGoroutine(pkgs) {
+			t.Error(f)
+		}
+	})
+	t.Run("EveryRowsErrIsChecked", func(t *testing.T) {
+		for _, f := range testlint.RowsErrUnchecked(pkgs) {
+			t.Error(f)
+		}
+	})
+}

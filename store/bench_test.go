@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,14 +42,23 @@ func benchState(i int) string {
 
 // mustSeedEntries inserts n entries into the program in one transaction
 // with raw SQL (the schema's triggers still keep the counters), one second
-// apart, ending at testEpoch. It returns the IDs in queue order.
+// apart, ending at testEpoch, spread over states as benchStates says. It
+// returns the IDs in queue order.
 func mustSeedEntries(tb testing.TB, db *DB, programID, noticeID string, n int) []string {
+	return mustSeedEntriesIn(tb, db, programID, noticeID, n, benchState)
+}
+
+// mustSeedEntriesIn is mustSeedEntries with the state of the i-th entry
+// from state. Each entry is as the store leaves it in that state: a
+// declined or withdrawn one has its erasure date.
+func mustSeedEntriesIn(tb testing.TB, db *DB, programID, noticeID string, n int, state func(int) string) []string {
 	tb.Helper()
 	ids := make([]string, n)
 	start := Millis(testEpoch) - int64(n)*1000
+	pol := db.retention()
 	mustUpdate(tb, db, func(tx *Tx) error {
 		stmt, err := tx.PrepareContext(context.Background(), `INSERT INTO entries (id, program_id, email_key, notice_id,
-			permission_at, state, created_at, updated_at, removal_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			permission_at, state, created_at, updated_at, removal_hash, erase_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -59,8 +69,13 @@ func mustSeedEntries(tb testing.TB, db *DB, programID, noticeID string, n int) [
 			ids[i] = uuid.NewString()
 			at := start + int64(i)*1000
 			hash := sha256.Sum256([]byte(ids[i]))
+			s := state(i)
+			var erase any
+			if t := pol.eraseAfter(s, false, FromMillis(at)); t != nil {
+				erase = Millis(*t)
+			}
 			if _, err := stmt.Exec(ids[i], programID, fmt.Sprintf("seed-%06d@example.test", i), noticeID, at,
-				benchState(i), at, at, hash[:]); err != nil {
+				s, at, at, hash[:], erase); err != nil {
 				return err
 			}
 		}
@@ -275,5 +290,102 @@ func BenchmarkRawFullTxn(b *testing.B) {
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// holdRecorder records how long each write transaction worked and held
+// the write lock.
+type holdRecorder struct {
+	mu      sync.Mutex
+	maxWork time.Duration
+	maxHeld time.Duration
+	count   int
+}
+
+func (h *holdRecorder) record(work, held time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.count++
+	h.maxWork = max(h.maxWork, work)
+	h.maxHeld = max(h.maxHeld, held)
+}
+
+// report adds the recorded maxima to the benchmark's metrics.
+func (h *holdRecorder) report(b *testing.B, ops int) {
+	b.ReportMetric(float64(h.maxWork.Microseconds())/1000, "max-work-ms")
+	b.ReportMetric(float64(h.maxHeld.Microseconds())/1000, "max-tx-ms")
+	b.ReportMetric(float64(h.count)/float64(ops), "txs/op")
+}
+
+// BenchmarkRetireProgram retires a program holding 100,000 and 1,000,000
+// entries (a program's queue cap is 100,000, but withdrawn entries leave the
+// queue, so a long-running program can hold more). It reports the longest
+// time any one write transaction held the write lock (max-tx-ms): every
+// signup waits at most that long behind a retirement. Run it one iteration
+// at a time, each on a fresh database:
+//
+//	go test ./store -run '^$' -bench BenchmarkRetireProgram -benchtime 1x -timeout 30m
+func BenchmarkRetireProgram(b *testing.B) {
+	for _, n := range []int{100000, 1000000} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			h := &holdRecorder{}
+			for range b.N {
+				b.StopTimer()
+				db := MustOpenDB(b)
+				sp := mustSignupProgram(b, db, "bench-retire", benchCap, benchCap)
+				mustSeedEntries(b, db, sp.Program.ID, sp.Notice.ID, n)
+				p := mustProgramByID(b, db, sp.Owner, sp.Program.ID)
+				db.txHeld = h.record
+				b.StartTimer()
+				if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, p.Revision); err != nil {
+					b.Fatalf("retire: %v", err)
+				}
+				b.StopTimer()
+				db.txHeld = nil
+				if got := mustCount(b, db, `SELECT count(*) FROM entries WHERE program_id = ? AND erase_after IS NULL AND erased_at IS NULL`, p.ID); got != 0 {
+					b.Fatalf("%d entries left without an erasure date", got)
+				}
+			}
+			h.report(b, b.N)
+		})
+	}
+}
+
+// BenchmarkSweepRetiredProgram erases a retired program's 100,000 and
+// 1,000,000 entries once the retired-program period has passed: the sweep
+// works in batches, and max-tx-ms is the longest any one of them held the
+// write lock.
+//
+//	go test ./store -run '^$' -bench BenchmarkSweepRetiredProgram -benchtime 1x -timeout 60m
+func BenchmarkSweepRetiredProgram(b *testing.B) {
+	for _, n := range []int{100000, 1000000} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			h := &holdRecorder{}
+			for range b.N {
+				b.StopTimer()
+				db, clock := mustOpenDBWithClock(b)
+				sp := mustSignupProgram(b, db, "bench-sweep", benchCap, benchCap)
+				mustSeedEntries(b, db, sp.Program.ID, sp.Notice.ID, n)
+				p := mustProgramByID(b, db, sp.Owner, sp.Program.ID)
+				if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, p.Revision); err != nil {
+					b.Fatalf("retire: %v", err)
+				}
+				clock.Add(db.RetentionPolicy().RetiredProgram)
+				db.txHeld = h.record
+				b.StartTimer()
+				erased, err := db.Sweep(ctx)
+				b.StopTimer()
+				db.txHeld = nil
+				if err != nil {
+					b.Fatalf("sweep: %v", err)
+				}
+				if erased != n {
+					b.Fatalf("sweep erased %d of %d", erased, n)
+				}
+			}
+			h.report(b, b.N)
+		})
 	}
 }

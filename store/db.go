@@ -55,6 +55,13 @@ type DB struct {
 	erasures chan struct{}
 	// health says whether writes reach the disk, for readiness.
 	health writeHealth
+	// txHeld, when set (by benchmarks), is told how long each write
+	// transaction's statements ran (work) and how long it held the write
+	// lock in all (held: from BEGIN IMMEDIATE to the end of its commit or
+	// rollback, so with the commit's fsync).
+	txHeld func(work, held time.Duration)
+	// retireChunk, when not zero (in tests), replaces defaultRetireChunk.
+	retireChunk int
 }
 
 // Tx is a transaction and the instant it runs at.
@@ -210,15 +217,22 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 		db.health.noteWrite(err)
 		return fmt.Errorf("begin immediate: %w", err)
 	}
+	began := time.Now()
 	tx := &Tx{Tx: sqlTx, Now: db.Now().UTC(), cache: db.wstmts}
+	var work time.Duration
 	err = func() error {
 		defer sqlTx.Rollback()
-		if err := fn(tx); err != nil {
+		err := fn(tx)
+		work = time.Since(began)
+		if err != nil {
 			return err
 		}
 		return sqlTx.Commit()
 	}()
 	db.health.noteWrite(err)
+	if db.txHeld != nil {
+		db.txHeld(work, time.Since(began))
+	}
 	if err == nil && tx.erased {
 		db.noteErasure()
 	}

@@ -61,7 +61,12 @@ func (db *DB) ownEntries(ctx context.Context, slug string, emails []string) ([]O
 	if len(emails) == 0 {
 		return nil, nil
 	}
-	q := `SELECT p.id, p.public_slug, p.purpose, p.access_enabled, e.state, e.created_at, n.version
+	// An entry of a retired program reads as retirement leaves it, also
+	// while the retirement's steps have not reached it yet (retire.go).
+	q := `SELECT p.id, p.public_slug, p.purpose, p.access_enabled,
+			CASE WHEN p.retired_at IS NULL THEN e.state WHEN e.state = 'invited' THEN 'selected'
+				WHEN e.state = 'active' THEN 'revoked' ELSE e.state END,
+			e.created_at, n.version
 		FROM entries e
 		JOIN programs p ON p.id = e.program_id
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1

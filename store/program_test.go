@@ -31,7 +31,7 @@ func wantErrorCode(t *testing.T, what string, err error, code string) {
 	}
 }
 
-func mustProgramByID(t *testing.T, db *DB, a Actor, id string) *Program {
+func mustProgramByID(t testing.TB, db *DB, a Actor, id string) *Program {
 	t.Helper()
 	p, err := db.ProgramByID(context.Background(), a, id)
 	if err != nil {

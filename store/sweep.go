@@ -18,6 +18,11 @@ const sweepBatch = 200
 // a tombstone, removal hash cleared, no row deleted) and deletes expired
 // attempt counters. It returns how many entries it erased.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
+	// A retirement's erasure dates must be set before anything is swept,
+	// or an interrupted retirement could leave entries to be erased late.
+	if err := db.finishRetirements(ctx); err != nil {
+		return 0, err
+	}
 	total := 0
 	for {
 		n := 0
@@ -83,81 +88,4 @@ func (db *DB) RunSweeper(ctx context.Context, interval time.Duration, log *slog.
 		case <-t.C:
 		}
 	}
-}
-
-// RetireProgram ends a program for good, in one transaction: signup closed,
-// access disabled, issued invitations and active grants revoked, and every
-// entry scheduled for erasure after the retired-program period, so no state
-// keeps an email forever.
-func (db *DB) RetireProgram(ctx context.Context, a Actor, programID string, expectedRevision int64) (*Program, error) {
-	var p *Program
-	err := db.Update(ctx, func(tx *Tx) error {
-		var err error
-		if p, err = ownedProgram(ctx, tx, a, programID); err != nil {
-			return err
-		}
-		if p.RetiredAt != nil {
-			return Errorf(ECONFLICT, "This program is already retired.")
-		}
-		if p.Revision != expectedRevision {
-			return Errorf(ECONFLICT, "The program changed since you loaded it. Reload and try again.")
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE programs SET signup_open = 0, access_enabled = 0, retired_at = ?,
-			revision = revision + 1, updated_at = ? WHERE id = ?`, Millis(tx.Now), Millis(tx.Now), p.ID); err != nil {
-			return fmt.Errorf("retire program: %w", err)
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE invitations SET state = 'revoked', terminal_at = ? WHERE program_id = ? AND state = 'issued'`,
-			Millis(tx.Now), p.ID)
-		if err != nil {
-			return fmt.Errorf("revoke invitations: %w", err)
-		}
-		invites, _ := res.RowsAffected()
-		res, err = tx.ExecContext(ctx, `UPDATE grants SET active = 0, revoked_at = ? WHERE program_id = ? AND active = 1`,
-			Millis(tx.Now), p.ID)
-		if err != nil {
-			return fmt.Errorf("revoke grants: %w", err)
-		}
-		grants, _ := res.RowsAffected()
-		// States follow what was revoked: an invited entry is selected
-		// again, an active one revoked. Then every entry gets its erasure
-		// date: the earlier of its own and the retired-program period.
-		rows, err := tx.QueryContext(ctx, `SELECT id, state FROM entries WHERE program_id = ? AND erased_at IS NULL`, p.ID)
-		if err != nil {
-			return fmt.Errorf("list entries: %w", err)
-		}
-		type ent struct{ id, state string }
-		var list []ent
-		for rows.Next() {
-			var e ent
-			if err := rows.Scan(&e.id, &e.state); err != nil {
-				rows.Close()
-				return err
-			}
-			list = append(list, e)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, e := range list {
-			next := e.state
-			switch e.state {
-			case StateInvited:
-				next = StateSelected
-			case StateActive:
-				next = StateRevoked
-			}
-			if err := db.setEntryState(ctx, tx, p.ID, e.id, next, true); err != nil {
-				return err
-			}
-		}
-		if err := appendEvent(ctx, tx, p.ID, "", a, EventProgramRetired, Details{
-			"entries": len(list), "invitationsRevoked": invites, "grantsRevoked": grants,
-		}); err != nil {
-			return err
-		}
-		p, err = programWhere(ctx, tx, "p.id = ?", p.ID)
-		return err
-	})
-	return p, err
 }

@@ -16,8 +16,16 @@ import (
 
 // eraserGap is the least time between two flushes: erasures that commit
 // while one runs, or within the gap after it, share the next. A burst of
-// removals costs a few flushes, never a busy loop.
-const eraserGap = 250 * time.Millisecond
+// removals costs a few flushes, never a busy loop. A flush that took long
+// (through Litestream it snapshots the database) spaces the next out to
+// eraserDutyFactor times its own duration, so flushing never takes more
+// than a fifth of the time, even through a sweep that erases a million
+// entries in batches; but never more than eraserMaxGap.
+const (
+	eraserGap        = 250 * time.Millisecond
+	eraserDutyFactor = 4
+	eraserMaxGap     = 10 * time.Second
+)
 
 // eraserMaxRetry bounds the wait between attempts after a failed flush.
 const eraserMaxRetry = 5 * time.Second
@@ -53,13 +61,15 @@ func (db *DB) RunEraser(ctx context.Context, log *slog.Logger, flush func(contex
 		case <-db.erasures:
 		default:
 		}
-		wait := eraserGap
-		if err := flush(ctx); err != nil {
+		began := time.Now()
+		err := flush(ctx)
+		wait := min(max(eraserGap, eraserDutyFactor*time.Since(began)), eraserMaxGap)
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			backoff = min(max(2*backoff, 100*time.Millisecond), eraserMaxRetry)
-			wait = backoff
+			wait = max(wait, backoff)
 			log.Warn("flushing erased data from the write-ahead log failed; retrying", "err", err, "retry_in", backoff)
 			db.noteErasure()
 		} else {

@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// gatedFlush is a flush for RunEraser that counts its calls and, while
+// hold is open, blocks in its first call until the test lets it go.
+type gatedFlush struct {
+	calls   atomic.Int32
+	entered chan int32
+	release chan struct{}
+	fail    atomic.Int32 // calls still to fail
+}
+
+func newGatedFlush() *gatedFlush {
+	return &gatedFlush{entered: make(chan int32, 100), release: make(chan struct{})}
+}
+
+func (g *gatedFlush) flush(ctx context.Context) error {
+	n := g.calls.Add(1)
+	g.entered <- n
+	if n == 1 {
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if g.fail.Add(-1) >= 0 {
+		return errors.New("checkpoint: the database was busy")
+	}
+	return nil
+}
+
+// next waits for the next flush call and returns its number.
+func (g *gatedFlush) next(t *testing.T) int32 {
+	t.Helper()
+	select {
+	case n := <-g.entered:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatal("no flush within 10s")
+	}
+	return 0
+}
+
+func startGatedEraser(t *testing.T, db *DB, g *gatedFlush) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		db.RunEraser(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), g.flush)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func TestRunEraser_ABurstOfErasuresSharesOneFlushAfterItsLastCommit(t *testing.T) {
+	f := newLifecycleFixture(t)
+	ctx := context.Background()
+	var tokens []string
+	for _, email := range []string{"a@example.com", "b@example.com", "c@example.com", "d@example.com", "e@example.com"} {
+		_, tok := f.join(t, email)
+		tokens = append(tokens, tok)
+	}
+	g := newGatedFlush()
+	startGatedEraser(t, f.db, g)
+	if n := g.next(t); n != 1 {
+		t.Fatalf("first flush is call %d, want 1 (at start)", n)
+	}
+	// The start flush is still running: every removal commits meanwhile.
+	for _, tok := range tokens {
+		if err := f.db.RemoveByToken(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(g.release)
+	if n := g.next(t); n != 2 {
+		t.Fatalf("flush after the burst is call %d, want 2", n)
+	}
+	// One flush covers all five; nothing more is pending.
+	select {
+	case n := <-g.entered:
+		t.Fatalf("flush call %d with no erasure since the last", n)
+	case <-time.After(3 * eraserGap):
+	}
+	// A removal that matches nothing erases nothing: no flush.
+	if err := f.db.RemoveByToken(ctx, tokens[0]); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-g.entered:
+		t.Fatalf("flush call %d after a removal that erased nothing", n)
+	case <-time.After(3 * eraserGap):
+	}
+}
+
+func TestRunEraser_RetriesAFailedFlushUntilItSucceeds(t *testing.T) {
+	f := newLifecycleFixture(t)
+	g := newGatedFlush()
+	close(g.release)
+	g.fail.Store(3)
+	startGatedEraser(t, f.db, g)
+	for want := int32(1); want <= 4; want++ {
+		if n := g.next(t); n != want {
+			t.Fatalf("flush call %d, want %d", n, want)
+		}
+	}
+	select {
+	case n := <-g.entered:
+		t.Fatalf("flush call %d after one succeeded", n)
+	case <-time.After(time.Second):
+	}
+}

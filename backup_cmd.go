@@ -26,9 +26,14 @@ func loadBackupConfig(getenv func(string) string) (*backup.Config, error) {
 }
 
 // startReplication starts continuous backup of dbPath when litestream.yml
-// names a replica for it, and says in the log whether it runs. It returns a
-// nil Replicator (whose methods do nothing) when replication is off.
-func startReplication(ctx context.Context, bc *backup.Config, dbPath string, getenv func(string) string, logger *slog.Logger) (*backup.Replicator, error) {
+// names a replica for it, with restore drills that hold writes through
+// pause, and says in the log whether it runs. It returns a nil Replicator
+// (whose methods do nothing) when replication is off.
+func startReplication(ctx context.Context, bc *backup.Config, dbPath string, pause backup.PauseFunc, getenv func(string) string, logger *slog.Logger) (*backup.Replicator, error) {
+	drills, err := backup.DrillInterval(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
 	repl, err := backup.Start(ctx, bc, dbPath, getenv, logger)
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
@@ -36,8 +41,13 @@ func startReplication(ctx context.Context, bc *backup.Config, dbPath string, get
 	switch {
 	case repl != nil:
 		s, _ := repl.Status()
+		every := "off"
+		if drills > 0 {
+			every = drills.String()
+		}
 		logger.Info("replicating the database", "replica", s.Replica, "config", bc.File,
-			"backup_retention", bc.BackupRetention().String())
+			"backup_retention", bc.BackupRetention().String(), "restore_drill_every", every)
+		repl.StartDrills(drills, pause)
 	case !bc.Exists:
 		logger.Warn("no litestream.yml: continuous backup is off", "config", bc.File)
 	default:

@@ -127,7 +127,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 			logger.Error("final backup sync failed: the latest changes may be missing from the backup", "err", err)
 		}
 	}()
-	if repl, err = startReplication(ctx, backupCfg, cfg.DBPath(), getenv, logger); err != nil {
+	if repl, err = startReplication(ctx, backupCfg, cfg.DBPath(), db.PauseWrites, getenv, logger); err != nil {
 		return err
 	}
 	keys, err := LoadKeys(getenv, cfg.DataDir)
@@ -325,6 +325,8 @@ func backupStatus(repl *backup.Replicator) func() (handlers.BackupStatus, error)
 	}
 	return func() (handlers.BackupStatus, error) {
 		st, err := repl.Status()
-		return handlers.BackupStatus{Replica: st.Replica, LastSync: st.LastSync, Pending: st.Pending, Lag: st.Lag}, err
+		d := repl.DrillStatus()
+		return handlers.BackupStatus{Replica: st.Replica, LastSync: st.LastSync, Pending: st.Pending, Lag: st.Lag,
+			VerifiedAt: d.VerifiedAt, NotRestorableSince: d.FailingSince, LastFailedDrill: d.LastFailure}, err
 	}
 }

@@ -49,9 +49,11 @@ type Replicator struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// bg runs the catch-up and the restore drills; log is admit's logger.
-	bg  background
-	log *slog.Logger
+	// bg runs the catch-up and the restore drills; drills records them;
+	// log is admit's logger.
+	bg     background
+	drills drillState
+	log    *slog.Logger
 }
 
 // Status is the replication state, for /readyz and the owner console.
@@ -221,13 +223,17 @@ func (r *Replicator) Status() (Status, error) {
 	return s, nil
 }
 
-// Ready is for handlers.Options.Ready (/readyz): an error when committed
+// Ready is for handlers.Options.Ready (/readyz): an error when the last
+// restore drill found the backup not restorable, or when committed
 // changes have waited longer than MaxLag to reach the replica, so a load
 // balancer or monitor notices that new signups are not being backed up. The
 // message names no bucket or path: /readyz is public.
 func (r *Replicator) Ready(context.Context) error {
 	if r == nil {
 		return nil
+	}
+	if err := r.drillReady(); err != nil {
+		return err
 	}
 	s, err := r.Status()
 	if err != nil {

@@ -55,7 +55,8 @@ func (s *Server) backupView() views.BackupView {
 		return views.BackupView{}
 	}
 	st, err := s.opts.BackupStatus()
-	b := views.BackupView{Configured: true, Replica: st.Replica, LastSync: st.LastSync}
+	b := views.BackupView{Configured: true, Replica: st.Replica, LastSync: st.LastSync,
+		VerifiedAt: st.VerifiedAt, NotRestorableSince: st.NotRestorableSince, LastFailedDrill: st.LastFailedDrill}
 	if st.Pending && st.Lag > 0 {
 		b.Behind = views.Duration(st.Lag)
 	}

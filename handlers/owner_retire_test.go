@@ -107,3 +107,40 @@ func TestOwnerHome_ShowsTheLastSuccessfulBackupSync(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnerHome_ShowsWhatTheRestoreDrillsFound(t *testing.T) {
+	app := MustStartApp(t)
+	owner := mustOwnerClient(t, app)
+	verified := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	failing := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		status  BackupStatus
+		want    []string
+		notWant []string
+	}{
+		{"no drill yet", BackupStatus{Replica: "file replica"},
+			[]string{"no restore drill has run"}, []string{"verified restorable", "NOT restorable"}},
+		{"verified", BackupStatus{Replica: "file replica", VerifiedAt: verified},
+			[]string{"Backup: last verified restorable at <strong>29 Nov 2026, 10:00 UTC"}, []string{"NOT restorable", "failed at"}},
+		{"not restorable", BackupStatus{Replica: "file replica", VerifiedAt: verified, NotRestorableSince: failing, LastFailedDrill: failing},
+			[]string{"Backup <strong>NOT restorable</strong> since 29 Nov 2026, 11:00 UTC", `role="alert"`}, []string{"last verified restorable"}},
+		{"repaired", BackupStatus{Replica: "file replica", VerifiedAt: failing.Add(time.Minute), LastFailedDrill: failing},
+			[]string{"last verified restorable at <strong>29 Nov 2026, 11:01 UTC", "An earlier drill failed at 29 Nov 2026, 11:00 UTC"}, []string{"NOT restorable"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app.Srv.opts.BackupStatus = func() (BackupStatus, error) { return tc.status, nil }
+			body := owner.Get(t, "/owner").Body
+			for _, want := range tc.want {
+				if !strings.Contains(body, want) {
+					t.Errorf("owner console lacks %q", want)
+				}
+			}
+			for _, not := range tc.notWant {
+				if strings.Contains(body, not) {
+					t.Errorf("owner console says %q", not)
+				}
+			}
+		})
+	}
+}

@@ -62,6 +62,10 @@ type BackupStatus struct {
 	// Pending reports committed changes not yet replicated, for Lag.
 	Pending bool
 	Lag     time.Duration
+	// VerifiedAt is when a restore drill last found the backup restorable;
+	// NotRestorableSince is when drills began finding it not restorable
+	// (zero while it is); LastFailedDrill is the last failed drill.
+	VerifiedAt, NotRestorableSince, LastFailedDrill time.Time
 }
 
 // Server serves admit.

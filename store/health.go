@@ -91,3 +91,17 @@ func probeWrite(tx *Tx) error {
 	}
 	return nil
 }
+
+// PauseWrites waits, like a write transaction, for the write gate and holds
+// it until resume is called: no write transaction starts meanwhile. It is
+// for taking a consistent position across the database and its backup; keep
+// the pause short. It fails when ctx ends before the gate is free.
+func (db *DB) PauseWrites(ctx context.Context) (resume func(), err error) {
+	select {
+	case db.wgate <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pause writes: %w", ctx.Err())
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-db.wgate }) }, nil
+}

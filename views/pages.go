@@ -61,4 +61,8 @@ type BackupView struct {
 	// Behind says changes wait for the replica, and for how long.
 	Behind string
 	Error  string
+	// VerifiedAt is when a restore drill last found the backup
+	// restorable; NotRestorableSince is when drills began finding it not
+	// restorable (zero while it is); LastFailedDrill is the last failure.
+	VerifiedAt, NotRestorableSince, LastFailedDrill time.Time
 }

@@ -40,14 +40,28 @@ func LatestL0(tb testing.TB, replicaDir string) string {
 	return filepath.Join(dir, best)
 }
 
-// DamageLatest rewrites the newest level-0 LTX file under replicaDir as a
-// valid LTX file (its checksums match) whose b-tree pages are zeroed, so a
-// restore through it decodes but fails PRAGMA integrity_check. The file
-// keeps its name and modification time. It returns the file's path.
+// DamageLatest damages the replica's newest state: every LTX file, at any
+// level, that ends at the newest level-0 file's transaction is rewritten as
+// a valid LTX file (its checksums match) whose b-tree pages are zeroed, so
+// a restore of that transaction decodes but fails PRAGMA integrity_check
+// whichever of the files Litestream's restore plan picks. The files keep
+// their names and modification times. It returns the level-0 file's path.
 func DamageLatest(tb testing.TB, replicaDir string) string {
 	tb.Helper()
 	path := LatestL0(tb, replicaDir)
-	DamageFile(tb, path)
+	_, newest, err := ltx.ParseFilename(filepath.Base(path))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	paths, err := filepath.Glob(filepath.Join(replicaDir, "ltx", "*", "*.ltx"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, p := range paths {
+		if _, maxTXID, err := ltx.ParseFilename(filepath.Base(p)); err == nil && maxTXID == newest {
+			DamageFile(tb, p)
+		}
+	}
 	return path
 }
 

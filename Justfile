@@ -32,3 +32,10 @@ bench *FLAGS:
 # through, e.g. `just soak -cycles 40`. About five minutes on two cores.
 soak *FLAGS:
     go run ./cmd/soak {{FLAGS}}
+
+# Check that a signup's timing does not tell a listed address from a new one
+# (BENCHMARKS.md): 1,000 of each, interleaved one at a time against the real
+# binary, on the JSON API and the form; reports the Mann-Whitney z, which
+# must stay within ±3. About half a minute.
+bench-timing *FLAGS:
+    go run ./cmd/loadgen -scenarios timing {{FLAGS}}

@@ -67,6 +67,8 @@ type appConfig struct {
 	hourly     int
 	clientIPHd string
 	dataDir    string
+	// signupDelay overrides the signup answers' release delay.
+	signupDelay time.Duration
 }
 
 type appOption func(*appConfig)
@@ -80,6 +82,9 @@ func withNetworkLimit(n int) appOption { return func(c *appConfig) { c.hourly = 
 // withDataDir keeps the database in dir instead of a fresh temporary
 // directory.
 func withDataDir(dir string) appOption { return func(c *appConfig) { c.dataDir = dir } }
+
+// withSignupDelay sets when signup answers are released.
+func withSignupDelay(d time.Duration) appOption { return func(c *appConfig) { c.signupDelay = d } }
 
 // syncBuffer collects log output for assertions.
 type syncBuffer struct {
@@ -168,7 +173,7 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 
 	srv, err := New(Options{
 		PublicURL: public, NetworkHourlyLimit: cfg.hourly, ClientIPHeader: cfg.clientIPHd,
-		ClerkPublishableKey: publishable, Keys: keys,
+		ClerkPublishableKey: publishable, Keys: keys, SignupAnswerDelay: cfg.signupDelay,
 		Logger: slog.New(slog.NewTextHandler(app.Logs, nil)),
 	}, db, id)
 	if err != nil {

@@ -22,9 +22,11 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 	mux.Handle("GET /assets/", assets.Handler())
 	mux.Handle("GET /waitlist/{slug}", s.h(s.handleWaitlist))
-	mux.Handle("POST /waitlist/{slug}", s.h(s.handleWaitlistPost))
+	// rule: a signup's answer leaves on a fixed schedule, so its timing does
+	// not tell a listed address from a new one (docs/signup.md).
+	mux.Handle("POST /waitlist/{slug}", onSchedule(s.opts.SignupAnswerDelay, s.h(s.handleWaitlistPost)))
 	mux.Handle("GET /api/public/programs/{slug}", s.h(s.handlePublicProgramAPI))
-	mux.Handle("POST /api/public/programs/{slug}/signups", s.h(s.handleSignupAPI))
+	mux.Handle("POST /api/public/programs/{slug}/signups", onSchedule(s.opts.SignupAnswerDelay, s.h(s.handleSignupAPI)))
 	mux.Handle("GET /manage/{$}", s.h(s.handleManage))
 	mux.Handle("POST /manage/remove", s.h(s.handleRemovePost))
 	mux.Handle("POST /api/public/removals", s.h(s.handleRemovalAPI))

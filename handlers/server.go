@@ -51,6 +51,9 @@ type Options struct {
 	BackupStatus func() (BackupStatus, error)
 	// Ready reports extra readiness problems (e.g. replication); nil means ready.
 	Ready func(context.Context) error
+	// SignupAnswerDelay is when a signup's answer is released after its
+	// handler starts; 0 means SignupAnswerDelay.
+	SignupAnswerDelay time.Duration
 }
 
 // BackupStatus is the continuous backup's state.
@@ -92,6 +95,9 @@ func New(opts Options, db *store.DB, id Identity) (*Server, error) {
 	}
 	if opts.NetworkHourlyLimit <= 0 {
 		opts.NetworkHourlyLimit = 20
+	}
+	if opts.SignupAnswerDelay <= 0 {
+		opts.SignupAnswerDelay = SignupAnswerDelay
 	}
 	for name, k := range map[string][]byte{"session hash": opts.Keys.SessionHash, "session block": opts.Keys.SessionBlock,
 		"csrf": opts.Keys.CSRF, "binding": opts.Keys.Binding, "counter": opts.Keys.Counter} {

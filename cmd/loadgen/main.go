@@ -15,6 +15,10 @@
 //	queue    the owner queue (HTML and API) at -entries entries: first page,
 //	         a deep cursor page, a state filter; plus start-to-ready time
 //	private  private-content reads (HTML and API) by a redeemed recipient
+//	timing   (only when named) one request at a time, signups of new and of
+//	         listed addresses interleaved (-timing-pairs of each, JSON and
+//	         form): the Mann-Whitney z of their latencies, which must stay
+//	         within ±3 so that timing does not tell who is listed
 //
 // Every loop is bounded in count (-max-requests) and time (-duration,
 // -read-duration); the whole run is bounded by -timeout.
@@ -64,10 +68,17 @@ type Config struct {
 	PprofDir string
 	// SelfProfile, when set, receives a CPU profile of loadgen itself.
 	SelfProfile string
+	// TimingPairs is how many new and how many listed signups the timing
+	// scenario sends per route.
+	TimingPairs int
 }
 
 // allScenarios are the scenario names in the order they run.
-var allScenarios = []string{"ceiling", "signup", "form", "mixed", "queue", "private"}
+var allScenarios = []string{"ceiling", "signup", "form", "mixed", "timing", "queue", "private"}
+
+// defaultScenarios run when -scenarios is not given: timing is a check of
+// its own (just bench-timing), not a throughput figure.
+var defaultScenarios = []string{"ceiling", "signup", "form", "mixed", "queue", "private"}
 
 // maxQueueEntries is the largest queue a program may hold (queue_cap ≤ 100000).
 const maxQueueEntries = 100000
@@ -93,7 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "upper bound on the whole run")
 	fs.StringVar(&c.PprofDir, "pprof-dir", "", "write a server CPU profile per scenario to `dir` (needs ADMIT_PPROF_ADDR support)")
 	fs.StringVar(&c.SelfProfile, "self-cpuprofile", "", "write loadgen's own CPU profile to `file`")
-	scen := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ", "))
+	fs.IntVar(&c.TimingPairs, "timing-pairs", 1000, "new and listed signups per route in the timing scenario")
+	scen := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ", "))
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -126,6 +138,9 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	}
 	if c.Entries < 1000 || c.Entries > maxQueueEntries {
 		bad("-entries=%d must be from 1000 to %d (a program's queue cap)", c.Entries, maxQueueEntries)
+	}
+	if c.TimingPairs < 10 || c.TimingPairs > 20000 {
+		bad("-timing-pairs=%d must be from 10 to 20000", c.TimingPairs)
 	}
 	if c.Restarts < 1 || c.Restarts > 50 {
 		bad("-restarts=%d must be from 1 to 50", c.Restarts)

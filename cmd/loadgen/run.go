@@ -42,6 +42,8 @@ type runner struct {
 	ceiling *Result
 	// ready holds every start-to-ready measurement with the seeded database.
 	ready []time.Duration
+	// timings holds the signup timing comparisons.
+	timings []*TimingResult
 }
 
 // run executes the chosen scenarios and writes the report to stdout;
@@ -97,7 +99,7 @@ func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error)
 
 	// Setup through the owner API, before anything is measured.
 	progs := map[string]*program{}
-	for _, name := range []string{"signup", "form", "mixed", "queue", "private"} {
+	for _, name := range []string{"signup", "form", "mixed", "queue", "private", "timing"} {
 		if !cfg.wants(name) {
 			continue
 		}
@@ -140,6 +142,11 @@ func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error)
 		}
 		r.measure(ctx, "b. mixed 70/20/10", cfg.Clients, cfg.Duration, r.mixed(p, pool))
 	}
+	if p := progs["timing"]; p != nil {
+		if err := r.timing(ctx, p, cfg.TimingPairs); err != nil {
+			return fmt.Errorf("timing: %w", err)
+		}
+	}
 	if p := progs["queue"]; p != nil {
 		if err := r.queue(ctx, p); err != nil {
 			return err
@@ -161,7 +168,10 @@ func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error)
 	if stopErr != nil {
 		fmt.Fprintf(stderr, "admit stop: %v\n", stopErr)
 	}
-	writeReport(stdout, r.cfg, machineInfo(r.work), r.results, r.ceiling, r.ready, serverErrors(r.logPath))
+	if len(r.results) > 0 {
+		writeReport(stdout, r.cfg, machineInfo(r.work), r.results, r.ceiling, r.ready, serverErrors(r.logPath))
+	}
+	writeTimingReport(stdout, r.timings)
 	return nil
 }
 

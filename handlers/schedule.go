@@ -1,0 +1,75 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"runtime"
+	"time"
+)
+
+// SignupAnswerDelay is when a signup's answer is released, counted from
+// the moment its handler starts: no signup answer leaves earlier. A new
+// address costs more work than one already listed (an entry, its indexes,
+// the hour's intake and an audit event against a receipt alone), which
+// timing would otherwise reveal although the bodies are identical
+// (docs/signup.md, "Timing"). Answers that take longer leave when ready.
+// The delay is well above the slower path's usual time on one request at a
+// time, and below a signup's time under load, where the commit shared by
+// concurrent signups already hides each one's own work.
+const SignupAnswerDelay = 5 * time.Millisecond
+
+// onSchedule holds every answer of next until delay after the request
+// reached it, whatever the answer (a 202, a refusal or an error).
+func onSchedule(delay time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&heldWriter{ResponseWriter: w, ctx: r.Context(), release: time.Now().Add(delay)}, r)
+	})
+}
+
+// heldWriter delays the first byte of a response (its status line) until
+// release. Headers may be set before; nothing reaches the client earlier.
+type heldWriter struct {
+	http.ResponseWriter
+	ctx     context.Context
+	release time.Time
+	waited  bool
+}
+
+// releaseSpin is how long before release a held answer stops sleeping and
+// starts yielding in a loop: waking from a sleep takes longer the longer
+// the process was idle, so a sleep alone would release the cheaper path's
+// answers measurably later than the other's.
+const releaseSpin = time.Millisecond
+
+// wait holds the answer until release, once, or until the client goes away.
+func (w *heldWriter) wait() {
+	if w.waited {
+		return
+	}
+	w.waited = true
+	if d := time.Until(w.release) - releaseSpin; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-w.ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+	for time.Now().Before(w.release) && w.ctx.Err() == nil {
+		runtime.Gosched()
+	}
+}
+
+func (w *heldWriter) WriteHeader(code int) {
+	w.wait()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *heldWriter) Write(b []byte) (int, error) {
+	w.wait()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *heldWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -17,7 +17,7 @@ import (
 	"admit/store"
 )
 
-// Config is admit's configuration, read from the environment (DESIGN §5).
+// Config is admit's configuration, read from the environment (README.md#configuration).
 type Config struct {
 	Addr      string
 	DataDir   string

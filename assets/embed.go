@@ -9,14 +9,15 @@
 //   - pico.classless.min.css: @picocss/pico 2.1.1, css/pico.classless.min.css
 //     (npm pack @picocss/pico@2.1.1; tarball sha256 4affbb56…00a8cd24).
 //     Licence pico.LICENSE (MIT). The classless build is used because admit's
-//     pages are semantic HTML (DESIGN §2): body > header/main/footer are laid
-//     out as centred containers and forms, tables, nav and article are styled
+//     pages are semantic HTML (docs/ARCHITECTURE.md#packages): body >
+//     header/main/footer are laid out as centred containers and forms,
+//     tables, nav and article are styled
 //     without any class. Pico's class components (.grid, .container, button
 //     variants) are not available; admit.css adds the few classes needed.
 //
 // Own files: admit.css (dev banner, notice, secret, state badges, table
 // wrapper, visually-hidden, htmx indicator) and manage.js (the removal page's
-// fragment-to-form script, spec 000/001).
+// fragment-to-form script, docs/API.md#removal).
 //
 // Pages must set <meta name="htmx-config" content='{"includeIndicatorStyles":false}'>
 // because htmx otherwise injects an inline <style>, which the CSP blocks;

@@ -106,7 +106,7 @@ func TestManageJS_FragmentTokenFillsFormAndLeavesNoTrace(t *testing.T) {
 	if got, want := mustEval[string](t, ctx, `document.querySelector("#remove-form input[name=token]").value`), token; got != want {
 		t.Fatalf("token field=%q, want the fragment token %q", got, want)
 	}
-	// spec 001: the fragment is cleared after confirmed removal, not on load.
+	// docs/API.md#removal: the fragment is cleared after confirmed removal, not on load.
 	if got, want := mustEval[string](t, ctx, `location.hash`), "#"+token; got != want {
 		t.Fatalf("location.hash before removal=%q, want %q", got, want)
 	}

@@ -1,8 +1,8 @@
-// Package backup embeds Litestream v0.5 in admit (DESIGN §8). It reads
-// litestream.yml, the same file the official `litestream` CLI reads;
-// replicates admit's database continuously while `admit serve` runs; restores
-// it, optionally to a point in time; and checks a restore against the live
-// database. It knows nothing of HTTP or of admit's domain.
+// Package backup embeds Litestream v0.5 in admit
+// (docs/ARCHITECTURE.md#backups). It reads litestream.yml, the same file the
+// official `litestream` CLI reads; replicates admit's database continuously
+// while `admit serve` runs; restores it, optionally to a point in time; and
+// checks a restore against the live database. It knows nothing of HTTP or of admit's domain.
 package backup
 
 import (

@@ -28,7 +28,7 @@ const (
 	clerkSessionCookie = "__session"
 
 	// clerkJWKSRefetchInterval bounds how often an unknown kid may trigger a
-	// JWKS fetch (spec: refetch on unknown kid, at most once a minute), so a
+	// JWKS fetch (docs/ARCHITECTURE.md#identity: at most once a minute), so a
 	// stream of forged kids cannot turn into a stream of calls to Clerk.
 	clerkJWKSRefetchInterval = time.Minute
 
@@ -226,7 +226,7 @@ func (c *ClerkIdentity) Authenticate(r *http.Request) (*Principal, error) {
 		return nil, clerkVerifyRejection(err)
 	}
 
-	// The SDK accepts a token without exp; the spec does not.
+	// The SDK accepts a token without exp; admit does not (docs/ARCHITECTURE.md#identity).
 	if claims.Expiry == nil {
 		return nil, clerkReject(clerkReasonExpMissing)
 	}
@@ -268,7 +268,7 @@ func (c *ClerkIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]str
 	}
 	emails := []string{}
 	for _, e := range u.EmailAddresses {
-		// spec: only addresses whose verification.status is "verified".
+		// docs/ARCHITECTURE.md#identity: only addresses whose verification.status is "verified".
 		if e == nil || e.EmailAddress == "" || e.Verification == nil || e.Verification.Status != "verified" {
 			continue
 		}

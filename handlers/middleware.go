@@ -22,7 +22,7 @@ func (s *Server) h(fn handlerFunc) http.Handler {
 	})
 }
 
-// maxBody is the request body limit (spec: 32 KiB).
+// maxBody is the request body limit (docs/API.md#conventions: 32 KiB).
 const maxBody = 32 << 10
 
 // maxUploadBody bounds an owner's private asset upload (multipart).

@@ -97,7 +97,7 @@ type programJSON struct {
 	CurrentNoticeVersion *int   `json:"currentNoticeVersion"`
 	HasContent           bool   `json:"hasContent"`
 	CreatedAt            string `json:"createdAt"`
-	// RetiredAt is set once the program is retired (beyond DESIGN §5).
+	// RetiredAt is present only once the program is retired (docs/API.md#shapes).
 	RetiredAt *string `json:"retiredAt,omitempty"`
 }
 

@@ -9,7 +9,7 @@ import (
 	"admit/store"
 )
 
-// This file holds the owner JSON API's response shapes (DESIGN §5). Every
+// This file holds the owner JSON API's response shapes (docs/API.md#shapes). Every
 // instant is RFC 3339 UTC; an absent instant or text is null.
 
 // rfc3339 formats an instant as the API does everywhere.

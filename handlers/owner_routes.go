@@ -11,12 +11,13 @@ import "net/http"
 // as a plain form; HTML posts answer 303 (PRG), except the issue form, which
 // shows the new code once.
 //
-// Beyond DESIGN §5 the API has: POST …/retire ({expectedRevision, confirm:
-// the slug} → Program with retiredAt), GET …/content ({body, revision}, for the
-// revision a PUT names), POST …/entries/select (bulk select,
-// {entryIds, reason} → {entries}), GET and POST …/assets (multipart field
-// "file", optional "name"), GET …/export.csv, and the queue's optional
-// from/to bounds (RFC 3339, or a UTC date whose "to" includes the day).
+// docs/API.md#owner-routes documents each route, including: POST …/retire
+// ({expectedRevision, confirm: the slug} → Program with retiredAt), GET
+// …/content ({body, revision}, for the revision a PUT names), POST
+// …/entries/select (bulk select, {entryIds, reason} → {entries}), GET and
+// POST …/assets (multipart field "file", optional "name"), GET
+// …/export.csv, and the queue's optional from/to bounds (RFC 3339, or a UTC
+// date whose "to" includes the day).
 func (s *Server) ownerRoutes(mux *http.ServeMux) {
 	o := s.owner
 

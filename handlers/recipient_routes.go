@@ -3,8 +3,8 @@ package handlers
 import "net/http"
 
 // recipientRoutes registers redemption, private content and self-service
-// (spec 002 Appendix C, "Mount order and identity", router 1). Every route
-// but the token-free redeem page goes through s.recipient: a current
+// (docs/API.md#recipient-routes). Every route but the token-free redeem
+// page goes through s.recipient: a current
 // session, the CSRF token on writes, and the verified emails fetched fresh
 // from the identity provider — never a staff row. The program is always
 // resolved from the slug on the server.

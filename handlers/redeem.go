@@ -9,11 +9,12 @@ import (
 	"admit/views"
 )
 
-// Redemption attempt limits (spec 002: "rate-limit attempts by account/network
-// without exposing counts"). Every well-formed redemption that reaches the
-// counters counts, successful or not; an attempt refused with 429 is not
-// counted (its counter transaction rolls back). The 429 body is the same
-// fixed text whichever limit was hit and says no number. A malformed code is
+// Redemption attempt limits (docs/API.md#redeem: attempts are limited per
+// account and per network, and no answer reveals a count). Every
+// well-formed redemption that reaches the counters counts, successful or
+// not; an attempt refused with 429 is not counted (its counter transaction
+// rolls back). The 429 body is the same fixed text whichever limit was hit
+// and says no number. A malformed code is
 // answered 400 before counting: it cannot match anything.
 const (
 	// RedeemAccountHourlyLimit bounds redemption attempts per signed-in
@@ -62,8 +63,8 @@ func (s *Server) redeem(r *http.Request, code string) (*store.Redemption, error)
 			return s.counterKey(redeemNetworkCounter, hour, network)
 		}})
 	if err != nil {
-		// spec: generic denial for absent/foreign/unverified/revoked/used/
-		// expired codes; a unique conflict never grants and reads the same.
+		// docs/API.md#redeem: one generic denial for absent/foreign/unverified/
+		// revoked/used/expired codes; a unique conflict never grants and reads the same.
 		if c := store.ErrorCode(err); c == store.ENOTFOUND || c == store.ECONFLICT || c == store.EINVALID {
 			return nil, errNotFound
 		}

@@ -8,8 +8,8 @@ import (
 	"admit/store"
 )
 
-// routes registers every route, grouped by who may call it (spec 002
-// Appendix C, "Mount order and identity"): public routes; the recipient
+// routes registers every route, grouped by who may call it
+// (docs/ARCHITECTURE.md#a-request-start-to-finish): public routes; the recipient
 // group (a session and a verified email, never a staff row); the owner group
 // (a session and a current owner membership, checked on every request).
 // Anything else is a generic 404.

@@ -30,7 +30,7 @@ type Redemption struct {
 // bound to the user. Every failure is the same not-found.
 //
 // Each of limits counts the attempt first, in the same transaction and in
-// the given order (spec 000: count, then persist). An attempt over a limit
+// the given order (docs/API.md#redeem: count, then act). An attempt over a limit
 // is refused with ERATELIMITED and not counted by that limit or any later
 // one; once counted, an attempt stays counted whatever the redemption's
 // answer.

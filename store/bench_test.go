@@ -95,7 +95,7 @@ var benchAttempts = &AttemptLimit{Max: 1000000, Key: func(hour time.Time) []byte
 // receipt, audit event: one BEGIN IMMEDIATE transaction, synchronous=FULL),
 // on an empty program and on one that already holds 50,000 entries. The
 // two should cost the same: occupancy and the hour bucket are counters,
-// never a scan of the queue (DESIGN §3).
+// never a scan of the queue (docs/ARCHITECTURE.md#the-write-path).
 func BenchmarkSignup(b *testing.B) {
 	for _, pre := range []int{0, 50000} {
 		b.Run(fmt.Sprintf("entries=%d", pre), func(b *testing.B) {

@@ -2,7 +2,7 @@ package store
 
 import "strings"
 
-// NormalizeEmail applies admit's one email grammar (spec 002 Appendix C) to
+// NormalizeEmail applies admit's one email grammar (docs/API.md#signup) to
 // public input and to identity-provider addresses alike. It trims
 // surrounding ASCII spaces, keeps the local part exactly as written and
 // lowercases the domain. It deliberately rejects some valid but unusual

@@ -211,7 +211,8 @@ func (db *DB) PublishNotice(ctx context.Context, a Actor, programID string, nn N
 		if p.RetiredAt != nil {
 			return Errorf(ECONFLICT, "This program is retired.")
 		}
-		// spec: a changed purpose requires a new program and a new choice.
+		// rule (docs/API.md#programs): a changed purpose requires a new
+		// program and a new choice.
 		if nn.Purpose != p.Purpose {
 			return Errorf(ECONFLICT, "A notice must state the program's purpose exactly. For a new purpose, create a new program.")
 		}

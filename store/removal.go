@@ -53,7 +53,7 @@ func eraseEntry(ctx context.Context, tx *Tx, programID, entryID string, a Actor,
 	return appendEvent(ctx, tx, programID, entryID, a, EventErased, Details{"reason": reason})
 }
 
-// RemoveByToken is removal with the private link (spec 000): the entry that
+// RemoveByToken is removal with the private link (docs/API.md#removal): the entry that
 // the token's hash matches is withdrawn, its invitation and grant revoked,
 // and its email and removal hash erased at once. No match is not an error:
 // the answer is the same either way, and repeating it is safe.

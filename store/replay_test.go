@@ -68,9 +68,10 @@ func TestSignup_ReplayBelowTheLimitCountsNoAttempt(t *testing.T) {
 	}
 }
 
-// A denial at the queue or hour cap keeps the attempt it counted (spec 000:
-// count, then stop) and stores nothing else: no receipt, entry, event or
-// hour increment, and no change to any existing row.
+// A denial at the queue or hour cap keeps the attempt it counted
+// (docs/signup.md#what-a-refusal-keeps: count, then stop) and stores
+// nothing else: no receipt, entry, event or hour increment, and no change
+// to any existing row.
 func TestSignup_DenialAtACapStoresNothingButItsCountedAttempt(t *testing.T) {
 	for _, tc := range []struct {
 		name              string

@@ -7,8 +7,9 @@ import (
 )
 
 // Retention says how long an entry keeps its email address after it reaches
-// a state that ends its purpose (spec 003: retention by status). States not
-// listed here (waiting, selected, invited, active) keep the address while
+// a state that ends its purpose (docs/ARCHITECTURE.md#the-data-lifecycle:
+// retention by status). States not listed here (waiting, selected,
+// invited, active) keep the address while
 // the program runs; retiring a program schedules every entry.
 type Retention struct {
 	Withdrawn      time.Duration

@@ -27,9 +27,10 @@ type SignupRequest struct {
 	// Permission is the affirmative choice for this notice; it must be true.
 	Permission bool
 	// Attempts, when set, counts this attempt against the network's hourly
-	// limit in the same transaction, before admission (spec 000: count,
-	// then persist). The attempt stays counted whatever the admission's
-	// answer; an attempt over the limit is refused and not counted.
+	// limit in the same transaction, before admission
+	// (docs/signup.md#order-of-admission: count, then persist). The attempt
+	// stays counted whatever the admission's answer; an attempt over the
+	// limit is refused and not counted.
 	Attempts *AttemptLimit
 }
 
@@ -208,8 +209,8 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 	// Everything admission decides on is read in one statement, after the
 	// lock: the program and its notice, the stored receipt for this key, the
 	// current hour's bucket and whether the address is already listed. The
-	// decisions below still follow the spec's order; reading a value that a
-	// refusal does not use has no effect.
+	// decisions below still follow the order in docs/signup.md; reading a
+	// value that a refusal does not use has no effect.
 	bucket := Millis(hourStart(tx.Now))
 	var (
 		programID, noticeID                      string
@@ -241,7 +242,8 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 	}
 
 	// A genuinely new key: its attempt counts against the network's hourly
-	// limit (spec 000: count, then persist), whatever admission answers.
+	// limit (docs/signup.md#order-of-admission: count, then persist),
+	// whatever admission answers.
 	if req.Attempts != nil {
 		if err := db.countAttempt(ctx, tx, req.Attempts.Key, req.Attempts.Max); err != nil {
 			return nil, err // over the limit: refused and not counted
@@ -259,7 +261,8 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 		return nil, Errorf(ECONFLICT, "The notice changed since you opened this page. Please read the current notice and submit again.")
 	}
 
-	// spec: both caps before dedupe, so a full cap reveals nothing.
+	// rule (docs/signup.md#order-of-admission): both caps before dedupe, so
+	// a full cap reveals nothing.
 	if occupied >= queueCap || admitted >= hourlyCap {
 		return nil, Errorf(ERATELIMITED, "This waitlist is full right now. Please try again later.")
 	}
@@ -288,10 +291,10 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 	if err != nil {
 		return nil, err
 	}
-	// spec: the hour bucket only moves while it stays within the cap. It
-	// was read below the cap under this transaction's lock, so the guard
-	// never refuses; if it did, this is still the first write and nothing
-	// is written.
+	// rule (docs/ARCHITECTURE.md#what-the-api-promises): the hour bucket
+	// only moves while it stays within the cap. It was read below the cap
+	// under this transaction's lock, so the guard never refuses; if it did,
+	// this is still the first write and nothing is written.
 	res, err := tx.ExecContext(ctx, `INSERT INTO intake_hours (program_id, bucket_start, admitted_count) VALUES (?, ?, 1)
 		ON CONFLICT (program_id, bucket_start) DO UPDATE SET admitted_count = admitted_count + 1 WHERE admitted_count < ?`,
 		programID, bucket, hourlyCap)
@@ -348,10 +351,11 @@ const counterCleanupEvery = time.Minute
 // keyFor(start of the current UTC hour) and refuses with ERATELIMITED,
 // without counting, once limit attempts were counted this hour. It also
 // deletes a batch of expired counters: cleanup rides on later requests
-// (spec 000).
+// (docs/ARCHITECTURE.md#the-data-lifecycle).
 func (db *DB) countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Time) []byte, limit int) error {
-	// spec 000: expired counters are deleted by work attached to later
-	// requests. The writer is single, so this plain field is safe here.
+	// rule (docs/ARCHITECTURE.md#the-data-lifecycle): expired counters are
+	// deleted by work attached to later requests. The writer is single, so
+	// this plain field is safe here.
 	if now := Millis(tx.Now); now-db.lastCounterCleanup >= counterCleanupEvery.Milliseconds() || now < db.lastCounterCleanup {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE key IN
 			(SELECT key FROM network_counters WHERE expires_at <= ? LIMIT 200)`, now); err != nil {

@@ -719,7 +719,7 @@ func TestSignup_StoresAndDedupesTheNormalizedEmail(t *testing.T) {
 	if got, want := mustCount(t, db, `SELECT count(*) FROM entries`), 1; got != want {
 		t.Fatalf("entries=%d, want %d", got, want)
 	}
-	// Another local-part case is another address (spec: no case folding).
+	// Another local-part case is another address (docs/API.md#signup: no case folding).
 	mustSignup(t, db, sp.signupReq("jane.doe@example.com"))
 	if got, want := mustCount(t, db, `SELECT count(*) FROM entries`), 2; got != want {
 		t.Fatalf("entries=%d, want %d", got, want)

@@ -1,6 +1,6 @@
 // Package browser starts headless Chromium for tests, driven by chromedp
-// (DESIGN §9). It is test-only: import it from _test.go files only, so it never
-// ships in the binary.
+// (docs/ARCHITECTURE.md#tests). It is test-only: import it from _test.go
+// files only, so it never ships in the binary.
 //
 //	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
 //	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/waitlist/demo")); err != nil {
@@ -148,8 +148,8 @@ func MustNew(tb testing.TB, opts ...Option) context.Context {
 // leaving no process behind, when the browser exits or has not answered
 // over DevTools within startTimeout.
 func launch(execPath, profile string, startTimeout time.Duration) (context.Context, func(), error) {
-	// DESIGN §9: root on a closed network, so no sandbox and no background
-	// traffic; a fresh profile for every test.
+	// docs/ARCHITECTURE.md#tests: root on a closed network, so no sandbox
+	// and no background traffic; a fresh profile for every test.
 	allocOpts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(execPath),
 		chromedp.UserDataDir(profile),

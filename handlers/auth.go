@@ -20,7 +20,11 @@ func redirectTarget(v string) string {
 
 // handleSignIn shows the development form or mounts ClerkJS's sign-in.
 func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) error {
-	redirect := redirectTarget(r.URL.Query().Get("redirect_url"))
+	q, err := singleQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	redirect := redirectTarget(q.Get("redirect_url"))
 	c := s.chrome(w, r, "Sign in")
 	v := views.SignInView{Dev: s.id.Mode() == "dev", RedirectURL: redirect}
 	if s.id.Mode() == "clerk" {

@@ -4,20 +4,60 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"admit/store"
 )
 
-// mediaType returns the request's media type, lowercased, without parameters.
+// mediaType returns the request's media type, lowercased, without
+// parameters. It is "" (so every caller answers 415) when the header does not
+// parse or names a charset other than UTF-8: admit reads bodies as UTF-8 only
+// and never decodes UTF-16 or Latin-1 bytes as if they were.
 func mediaType(r *http.Request) string {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return ""
 	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return ""
+	}
 	return strings.ToLower(mt)
+}
+
+// singleQuery parses a query string whose parameters are each given at most
+// once: a malformed or repeated parameter is 400, never silently resolved
+// to one of its values.
+func singleQuery(raw string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, invalid("The query string could not be read.")
+	}
+	for _, vs := range q {
+		if len(vs) > 1 {
+			return nil, invalid("A query parameter is given more than once.")
+		}
+	}
+	return q, nil
+}
+
+// pageLimit parses ?limit=: empty is the default page size (0); anything
+// else must be a whole number from 1 to store.MaxPageSize (else 400).
+func pageLimit(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > store.MaxPageSize {
+		return 0, invalid(fmt.Sprintf("The page size must be a whole number from 1 to %d.", store.MaxPageSize))
+	}
+	return n, nil
 }
 
 // readBody reads the (already size-limited) body; over the limit is 413.

@@ -162,6 +162,10 @@ func TestDecodeJSON_RequiresJSONContentType(t *testing.T) {
 		{"application/json-patch+json", false},
 		{"application/jsonx", false},
 		{"application/json; charset", false}, // unparseable parameters
+		{"application/json; charset=utf-16", false},
+		{"application/json; charset=ISO-8859-1", false},
+		{"application/json; charset=\"\"", false},
+		{"application/json; charset=\"utf-8\"", true},
 	} {
 		t.Run(tc.contentType, func(t *testing.T) {
 			var v strictBody

@@ -727,11 +727,12 @@ func eventRows(evs []store.Event) []views.EventRow {
 
 // eventsQuery reads ?cursor= and ?limit= of the audit log.
 func eventsQuery(r *http.Request) (cursor string, limit int, err error) {
-	q := r.URL.Query()
-	if l := q.Get("limit"); l != "" {
-		if limit, err = strconv.Atoi(l); err != nil {
-			return "", 0, invalid("The page size must be a whole number.")
-		}
+	q, err := singleQuery(r.URL.RawQuery)
+	if err != nil {
+		return "", 0, err
+	}
+	if limit, err = pageLimit(q.Get("limit")); err != nil {
+		return "", 0, err
 	}
 	return q.Get("cursor"), limit, nil
 }

@@ -16,17 +16,16 @@ import (
 // parseQueueFilter reads the queue's query: state, cursor, limit, and the
 // join-time window from (inclusive) and to. Each bound is RFC 3339 (to is
 // then exclusive) or a UTC date YYYY-MM-DD (to then includes that day).
-func parseQueueFilter(q url.Values) (store.QueueFilter, views.QueueFilterView, error) {
+func parseQueueFilter(rawQuery string) (store.QueueFilter, views.QueueFilterView, error) {
+	q, err := singleQuery(rawQuery)
+	if err != nil {
+		return store.QueueFilter{}, views.QueueFilterView{}, err
+	}
 	fv := views.QueueFilterView{State: q.Get("state"), From: q.Get("from"), To: q.Get("to"), Limit: q.Get("limit")}
 	f := store.QueueFilter{State: fv.State, Cursor: q.Get("cursor")}
-	if fv.Limit != "" {
-		n, err := strconv.Atoi(fv.Limit)
-		if err != nil {
-			return f, fv, invalid("The page size must be a whole number.")
-		}
-		f.Limit = n
+	if f.Limit, err = pageLimit(fv.Limit); err != nil {
+		return f, fv, err
 	}
-	var err error
 	if f.From, err = parseBound(fv.From, false); err != nil {
 		return f, fv, err
 	}
@@ -70,9 +69,9 @@ func queueURL(programID string, fv views.QueueFilterView, cursor string) string 
 }
 
 // queueView loads a page of the queue for the HTML console.
-func (s *Server) queueView(r *http.Request, programID string, q url.Values) (*views.QueueView, error) {
+func (s *Server) queueView(r *http.Request, programID string, rawQuery string) (*views.QueueView, error) {
 	ctx, a := r.Context(), ownerActor(r)
-	f, fv, err := parseQueueFilter(q)
+	f, fv, err := parseQueueFilter(rawQuery)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +117,7 @@ func (s *Server) renderQueue(w http.ResponseWriter, r *http.Request, status int,
 // handleQueuePage is the queue: a bounded page, filtered by state and join
 // time, with keyset paging that works as plain links.
 func (s *Server) handleQueuePage(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.queueView(r, r.PathValue("id"), r.URL.Query())
+	v, err := s.queueView(r, r.PathValue("id"), r.URL.RawQuery)
 	if err != nil {
 		return err
 	}
@@ -128,7 +127,7 @@ func (s *Server) handleQueuePage(w http.ResponseWriter, r *http.Request) error {
 
 // handleQueueAPI is GET …/entries: {entries, nextCursor}.
 func (s *Server) handleQueueAPI(w http.ResponseWriter, r *http.Request) error {
-	f, _, err := parseQueueFilter(r.URL.Query())
+	f, _, err := parseQueueFilter(r.URL.RawQuery)
 	if err != nil {
 		return err
 	}
@@ -171,7 +170,7 @@ func (s *Server) handleBulkSelect(w http.ResponseWriter, r *http.Request) error 
 			return err
 		}
 		u, _ := url.Parse(next)
-		v, lerr := s.queueView(r, id, u.Query())
+		v, lerr := s.queueView(r, id, u.RawQuery)
 		if lerr != nil {
 			return lerr
 		}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"admit/assets"
 	"admit/store"
@@ -53,10 +54,34 @@ func (s *Server) routes() http.Handler {
 	s.ownerRoutes(mux)
 	s.recipientRoutes(mux)
 
-	// Deny by default: no fall-through between groups.
-	mux.Handle("/", s.h(func(http.ResponseWriter, *http.Request) error { return errNotFound }))
+	// Deny by default: no fall-through between groups. A known path asked
+	// with another method is 405 and names the methods it takes.
+	mux.Handle("/", s.h(func(w http.ResponseWriter, r *http.Request) error {
+		if allow := allowedMethods(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			return errMethod
+		}
+		return errNotFound
+	}))
 
 	return s.withSecurity(s.withOrigin(mux))
+}
+
+// routeMethods are the methods admit's routes use; HEAD comes with GET.
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowedMethods lists, for the Allow header, the methods some route other
+// than the catch-all takes for r's path; "" when no route has the path.
+func allowedMethods(mux *http.ServeMux, r *http.Request) string {
+	var allow []string
+	for _, m := range routeMethods {
+		probe := *r
+		probe.Method = m
+		if _, pattern := mux.Handler(&probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return strings.Join(allow, ", ")
 }
 
 // authed requires a valid session (401 otherwise) and, for writes, the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"admit/backup"
 
 	"github.com/google/uuid"
 )
@@ -112,4 +115,87 @@ func TestReadyz_FullDiskIsNotReadyAndRecoversWhenSpaceIsFreed(t *testing.T) {
 	if code, _, err := trySignup(c, srv.URL, uuid.NewString(), "after@example.test", version); err != nil || code != http.StatusAccepted {
 		t.Errorf("signup after space was freed: status=%d, %v", code, err)
 	}
+}
+
+func TestBackup_FullDiskThenFreedShipsTheWaitingChangesWithinSeconds(t *testing.T) {
+	disk := MustMountTmpfs(t, "32m")
+	b := MustBackupEnv(t)
+	b.Env["ADMIT_DATA"] = filepath.Join(disk, "data")
+	b.DBPath = filepath.Join(disk, "data", "admit.db")
+	yml := fmt.Sprintf("dbs:\n  - path: %s\n    replica:\n      type: file\n      path: %s\n", b.DBPath, b.ReplicaDir)
+	if err := os.WriteFile(b.Env["ADMIT_LITESTREAM_CONFIG"], []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := MustRunServe(t, b.Env)
+	defer srv.Stop(t) // before the unmount
+	c := &http.Client{Timeout: 10 * time.Second}
+	version := demoNoticeVersion(t, c, srv.URL)
+	// Enough signups that Litestream checkpoints and the WAL starts over:
+	// later commits then reuse its room even on a full disk, while
+	// Litestream's copies of them into its local files need new space.
+	walPath := b.DBPath + "-wal"
+	start := mustFileSize(t, walPath)
+	for i := 0; ; i++ {
+		if code, _, err := trySignup(c, srv.URL, uuid.NewString(), fmt.Sprintf("before%d@example.test", i), version); err != nil || code != http.StatusAccepted {
+			t.Fatalf("signup %d: status=%d, %v", i, code, err)
+		}
+		if i > 50 && mustFileSize(t, walPath) > 2*start && i%50 == 0 {
+			break
+		}
+		if i > 3000 {
+			t.Fatal("the WAL did not grow")
+		}
+	}
+	waitForOutput(t, 10*time.Second, b.Env, "backup verify ok", "backup", "verify")
+
+	filler := mustFillDisk(t, disk)
+	accepted := 0
+	for i := 0; i < 20; i++ {
+		code, _, err := trySignup(c, srv.URL, uuid.NewString(), fmt.Sprintf("full%d@example.test", i), version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code == http.StatusAccepted {
+			accepted++
+		}
+	}
+	// Full a while, Litestream's own retries back off to seconds.
+	time.Sleep(5 * time.Second)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	if code, _, err := trySignup(c, srv.URL, uuid.NewString(), "after@example.test", version); err != nil || code != http.StatusAccepted {
+		t.Fatalf("signup after space was freed: status=%d, %v", code, err)
+	}
+	// Every committed signup reaches the replica within a few seconds.
+	bc, err := backup.LoadConfig(b.Env["ADMIT_LITESTREAM_CONFIG"], fakeEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		res, err := backup.Verify(context.Background(), bc, b.DBPath, fakeEnv(nil), backup.VerifyOptions{Attempts: 1})
+		if err == nil && res.OK() {
+			break
+		}
+		if time.Since(freed) > 3*time.Second {
+			t.Fatalf("the replica still differs from the live database 3s after space was freed: %v %v\n%s", res, err, srv.Stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("%d signups committed on the full disk; the replica matched the live database %s after space was freed",
+		accepted, time.Since(freed).Round(time.Millisecond))
+}
+
+// mustFileSize returns the size of the file at path (0 if absent).
+func mustFileSize(tb testing.TB, path string) int64 {
+	tb.Helper()
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fi.Size()
 }

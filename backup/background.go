@@ -42,8 +42,8 @@ func (b *background) stop() {
 }
 
 // catchUp ships waiting changes at once when Litestream's own sync has
-// stalled, so that readiness recovers within seconds of the replica
-// working again. Litestream logs the failures itself.
+// stalled, so that the backup and readiness recover within seconds of the
+// replica or the local disk working again. Litestream logs the failures.
 func (r *Replicator) catchUp(ctx context.Context) {
 	t := time.NewTicker(catchUpInterval)
 	defer t.Stop()
@@ -54,7 +54,14 @@ func (r *Replicator) catchUp(ctx context.Context) {
 		case <-t.C:
 		}
 		s, err := r.Status()
-		if err != nil || !s.Pending || s.Lag < catchUpAfter {
+		waiting := err == nil && s.Pending && s.Lag >= catchUpAfter
+		// Litestream's last copy of the WAL into its local files failed
+		// (a full disk): it now backs off, while Pending cannot see the
+		// changes it has not copied.
+		if d := r.db.SyncDiagnostic(); !d.Active && d.Error != "" {
+			waiting = true
+		}
+		if !waiting {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, catchUpTimeout)

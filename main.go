@@ -93,15 +93,29 @@ litestream.yml ($ADMIT_LITESTREAM_CONFIG, default ./litestream.yml) names a repl
 
 // openDB loads the configuration and opens the database.
 func openDB(ctx context.Context, getenv func(string) string) (*Config, *store.DB, error) {
+	return openDBWith(ctx, getenv, store.Options{})
+}
+
+// openDBWith is openDB with store options.
+func openDBWith(ctx context.Context, getenv func(string) string, opt store.Options) (*Config, *store.DB, error) {
 	cfg, err := LoadConfig(getenv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("configuration:\n%w", err)
 	}
-	db, err := store.Open(ctx, cfg.DBPath())
+	db, err := store.OpenWith(ctx, cfg.DBPath(), opt)
 	if err != nil {
 		return nil, nil, err
 	}
 	return cfg, db, nil
+}
+
+// serveStoreOptions are the options serve opens the database with. While
+// litestream.yml names a replica, Litestream alone checkpoints the WAL:
+// admit's automatic checkpoint could otherwise, after a crash, copy frames
+// Litestream has not read yet into the database file and restart the WAL
+// before Litestream resumes, which corrupts every later restore point.
+func serveStoreOptions(bc *backup.Config) store.Options {
+	return store.Options{NoAutoCheckpoint: bc.Replicated()}
 }
 
 func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) (err error) {
@@ -111,7 +125,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	cfg, db, err := openDB(ctx, getenv)
+	cfg, db, err := openDBWith(ctx, getenv, serveStoreOptions(backupCfg))
 	if err != nil {
 		return err
 	}

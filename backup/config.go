@@ -325,8 +325,8 @@ func (c *Config) ReplicaFor(dbPath string) (*ReplicaConfig, error) {
 	return nil, nil
 }
 
-// replicated reports whether any database has a replica.
-func (c *Config) replicated() bool {
+// Replicated reports whether the file names a replica for any database.
+func (c *Config) Replicated() bool {
 	for _, d := range c.DBs {
 		if d.replica() != nil {
 			return true
@@ -404,7 +404,7 @@ func (c *Config) compactionLevels() litestream.CompactionLevels {
 // Litestream directory next to the database (.admit.db-litestream) does not
 // keep erased bytes: Replicator.Erase removes them within seconds.
 func (c *Config) BackupRetention() time.Duration {
-	if !c.replicated() {
+	if !c.Replicated() {
 		return 0
 	}
 	snapshots := c.snapshotRetention() + 2*c.snapshotInterval()

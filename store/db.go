@@ -82,9 +82,27 @@ type Tx struct {
 	erased bool
 }
 
-// dsn builds a modernc.org/sqlite DSN. busy_timeout comes first so that the
-// other pragmas wait for a lock instead of failing.
-func dsn(path string, readOnly bool) string {
+// Options tune Open. The zero value suits a database no other process
+// replicates.
+type Options struct {
+	// NoAutoCheckpoint turns off SQLite's automatic checkpoint on the
+	// writer connection (wal_autocheckpoint=0), so that admit never copies
+	// the WAL into the database file on its own: the process replicating
+	// the WAL (Litestream) does, after it has read every frame. Set it
+	// whenever litestream.yml names a replica. With the automatic
+	// checkpoint on, a restart after a crash let admit's first commits
+	// checkpoint frames Litestream had not yet read and restart the WAL
+	// before Litestream resumed: every restore point from then on, until
+	// the next full snapshot, was corrupt (RELIABILITY.md).
+	NoAutoCheckpoint bool
+}
+
+// dsn builds a modernc.org/sqlite DSN with the default Options.
+func dsn(path string, readOnly bool) string { return dsnWith(path, readOnly, Options{}) }
+
+// dsnWith builds a modernc.org/sqlite DSN. busy_timeout comes first so that
+// the other pragmas wait for a lock instead of failing.
+func dsnWith(path string, readOnly bool, opt Options) string {
 	q := url.Values{}
 	pragmas := []string{
 		fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()),
@@ -98,6 +116,8 @@ func dsn(path string, readOnly bool) string {
 	}
 	if readOnly {
 		pragmas = append(pragmas, "query_only(1)")
+	} else if opt.NoAutoCheckpoint {
+		pragmas = append(pragmas, "wal_autocheckpoint(0)")
 	}
 	for _, p := range pragmas {
 		q.Add("_pragma", p)
@@ -111,10 +131,16 @@ func dsn(path string, readOnly bool) string {
 // Open opens (creating if needed) the database at path, applies the embedded
 // migrations and checks that every required pragma took effect.
 func Open(ctx context.Context, path string) (*DB, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// OpenWith is Open with options. The options hold from the first statement
+// on: migrations run under them too.
+func OpenWith(ctx context.Context, path string, opt Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	w, err := sql.Open("sqlite", dsn(path, false))
+	w, err := sql.Open("sqlite", dsnWith(path, false, opt))
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
@@ -126,6 +152,13 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err := checkPragmas(ctx, w, false); err != nil {
 		w.Close()
 		return nil, err
+	}
+	if opt.NoAutoCheckpoint {
+		var pages int
+		if err := w.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&pages); err != nil || pages != 0 {
+			w.Close()
+			return nil, fmt.Errorf("database pragma wal_autocheckpoint is %d (%v), want 0: refusing to start", pages, err)
+		}
 	}
 	if err := migrate(ctx, w); err != nil {
 		w.Close()
@@ -291,7 +324,9 @@ func Millis(t time.Time) int64 { return t.UnixMilli() }
 func FromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 // Checkpoint copies the WAL into the database file and truncates the WAL, so
-// erased bytes (zeroed by secure_delete) leave no copy in either file. It
+// erased bytes (zeroed by secure_delete) leave no copy in either file. Not
+// while Litestream replicates the database: checkpoint through it then
+// (backup.Replicator.Checkpoint). It
 // waits its turn behind the writers already queued, like a write.
 func (db *DB) Checkpoint(ctx context.Context) error {
 	select {

@@ -74,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Load, "load", 2*time.Second, "signup load before each kill and again after each restart")
 	fs.IntVar(&c.Clients, "clients", 32, "concurrent signup clients")
 	rates := fs.String("rate", "25,50,0", "signups per second, all clients together, for each cycle in turn (0: as fast as the server answers)")
-	fs.DurationVar(&c.CatchUp, "catch-up", 15*time.Second, "how long the replica may take to hold every acknowledged signup after a restart")
+	fs.DurationVar(&c.CatchUp, "catch-up", 30*time.Second, "how long the replica may take to hold every acknowledged signup after a restart")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -44,6 +44,9 @@ type DB struct {
 	// database/sql hands a freed connection to a random waiter: under load
 	// that left a few signups waiting many times longer than the rest.
 	wgate chan struct{}
+	// gateWait, set only by tests, is called by a writer that finds the
+	// gate taken, just before it waits there: proof that it waited.
+	gateWait func()
 	// signups gives concurrent signups one commit (group commit).
 	signups *signupBatcher
 	// lastCounterCleanup is when expired attempt counters were last
@@ -240,9 +243,16 @@ func (db *DB) Close() error {
 // write lock first; Tx.Now is read after it is held. fn's error rolls back.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 	select {
-	case db.wgate <- struct{}{}: // blocked senders are admitted first in, first out
-	case <-ctx.Done():
-		return fmt.Errorf("begin immediate: %w", ctx.Err())
+	case db.wgate <- struct{}{}:
+	default:
+		if db.gateWait != nil {
+			db.gateWait()
+		}
+		select {
+		case db.wgate <- struct{}{}: // blocked senders are admitted first in, first out
+		case <-ctx.Done():
+			return fmt.Errorf("begin immediate: %w", ctx.Err())
+		}
 	}
 	defer func() { <-db.wgate }()
 	sqlTx, err := db.writer.BeginTx(ctx, nil)

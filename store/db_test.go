@@ -317,55 +317,72 @@ func TestUpdate_SecondWriterBlocksOnBeginImmediate(t *testing.T) {
 	}
 }
 
+// gateWaiters makes db report each writer that waits at the write gate;
+// set it before any writer starts.
+func gateWaiters(db *DB) <-chan struct{} {
+	ch := make(chan struct{}, 16)
+	db.gateWait = func() { ch <- struct{}{} }
+	return ch
+}
+
+// mustSeeWaiter returns once a writer waits at the gate, or fails the test.
+func mustSeeWaiter(t *testing.T, waiting <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second writer never waited at the write gate")
+	}
+}
+
+// TestUpdate_ClockIsReadAfterTheLock: a writer that waits for the lock
+// (observed waiting at the write gate, as in production: one DB, many
+// goroutines) stamps its transaction with the clock after the wait.
 func TestUpdate_ClockIsReadAfterTheLock(t *testing.T) {
-	db1, clock := mustOpenDBWithClock(t)
-	db2 := mustOpenAt(t, db1.Path, clock) // same file, same clock
+	db, clock := mustOpenDBWithClock(t)
 	ctx := context.Background()
+	waiting := gateWaiters(db)
 
 	early := time.Date(2025, time.March, 10, 10, 59, 59, 900_000_000, time.UTC)
 	late := time.Date(2025, time.March, 10, 11, 0, 0, 100_000_000, time.UTC)
 	clock.Set(early)
 
-	release, db1Done, db1Now := holdWriteLock(t, db1, "clock holder")
-	if got := <-db1Now; !got.Equal(early) {
-		t.Fatalf("db1 tx.Now=%v, want %v", got, early)
+	release, holderDone, holderNow := holdWriteLock(t, db, "clock holder")
+	if got := <-holderNow; !got.Equal(early) {
+		t.Fatalf("holder tx.Now=%v, want %v", got, early)
 	}
 
-	calling := make(chan struct{})
 	started := make(chan struct{})
-	db2Now := make(chan time.Time, 1)
-	db2Done := make(chan error, 1)
+	waiterNow := make(chan time.Time, 1)
+	waiterDone := make(chan error, 1)
 	go func() {
-		close(calling)
-		db2Done <- db2.Update(ctx, func(tx *Tx) error {
+		waiterDone <- db.Update(ctx, func(tx *Tx) error {
 			close(started)
-			db2Now <- tx.Now
+			waiterNow <- tx.Now
 			return nil
 		})
 	}()
-	<-calling
-	// Give db2 time to reach BEGIN IMMEDIATE (and to read the clock, were it
-	// read too early); it must still be waiting.
+	mustSeeWaiter(t, waiting)
 	select {
 	case <-started:
-		t.Fatal("db2's transaction started while db1 held the write lock")
-	case <-time.After(200 * time.Millisecond):
+		t.Fatal("the second transaction started while the first held the lock")
+	default:
 	}
 
 	clock.Set(late)
 	release()
-	if err := <-db1Done; err != nil {
-		t.Fatalf("db1 update: %v", err)
+	if err := <-holderDone; err != nil {
+		t.Fatalf("holder update: %v", err)
 	}
-	if err := <-db2Done; err != nil {
-		t.Fatalf("db2 update: %v", err)
+	if err := <-waiterDone; err != nil {
+		t.Fatalf("waiter update: %v", err)
 	}
-	got := <-db2Now
+	got := <-waiterNow
 	if !got.Equal(late) {
-		t.Fatalf("db2 tx.Now=%v, want %v (read after the lock)", got, late)
+		t.Fatalf("waiter tx.Now=%v, want %v (read after the lock)", got, late)
 	}
 	if got, want := got.Hour(), 11; got != want {
-		t.Fatalf("db2 tx.Now hour=%d, want %d", got, want)
+		t.Fatalf("waiter tx.Now hour=%d, want %d", got, want)
 	}
 }
 

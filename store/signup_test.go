@@ -574,8 +574,7 @@ func TestSignup_BindingIsAnHMACNotAnEmailDigest(t *testing.T) {
 func TestSignup_LockWaitAcrossHourBoundaryCountsInLaterHour(t *testing.T) {
 	db1, clock := mustOpenDBWithClock(t)
 	sp := mustSignupProgram(t, db1, "hour-edge", 100, 100)
-	db2 := mustOpenAt(t, db1.Path, clock) // same file, same clock, own writer
-	db2.BindingKey = signupTestKey
+	waiting := gateWaiters(db1)
 
 	early := time.Date(2025, time.March, 10, 10, 59, 59, 900_000_000, time.UTC)
 	late := time.Date(2025, time.March, 10, 11, 0, 0, 100_000_000, time.UTC)
@@ -588,13 +587,15 @@ func TestSignup_LockWaitAcrossHourBoundaryCountsInLaterHour(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := db2.Signup(context.Background(), sp.signupReq("edge@example.com"))
+		res, err := db1.Signup(context.Background(), sp.signupReq("edge@example.com"))
 		done <- outcome{res, err}
 	}()
+	// The signup waits at the write gate behind the holder, at 10:59:59.9.
+	mustSeeWaiter(t, waiting)
 	select {
 	case o := <-done:
 		t.Fatalf("signup finished while the lock was held: %+v, %v", o.res, o.err)
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
 
 	clock.Set(late)

@@ -189,18 +189,21 @@ func TestCrash_SIGKILLDuringSignupsLosesNoAcceptedRequest(t *testing.T) {
 	first := MustStartAdmit(t, bin, dir, env)
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	version := demoNoticeVersion(t, c, first.URL)
+	dbPath := filepath.Join(data, "admit.db")
+	before := signupTotals(t, dbPath) // read beside the running server (WAL)
 
 	// The demo program takes 200 signups an hour: stay under it.
 	const clients, maxAttempts = 16, 180
 	killAt := 10 + rand.IntN(140) // after this many 202s, mid-stream
 	t.Logf("SIGKILL after %d accepted signups", killAt)
 	var (
-		mu       sync.Mutex
-		got      []accepted
-		attempts atomic.Int64
-		killOnce sync.Once
-		killed   = make(chan struct{})
-		wg       sync.WaitGroup
+		mu         sync.Mutex
+		got        []accepted
+		unanswered []accepted // sent, no answer: committed whole or not at all
+		attempts   atomic.Int64
+		killOnce   sync.Once
+		killed     = make(chan struct{})
+		wg         sync.WaitGroup
 	)
 	kill := func() {
 		killOnce.Do(func() {
@@ -226,7 +229,11 @@ func TestCrash_SIGKILLDuringSignupsLosesNoAcceptedRequest(t *testing.T) {
 				key, email := uuid.NewString(), fmt.Sprintf("crash%d@example.test", n)
 				code, r, err := trySignup(c, first.URL, key, email, version)
 				if err != nil {
-					continue // no answer: the outcome is unknown, so nothing is promised
+					// No answer: either outcome may hold, but only whole.
+					mu.Lock()
+					unanswered = append(unanswered, accepted{key, email})
+					mu.Unlock()
+					continue
 				}
 				if code != http.StatusAccepted || r.RemovalToken == "" {
 					t.Errorf("signup %d before the kill: status=%d token=%t", n, code, r.RemovalToken != "")
@@ -252,7 +259,7 @@ func TestCrash_SIGKILLDuringSignupsLosesNoAcceptedRequest(t *testing.T) {
 	if len(got) == 0 {
 		t.Fatal("no signup was accepted before the kill")
 	}
-	t.Logf("%d signups answered 202 before the kill", len(got))
+	t.Logf("%d signups answered 202 before the kill, %d sent and unanswered", len(got), len(unanswered))
 
 	// Restart on the same data directory.
 	t.Logf("killed at %s", time.Since(start).Round(time.Millisecond))
@@ -272,7 +279,6 @@ func TestCrash_SIGKILLDuringSignupsLosesNoAcceptedRequest(t *testing.T) {
 	}
 
 	t.Logf("stopped at %s", time.Since(start).Round(time.Millisecond))
-	dbPath := filepath.Join(data, "admit.db")
 	if err := backup.IntegrityCheck(context.Background(), dbPath); err != nil {
 		t.Errorf("after the crash: %v", err)
 	}
@@ -284,6 +290,100 @@ func TestCrash_SIGKILLDuringSignupsLosesNoAcceptedRequest(t *testing.T) {
 		if !stored[a.email] {
 			t.Errorf("signup %s was answered 202 but has no entry after the crash", a.email)
 		}
+	}
+	checkNoPartialSignups(t, dbPath, before, unanswered)
+}
+
+// signupCounts are the rows one accepted new-address signup adds to each
+// table it writes.
+type signupCounts struct {
+	entries, receipts, events, admitted int
+}
+
+// signupTotals counts the rows signups write: entries, receipts, signup
+// audit events and the hour buckets' admitted counts, over all programs.
+func signupTotals(tb testing.TB, path string) signupCounts {
+	tb.Helper()
+	db := openReadOnly(tb, path)
+	var c signupCounts
+	err := db.QueryRow(`SELECT
+		(SELECT count(*) FROM entries),
+		(SELECT count(*) FROM signup_receipts),
+		(SELECT count(*) FROM audit_events WHERE event_type = 'signup'),
+		(SELECT coalesce(sum(admitted_count), 0) FROM intake_hours)`).Scan(&c.entries, &c.receipts, &c.events, &c.admitted)
+	if err != nil {
+		tb.Fatalf("count signup rows: %v", err)
+	}
+	return c
+}
+
+// openReadOnly opens the database at path for reading only.
+func openReadOnly(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?"+url.Values{"mode": {"ro"}}.Encode())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// checkNoPartialSignups: every signup transaction the kill interrupted
+// left all of its rows or none. Each request that got no answer has its
+// entry, receipt and audit event together or none of them; over all
+// requests the new entries, receipts, signup events and hour-bucket counts
+// grew by the same number; and the per-state counts kept by triggers match
+// the entries.
+func checkNoPartialSignups(t *testing.T, path string, before signupCounts, unanswered []accepted) {
+	t.Helper()
+	db := openReadOnly(t, path)
+	committed := 0
+	for _, u := range unanswered {
+		var entries, receipts, events int
+		err := db.QueryRow(`SELECT
+			(SELECT count(*) FROM entries WHERE email_key = ?1),
+			(SELECT count(*) FROM signup_receipts WHERE request_key = ?2),
+			(SELECT count(*) FROM audit_events WHERE event_type = 'signup'
+				AND entry_id IN (SELECT id FROM entries WHERE email_key = ?1))`, u.email, u.key).Scan(&entries, &receipts, &events)
+		if err != nil {
+			t.Fatalf("read unanswered signup: %v", err)
+		}
+		switch [3]int{entries, receipts, events} {
+		case [3]int{1, 1, 1}:
+			committed++
+		case [3]int{0, 0, 0}:
+		default:
+			t.Errorf("unanswered signup %s left part of its rows: entries=%d receipts=%d signup events=%d",
+				u.email, entries, receipts, events)
+		}
+	}
+	t.Logf("of %d unanswered signups, %d committed whole and %d left nothing", len(unanswered), committed, len(unanswered)-committed)
+
+	after := signupTotals(t, path)
+	grew := signupCounts{after.entries - before.entries, after.receipts - before.receipts,
+		after.events - before.events, after.admitted - before.admitted}
+	if grew.receipts != grew.entries || grew.events != grew.entries || grew.admitted != grew.entries {
+		t.Errorf("rows added during the crash run disagree (each signup adds one of each): %+v", grew)
+	}
+
+	rows, err := db.Query(`SELECT c.program_id, c.state, c.n, (SELECT count(*) FROM entries e
+		WHERE e.program_id = c.program_id AND e.state = c.state) FROM entry_state_counts c`)
+	if err != nil {
+		t.Fatalf("read state counts: %v", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var program, state string
+		var kept, counted int
+		if err := rows.Scan(&program, &state, &kept, &counted); err != nil {
+			t.Fatal(err)
+		}
+		if kept != counted {
+			t.Errorf("program %s: %s count kept=%d, entries=%d", program, state, kept, counted)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 const DrillIntervalEnv = "ADMIT_BACKUP_DRILL_INTERVAL"
 
 // DefaultDrillInterval is how often the server runs a restore drill; it
-// also runs one right after every start.
+// also runs one right after every start and another a minute later.
 const DefaultDrillInterval = time.Hour
 
 // A drill holds writes while it syncs the replica and counts the live rows,
@@ -114,16 +114,21 @@ func (r *Replicator) drillReady() error {
 	return nil
 }
 
-// StartDrills runs a restore drill now and then every interval until
-// Close; after a failed or inconclusive drill the next comes sooner. pause
-// holds the database's writes.
+// StartDrills runs a restore drill now, again a minute later, and then
+// every interval until Close; after a failed or inconclusive drill the next
+// comes sooner. pause holds the database's writes.
 func (r *Replicator) StartDrills(interval time.Duration, pause PauseFunc) {
 	if r == nil || interval <= 0 {
 		return
 	}
 	r.bg.run(func(ctx context.Context) {
-		for {
+		for first := true; ; first = false {
 			next := interval
+			if first {
+				// An unclean shutdown's damage shows in the first
+				// seconds after start: check again soon.
+				next = min(drillRetry, interval)
+			}
 			res, err := r.Drill(ctx, pause)
 			if ctx.Err() != nil {
 				return

@@ -24,6 +24,7 @@ import (
 
 	"admit/backup"
 	"admit/handlers"
+	"admit/internal/identity"
 	"admit/store"
 )
 
@@ -179,20 +180,20 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	defer ln.Close()
 	cfg.UseListener(ln.Addr())
 
-	var id handlers.Identity
+	var id identity.Identity
 	if cfg.DevMode() {
-		id = handlers.NewDevIdentity(keys.SessionHash, keys.SessionBlock, cfg.PublicURL.Scheme == "https")
+		id = identity.NewDevIdentity(keys.SessionHash, keys.SessionBlock, cfg.PublicURL.Scheme == "https")
 		owner, err := store.NormalizeEmail(cfg.DevOwnerEmail)
 		if err != nil {
 			return fmt.Errorf("ADMIT_DEV_OWNER_EMAIL: %w", err)
 		}
-		if seeded, err := db.SeedDemo(ctx, handlers.DevUserID(owner)); err != nil {
+		if seeded, err := db.SeedDemo(ctx, identity.DevUserID(owner)); err != nil {
 			return fmt.Errorf("seed demo: %w", err)
 		} else if seeded {
 			logger.Info("seeded the demo workspace, owner and program")
 		}
 	} else {
-		id, err = handlers.NewClerkIdentity(handlers.ClerkConfig{
+		id, err = identity.NewClerkIdentity(identity.ClerkConfig{
 			SecretKey:         cfg.ClerkSecretKey,
 			APIURL:            cfg.ClerkAPIURL,
 			Issuer:            cfg.ClerkIssuer,

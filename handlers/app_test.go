@@ -20,6 +20,7 @@ import (
 
 	"admit/internal/clerkfake"
 	"admit/internal/dbtest"
+	"admit/internal/identity"
 	"admit/store"
 )
 
@@ -53,7 +54,7 @@ type testApp struct {
 	DB    *store.DB
 	Clock *testClock
 	Clerk *clerkfake.Fake // nil in development mode
-	Dev   *DevIdentity
+	Dev   *identity.DevIdentity
 	Srv   *Server
 	// OwnerID is the demo workspace owner's user ID.
 	OwnerID string
@@ -143,12 +144,12 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	app := &testApp{URL: base, DB: db, Clock: clock, Logs: &syncBuffer{}}
 
 	keys := Keys{SessionHash: testKey(1), SessionBlock: testKey(40), CSRF: testKey(80), Binding: testKey(120), Counter: testKey(160)}
-	var id Identity
+	var id identity.Identity
 	var publishable string
 	if cfg.clerk {
 		app.Clerk = clerkfake.New(tb)
 		app.Clerk.SetAuthorizedParty(base)
-		ci, err := NewClerkIdentity(ClerkConfig{SecretKey: app.Clerk.SecretKey(), APIURL: app.Clerk.URL(),
+		ci, err := identity.NewClerkIdentity(identity.ClerkConfig{SecretKey: app.Clerk.SecretKey(), APIURL: app.Clerk.URL(),
 			Issuer: app.Clerk.Issuer(), AuthorizedParties: []string{base}})
 		if err != nil {
 			tb.Fatalf("clerk identity: %v", err)
@@ -158,9 +159,9 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 		app.OwnerID = "user_owner"
 		app.Clerk.SetUser(app.OwnerID, clerkfake.Email{Address: "owner@example.test", Verified: true})
 	} else {
-		app.Dev = NewDevIdentity(keys.SessionHash, keys.SessionBlock, false)
+		app.Dev = identity.NewDevIdentity(keys.SessionHash, keys.SessionBlock, false)
 		id = app.Dev
-		app.OwnerID = DevUserID("owner@example.test")
+		app.OwnerID = identity.DevUserID("owner@example.test")
 	}
 	if _, err := db.SeedDemo(ctx, app.OwnerID); err != nil {
 		tb.Fatalf("seed: %v", err)
@@ -229,7 +230,7 @@ func (c *testClient) SignIn(tb testing.TB, email string) string {
 	if resp.StatusCode != http.StatusSeeOther {
 		tb.Fatalf("dev sign-in: status %d", resp.StatusCode)
 	}
-	return DevUserID(email)
+	return identity.DevUserID(email)
 }
 
 // SetClerkSession puts a fresh fake-Clerk session token for userID in the

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"admit/internal/identity"
 	"admit/store"
 	"admit/views"
 )
@@ -26,8 +27,8 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 	}
 	redirect := redirectTarget(q.Get("redirect_url"))
 	c := s.chrome(w, r, "Sign in")
-	v := views.SignInView{Dev: s.id.Mode() == "dev", RedirectURL: redirect}
-	if s.id.Mode() == "clerk" {
+	v := views.SignInView{Dev: s.id.Mode() == identity.ModeDev, RedirectURL: redirect}
+	if s.id.Mode() == identity.ModeClerk {
 		c.Clerk = s.clerkJS("sign-in", redirect)
 	}
 	noStore(w)
@@ -36,7 +37,7 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 
 // handleDevSignIn signs in with any well-formed address (development only).
 func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
-	dev := s.id.(*DevIdentity)
+	dev := s.id.(identity.FormSignIn)
 	if err := parseForm(r); err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if dev, ok := s.id.(*DevIdentity); ok {
+	if dev, ok := s.id.(identity.FormSignIn); ok {
 		dev.SignOut(w)
 	}
 	// Clerk mode: the page's script signs out of Clerk first; clearing the

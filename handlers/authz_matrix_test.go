@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"admit/assets"
+	"admit/internal/identity"
 	"admit/store"
 
 	"github.com/google/uuid"
@@ -91,12 +92,12 @@ func mustMatrixFixture(t *testing.T, app *testApp) matrixFixture {
 	f.beta = k.program(t, "beta", "Beta launch notes.")
 	k.asset(t, f.demo, "shot.png", "image/png", pngBytes)
 	k.asset(t, f.beta, "shot.png", "image/png", pngBytes)
-	k.grant(t, f.demo, "reader-a@example.com", DevUserID("reader-a@example.com"))
-	k.grant(t, f.beta, "reader-b@example.com", DevUserID("reader-b@example.com"))
+	k.grant(t, f.demo, "reader-a@example.com", identity.DevUserID("reader-a@example.com"))
+	k.grant(t, f.beta, "reader-b@example.com", identity.DevUserID("reader-b@example.com"))
 
 	f.queued = k.entry(t, f.demo, "queued@example.com")
 	f.gone = k.entry(t, f.demo, "gone@example.com")
-	if _, err := app.DB.WithdrawOwn(ctx, "demo", DevUserID("gone@example.com"), []string{"gone@example.com"}); err != nil {
+	if _, err := app.DB.WithdrawOwn(ctx, "demo", identity.DevUserID("gone@example.com"), []string{"gone@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	f.pendingForm = k.invite(t, f.demo, "pending-form@example.com", true)
@@ -104,9 +105,9 @@ func mustMatrixFixture(t *testing.T, app *testApp) matrixFixture {
 	f.undelivered = k.invite(t, f.demo, "undelivered@example.com", false)
 	f.grantFormEntry = k.entry(t, f.demo, "granted-form@example.com")
 	f.grantForm = mustGrantEntry(t, k, f.demo, f.grantFormEntry, "granted-form@example.com")
-	f.grantAPI = k.grant(t, f.demo, "granted-api@example.com", DevUserID("granted-api@example.com"))
+	f.grantAPI = k.grant(t, f.demo, "granted-api@example.com", identity.DevUserID("granted-api@example.com"))
 
-	other := DevUserID("other-owner@example.test")
+	other := identity.DevUserID("other-owner@example.test")
 	w, err := app.DB.AddOwner(ctx, store.Actor{Kind: store.ActorCLI}, "Other workspace", other)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func mustMatrixFixture(t *testing.T, app *testApp) matrixFixture {
 		QueueCap: 10, HourlyCap: 10, SeatCap: 1, MaxInvitationDays: 7}); err != nil {
 		t.Fatal(err)
 	}
-	former := DevUserID("former-owner@example.test")
+	former := identity.DevUserID("former-owner@example.test")
 	if _, err := app.DB.AddOwner(ctx, store.Actor{Kind: store.ActorCLI}, store.DemoWorkspace, former); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func mustGrantEntry(t *testing.T, k accessKit, p *store.Program, entryID, email 
 	if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, uuid.NewString(), "sms", ""); err != nil {
 		t.Fatal(err)
 	}
-	red, err := k.app.DB.Redeem(ctx, DevUserID(email), []string{email}, res.Code)
+	red, err := k.app.DB.Redeem(ctx, identity.DevUserID(email), []string{email}, res.Code)
 	if err != nil {
 		t.Fatal(err)
 	}

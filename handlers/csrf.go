@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"net/http"
 
+	"admit/internal/identity"
+
 	"github.com/gorilla/sessions"
 )
 
@@ -25,7 +27,7 @@ func (s *Server) session(r *http.Request) *sessions.Session {
 
 // csrfToken returns the CSRF token bound to this cookie session and the
 // principal's provider session, creating the cookie secret if needed.
-func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request, p *Principal) string {
+func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request, p *identity.Principal) string {
 	if p == nil {
 		return ""
 	}
@@ -57,7 +59,7 @@ func (s *Server) mintCSRF(secret, sessionID string) string {
 // checkCSRF verifies the token from the X-CSRF-Token header or the csrf form
 // field against this cookie session and provider session. A token minted
 // for another session fails.
-func (s *Server) checkCSRF(r *http.Request, p *Principal) error {
+func (s *Server) checkCSRF(r *http.Request, p *identity.Principal) error {
 	got := r.Header.Get("X-CSRF-Token")
 	if got == "" && mediaType(r) == "application/x-www-form-urlencoded" {
 		if err := parseForm(r); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"admit/internal/identity"
 	"admit/store"
 	"admit/views"
 )
@@ -74,9 +75,9 @@ func classify(err error) (status int, code, message string) {
 	switch {
 	case errors.As(err, &he):
 		status, code, message = he.status, he.code, he.message
-	case errors.Is(err, ErrSignedOut):
+	case errors.Is(err, identity.ErrSignedOut):
 		status, code, message = http.StatusUnauthorized, "unauthorized", ""
-	case errors.Is(err, ErrIdentityUnavailable):
+	case errors.Is(err, identity.ErrIdentityUnavailable):
 		status, code, message = http.StatusServiceUnavailable, store.EUNAVAILABLE, ""
 	default:
 		code = store.ErrorCode(err)

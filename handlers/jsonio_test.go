@@ -13,6 +13,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"admit/internal/identity"
 	"admit/store"
 )
 
@@ -251,9 +252,9 @@ func TestClassify_MapsEveryErrorToOneStatusAndCode(t *testing.T) {
 		{"not found", errNotFound, 404, "not_found", errNotFound.message, ""},
 		{"method", errMethod, 405, "method_not_allowed", "", ""},
 		{"signed out API", errSignedOutAPI, 401, "unauthorized", "", ""},
-		{"signed out", ErrSignedOut, 401, "unauthorized", fixedMessages[401], ""},
-		{"wrapped signed out", fmt.Errorf("auth: %w", ErrSignedOut), 401, "unauthorized", fixedMessages[401], ""},
-		{"identity unavailable", ErrIdentityUnavailable, 503, store.EUNAVAILABLE, fixedMessages[503], ""},
+		{"signed out", identity.ErrSignedOut, 401, "unauthorized", fixedMessages[401], ""},
+		{"wrapped signed out", fmt.Errorf("auth: %w", identity.ErrSignedOut), 401, "unauthorized", fixedMessages[401], ""},
+		{"identity unavailable", identity.ErrIdentityUnavailable, 503, store.EUNAVAILABLE, fixedMessages[503], ""},
 		{"invalid", invalid("Enter an email address."), 400, store.EINVALID, "Enter an email address.", ""},
 		{"store not found", store.Errorf(store.ENOTFOUND, "No workspace is named %q.", "Secret"), 404, store.ENOTFOUND,
 			errNotFound.message, "Secret"},

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"admit/internal/identity"
 )
 
 // handlerFunc is a handler that returns its error to the one adapter.
@@ -157,8 +159,8 @@ const (
 )
 
 // principalFrom returns the request's authenticated principal, or nil.
-func principalFrom(ctx context.Context) *Principal {
-	p, _ := ctx.Value(principalKey).(*Principal)
+func principalFrom(ctx context.Context) *identity.Principal {
+	p, _ := ctx.Value(principalKey).(*identity.Principal)
 	return p
 }
 

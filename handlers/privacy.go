@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"admit/internal/identity"
 	"admit/store"
 	"admit/views"
 )
@@ -35,7 +36,7 @@ func (s *Server) privacyView() views.PrivacyView {
 		RemovalEverywhere: everywhere(0),
 		IdentityProvider:  "Clerk",
 	}
-	if s.id.Mode() == "dev" {
+	if s.id.Mode() == identity.ModeDev {
 		v.IdentityProvider = "a development sign-in form that does not verify addresses (this server is in development mode)"
 	}
 	return v

@@ -11,6 +11,7 @@ import (
 
 	"admit/assets"
 	"admit/internal/clerkfake"
+	"admit/internal/identity"
 	"admit/store"
 )
 
@@ -73,7 +74,7 @@ func wantPrivateReadable(t *testing.T, c *testClient, slug, asset, body string, 
 
 func TestPrivateAPI_ReturnsProgramBodyAndRevision(t *testing.T) {
 	app := MustStartApp(t)
-	newAccessKit(app).grant(t, app.Demo, "api-reader@example.com", DevUserID("api-reader@example.com"))
+	newAccessKit(app).grant(t, app.Demo, "api-reader@example.com", identity.DevUserID("api-reader@example.com"))
 	c := app.NewClient(t)
 	c.SignIn(t, "api-reader@example.com")
 	r := c.Get(t, "/api/me/early-access/demo")
@@ -93,7 +94,7 @@ func TestPrivatePage_RendersOwnerTextEscapedInParagraphs(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	p := k.program(t, "escaped", "<script>alert('x')</script> & more\n\nSecond paragraph,\nsecond line.\n\n\n<b>Third</b>")
-	k.grant(t, p, "html@example.com", DevUserID("html@example.com"))
+	k.grant(t, p, "html@example.com", identity.DevUserID("html@example.com"))
 	c := app.NewClient(t)
 	c.SignIn(t, "html@example.com")
 	r := c.Get(t, "/early-access/escaped")
@@ -124,7 +125,7 @@ func TestPrivateAsset_ServedWithItsTypeNoSniffNoStoreAndASandbox(t *testing.T) {
 	k := newAccessKit(app)
 	k.asset(t, app.Demo, "diagram.png", "image/png", pngBytes)
 	k.asset(t, app.Demo, "notes.pdf", "application/pdf", pdfBytes)
-	k.grant(t, app.Demo, "files@example.com", DevUserID("files@example.com"))
+	k.grant(t, app.Demo, "files@example.com", identity.DevUserID("files@example.com"))
 	c := app.NewClient(t)
 	c.SignIn(t, "files@example.com")
 
@@ -193,7 +194,7 @@ func TestPrivate_GrantForProgramAIsDeniedAtProgramBAndViceVersa(t *testing.T) {
 		{"both-x@example.com", true, a, b, bodyA, bodyB, imageA},
 		{"both-y@example.com", false, b, a, bodyB, bodyA, imageB},
 	} {
-		user := DevUserID(tc.email)
+		user := identity.DevUserID(tc.email)
 		grantA := k.grant(t, a, tc.email, user)
 		grantB := k.grant(t, b, tc.email, user)
 		c := app.NewClient(t)
@@ -211,8 +212,8 @@ func TestPrivate_GrantForProgramAIsDeniedAtProgramBAndViceVersa(t *testing.T) {
 
 	// An account with a grant only in A is denied everything of B, and
 	// the reverse.
-	k.grant(t, a, "only-a@example.com", DevUserID("only-a@example.com"))
-	k.grant(t, b, "only-b@example.com", DevUserID("only-b@example.com"))
+	k.grant(t, a, "only-a@example.com", identity.DevUserID("only-a@example.com"))
+	k.grant(t, b, "only-b@example.com", identity.DevUserID("only-b@example.com"))
 	onlyA := app.NewClient(t)
 	onlyA.SignIn(t, "only-a@example.com")
 	onlyB := app.NewClient(t)
@@ -227,7 +228,7 @@ func TestPrivate_GrantRevokeDeniesTheNextRead(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	k.asset(t, app.Demo, "shot.png", "image/png", pngBytes)
-	g := k.grant(t, app.Demo, "revoked-reader@example.com", DevUserID("revoked-reader@example.com"))
+	g := k.grant(t, app.Demo, "revoked-reader@example.com", identity.DevUserID("revoked-reader@example.com"))
 	c := app.NewClient(t)
 	c.SignIn(t, "revoked-reader@example.com")
 	wantPrivateReadable(t, c, "demo", "shot.png", "Welcome to the admit demo.", pngBytes)

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"admit/internal/identity"
 )
 
 // meRow returns the /me table row of the program, or "".
@@ -20,7 +22,7 @@ func TestMe_ListsOwnEntriesWithStateOpenAndWithdrawLinks(t *testing.T) {
 	const email = "member@example.com"
 	beta := k.program(t, "beta", "Beta text.")
 	gamma := k.program(t, "gamma", "Gamma text.")
-	k.grant(t, app.Demo, email, DevUserID(email))
+	k.grant(t, app.Demo, email, identity.DevUserID(email))
 	k.invite(t, beta, email, true)
 	k.entry(t, gamma, email)
 	c := app.NewClient(t)
@@ -71,7 +73,7 @@ func TestWithdraw_ConfirmPageChangesNothingAndTheFormWithdraws(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	const email = "leaving@example.com"
-	k.grant(t, app.Demo, email, DevUserID(email))
+	k.grant(t, app.Demo, email, identity.DevUserID(email))
 	c := app.NewClient(t)
 	c.SignIn(t, email)
 	tok := c.CSRF(t)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"admit/internal/identity"
 	"admit/views"
 
 	"github.com/a-h/templ"
@@ -15,7 +16,7 @@ import (
 // authenticates softly: a failure only means the visitor is shown as
 // signed out.
 func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) views.Chrome {
-	c := views.Chrome{Title: title, DevMode: s.id.Mode() == "dev", Path: r.URL.Path}
+	c := views.Chrome{Title: title, DevMode: s.id.Mode() == identity.ModeDev, Path: r.URL.Path}
 	p := principalFrom(r.Context())
 	if p == nil {
 		if soft, err := s.id.Authenticate(r); err == nil {
@@ -32,7 +33,7 @@ func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) vi
 			c.IsOwner = owner
 		}
 	}
-	if s.id.Mode() == "clerk" && p != nil {
+	if s.id.Mode() == identity.ModeClerk && p != nil {
 		c.Clerk = s.clerkJS("", "")
 	}
 	return c

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"admit/assets"
+	"admit/internal/identity"
 	"admit/store"
 )
 
@@ -34,7 +35,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /privacy", s.h(s.handlePrivacy))
 	mux.Handle("GET /sign-in", s.h(s.handleSignIn))
 	mux.Handle("POST /sign-out", s.h(s.handleSignOut))
-	if _, ok := s.id.(*DevIdentity); ok {
+	if _, ok := s.id.(identity.FormSignIn); ok {
 		mux.Handle("POST /dev/sign-in", s.h(s.handleDevSignIn))
 	}
 
@@ -98,7 +99,7 @@ func (s *Server) authed(fn handlerFunc) http.Handler {
 
 // authenticateWrite authenticates the request and, for a write, checks the
 // CSRF token bound to that session.
-func (s *Server) authenticateWrite(r *http.Request) (*Principal, error) {
+func (s *Server) authenticateWrite(r *http.Request) (*identity.Principal, error) {
 	p, err := s.id.Authenticate(r)
 	if err != nil {
 		return nil, err
@@ -122,7 +123,7 @@ func (s *Server) recipient(fn handlerFunc) http.Handler {
 		}
 		raw, err := s.id.VerifiedEmails(r.Context(), p)
 		if err != nil {
-			return ErrIdentityUnavailable
+			return identity.ErrIdentityUnavailable
 		}
 		// The same grammar as signup: an address it rejects matches no entry.
 		var emails []string

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"admit/internal/identity"
 	"admit/store"
 
 	"github.com/gorilla/securecookie"
@@ -75,7 +76,7 @@ type BackupStatus struct {
 type Server struct {
 	opts      Options
 	db        *store.DB
-	id        Identity
+	id        identity.Identity
 	sessions  *sessions.CookieStore
 	log       *slog.Logger
 	origin    string
@@ -86,7 +87,7 @@ type Server struct {
 }
 
 // New builds the server and its routes.
-func New(opts Options, db *store.DB, id Identity) (*Server, error) {
+func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	if opts.PublicURL == nil || opts.PublicURL.Host == "" {
 		return nil, errors.New("handlers: a public URL is required")
 	}
@@ -107,7 +108,7 @@ func New(opts Options, db *store.DB, id Identity) (*Server, error) {
 	}
 	s := &Server{opts: opts, db: db, id: id, log: opts.Logger}
 	s.origin = opts.PublicURL.Scheme + "://" + opts.PublicURL.Host
-	if id.Mode() == "clerk" {
+	if id.Mode() == identity.ModeClerk {
 		fapi, err := frontendAPIFromPublishableKey(opts.ClerkPublishableKey)
 		if err != nil {
 			return nil, err
@@ -117,7 +118,7 @@ func New(opts Options, db *store.DB, id Identity) (*Server, error) {
 	cs := sessions.NewCookieStore(opts.Keys.SessionHash, opts.Keys.SessionBlock)
 	for _, c := range cs.Codecs {
 		if sc, ok := c.(*securecookie.SecureCookie); ok {
-			sc.SetSerializer(sessionSerializer{})
+			sc.SetSerializer(identity.SessionSerializer{})
 		}
 	}
 	cs.Options = &sessions.Options{

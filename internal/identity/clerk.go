@@ -1,4 +1,4 @@
-package handlers
+package identity
 
 import (
 	"bytes"
@@ -189,8 +189,8 @@ func NewClerkIdentity(cfg ClerkConfig) (*ClerkIdentity, error) {
 	}, nil
 }
 
-// Mode returns "clerk".
-func (c *ClerkIdentity) Mode() string { return "clerk" }
+// Mode returns ModeClerk.
+func (c *ClerkIdentity) Mode() Mode { return ModeClerk }
 
 // Authenticate verifies the request's Clerk session token, taken from
 // "Authorization: Bearer" or else the __session cookie. Every failure is

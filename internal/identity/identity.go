@@ -1,9 +1,16 @@
-package handlers
+// Package identity authenticates admit's requests and looks up a signed-in
+// user's verified email addresses (docs/ARCHITECTURE.md#identity). The HTTP
+// layer works with the Identity interface and the types around it; main
+// picks the implementation: Clerk, or the development sign-in. It also holds
+// the encoding of admit's own session cookie. It knows nothing of routes or
+// of the store's operations.
+package identity
 
 import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 )
 
 // Principal is an authenticated user for one request.
@@ -38,6 +45,39 @@ type Identity interface {
 	// is currently "verified", fetched fresh on every call. Any failure to
 	// reach the provider is ErrIdentityUnavailable.
 	VerifiedEmails(ctx context.Context, p *Principal) ([]string, error)
-	// Mode is "clerk" or "dev".
-	Mode() string
+	// Mode says which provider this is.
+	Mode() Mode
+}
+
+// Mode is an identity provider.
+type Mode int
+
+const (
+	// ModeClerk verifies Clerk session tokens and asks Clerk's Backend API
+	// for verified addresses; pages load ClerkJS.
+	ModeClerk Mode = iota + 1
+	// ModeDev is the development sign-in form, which treats any address as
+	// verified; pages show a development banner.
+	ModeDev
+)
+
+// String names the mode, for messages.
+func (m Mode) String() string {
+	switch m {
+	case ModeClerk:
+		return "clerk"
+	case ModeDev:
+		return "dev"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// FormSignIn is an Identity whose sign-in is admit's own form, keeping the
+// session in admit's own cookie (the development identity). Clerk signs in
+// through ClerkJS and does not implement it.
+type FormSignIn interface {
+	// SignIn starts a session for a normalized email address.
+	SignIn(w http.ResponseWriter, email string) error
+	// SignOut ends it.
+	SignOut(w http.ResponseWriter)
 }

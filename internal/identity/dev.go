@@ -1,4 +1,4 @@
-package handlers
+package identity
 
 import (
 	"context"
@@ -23,6 +23,11 @@ type DevIdentity struct {
 	secure bool
 }
 
+var (
+	_ Identity   = (*DevIdentity)(nil)
+	_ FormSignIn = (*DevIdentity)(nil)
+)
+
 type devSession struct {
 	Email     string
 	SessionID string
@@ -46,8 +51,8 @@ func DevUserID(email string) string {
 	return "user_dev_" + hex.EncodeToString(sum[:12])
 }
 
-// Mode implements Identity.
-func (d *DevIdentity) Mode() string { return "dev" }
+// Mode implements Identity: ModeDev.
+func (d *DevIdentity) Mode() Mode { return ModeDev }
 
 // Authenticate implements Identity from the development cookie.
 func (d *DevIdentity) Authenticate(r *http.Request) (*Principal, error) {

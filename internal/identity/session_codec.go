@@ -1,20 +1,20 @@
-package handlers
+package identity
 
 import (
 	"encoding/json"
 	"fmt"
 )
 
-// sessionSerializer encodes admit's session cookie (the CSRF secret and
+// SessionSerializer encodes admit's session cookie (the CSRF secret and
 // flash messages: string keys, string values) as JSON instead of
 // securecookie's default gob. A gob decoder compiles the type description
 // carried in every cookie, on every request: that was a tenth of the CPU of
 // a signed-in HTML page (BENCHMARKS.md). The cookie is still signed and
 // encrypted by securecookie; only the plaintext's format changes.
-type sessionSerializer struct{}
+type SessionSerializer struct{}
 
 // Serialize implements securecookie.Serializer for session values.
-func (sessionSerializer) Serialize(src any) ([]byte, error) {
+func (SessionSerializer) Serialize(src any) ([]byte, error) {
 	values, ok := src.(map[any]any)
 	if !ok {
 		return nil, fmt.Errorf("session: cannot encode %T", src)
@@ -31,7 +31,7 @@ func (sessionSerializer) Serialize(src any) ([]byte, error) {
 }
 
 // Deserialize implements securecookie.Serializer for session values.
-func (sessionSerializer) Deserialize(src []byte, dst any) error {
+func (SessionSerializer) Deserialize(src []byte, dst any) error {
 	values, ok := dst.(*map[any]any)
 	if !ok {
 		return fmt.Errorf("session: cannot decode into %T", dst)

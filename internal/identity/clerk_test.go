@@ -1,4 +1,4 @@
-package handlers
+package identity
 
 import (
 	"context"
@@ -124,8 +124,8 @@ func TestClerkAuthenticate_AcceptsValidSessionFromBearerOrCookie(t *testing.T) {
 			}
 		})
 	}
-	if got, want := id.Mode(), "clerk"; got != want {
-		t.Fatalf("Mode()=%q, want %q", got, want)
+	if got, want := id.Mode(), ModeClerk; got != want {
+		t.Fatalf("Mode()=%v, want %v", got, want)
 	}
 }
 

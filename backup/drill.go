@@ -185,10 +185,15 @@ func (r *Replicator) Drill(ctx context.Context, pause PauseFunc) (*DrillResult, 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		// A temporary file that cannot be written (a full $TMPDIR) says
-		// nothing about the backup.
+		// A temporary file that cannot be written (a full $TMPDIR) or a
+		// replica that cannot be reached says nothing about the backup
+		// (replication lag reports the latter); a replica that answers
+		// but cannot restore the transaction is not restorable.
 		if pe := (*fs.PathError)(nil); errors.As(err, &pe) && strings.HasPrefix(pe.Path, dir) {
 			return nil, fmt.Errorf("restore into a temporary file: %w", err)
+		}
+		if lerr := checkReachable(ctx, r.db.Replica.Client); lerr != nil {
+			return nil, fmt.Errorf("restore: %w (the replica does not answer: %v)", err, lerr)
 		}
 		res.Problem = err.Error()
 	default:

@@ -171,3 +171,53 @@ func TestReplays_AnswerWhileEveryWriteFails(t *testing.T) {
 	}
 	wantUnchanged(t, "replays on a full disk", db, before)
 }
+
+// Owner action keys replay whatever changed since: after the program was
+// retired (its invitations revoked, signup closed), the issue and the
+// delivery record keys still answer from their receipts, with the
+// invitation as it now is, and change nothing.
+func TestOwnerReplays_AnswerAfterTheProgramIsRetired(t *testing.T) {
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	sp := mustSignupProgram(t, db, "retired-replays", 100, 100)
+	mustSignup(t, db, sp.signupReq("chosen@example.com"))
+	var entryID string
+	if err := db.View(ctx, func(tx *Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT id FROM entries WHERE email_key = ?`, "chosen@example.com").Scan(&entryID)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, "meets_policy"); err != nil {
+		t.Fatal(err)
+	}
+	issueKey, deliveryKey := uuid.NewString(), uuid.NewString()
+	exp := testEpoch.Add(48 * time.Hour)
+	issued, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, issueKey, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordDelivery(ctx, sp.Owner, issued.Invitation.ID, deliveryKey, "email", ""); err != nil {
+		t.Fatal(err)
+	}
+	p := mustProgramByID(t, db, sp.Owner, sp.Program.ID)
+	if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, p.Revision); err != nil {
+		t.Fatal(err)
+	}
+
+	before := dbFingerprint(t, db)
+	rep, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, issueKey, exp)
+	if err != nil || !rep.Replay || rep.Code != "" || rep.Invitation.ID != issued.Invitation.ID {
+		t.Fatalf("issue replay after retirement: %+v, %v", rep, err)
+	}
+	if rep.Invitation.State != InviteRevoked {
+		t.Fatalf("issue replay shows the invitation %s, want it as it now is (revoked)", rep.Invitation.State)
+	}
+	inv, err := db.RecordDelivery(ctx, sp.Owner, issued.Invitation.ID, deliveryKey, "email", "")
+	if err != nil || inv.ID != issued.Invitation.ID || inv.DeliveryRecordedAt == nil {
+		t.Fatalf("delivery replay after retirement: %+v, %v", inv, err)
+	}
+	// A new key is refused: the program is retired.
+	_, err = db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, uuid.NewString(), exp)
+	wantCode(t, "a new issue after retirement", err, ECONFLICT)
+	wantUnchanged(t, "owner replays after retirement", db, before)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/google/uuid"
 	"io"
 	"log/slog"
 	"maps"
@@ -354,31 +355,64 @@ func dbFingerprint(tb testing.TB, db *store.DB) dbtest.Fingerprint {
 // sameRows reports whether two fingerprints are equal.
 func sameRows(a, b dbtest.Fingerprint) bool { return maps.Equal(a, b) }
 
-// mustInsertEntry adds an entry for email to the program with raw SQL, for
-// tests that need one before the signup path is exercised.
+// mustInsertEntry puts email on program p's list through the store's own
+// operations — a signup (opening the program's signup for it if closed,
+// and closing it again), then the owner's selection or decline — so the
+// entry has the receipt, events and counts a real one has. It returns the
+// entry's ID. Other states come from their own operations (invitations,
+// redemption, withdrawal), which the tests that need them perform.
 func mustInsertEntry(tb testing.TB, db *store.DB, p *store.Program, email, state string) string {
 	tb.Helper()
-	id := "00000000-0000-4000-8000-" + strings.Repeat("0", 12-len(email)%12) + strings.Repeat("1", len(email)%12)
-	err := db.Update(context.Background(), func(tx *store.Tx) error {
-		var n int
-		if err := tx.QueryRow(`SELECT count(*) FROM entries`).Scan(&n); err != nil {
-			return err
-		}
-		id = "00000000-0000-4000-8000-" + leftPad(n+1)
-		_, err := tx.Exec(`INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, p.ID, email, p.CurrentNoticeID, store.Millis(tx.Now), state,
-			store.Millis(tx.Now), store.Millis(tx.Now))
-		return err
-	})
+	ctx := context.Background()
+	var ownerID string
+	if err := db.View(ctx, func(tx *store.Tx) error {
+		return tx.QueryRow(`SELECT clerk_user_id FROM staff_members WHERE workspace_id = ? AND role = 'owner' AND active = 1
+			ORDER BY created_at LIMIT 1`, p.WorkspaceID).Scan(&ownerID)
+	}); err != nil {
+		tb.Fatalf("find the program's owner: %v", err)
+	}
+	owner := ownerActorOf(ownerID)
+	cur, err := db.ProgramByID(ctx, owner, p.ID)
 	if err != nil {
-		tb.Fatalf("insert entry: %v", err)
+		tb.Fatalf("read program: %v", err)
+	}
+	setOpen := func(open bool) {
+		tb.Helper()
+		if cur, err = db.UpdateProgram(ctx, owner, p.ID, store.ProgramSettings{ExpectedRevision: cur.Revision, SignupOpen: &open}); err != nil {
+			tb.Fatalf("set signup open=%v: %v", open, err)
+		}
+	}
+	if !cur.SignupOpen {
+		setOpen(true)
+		defer setOpen(false)
+	}
+	norm, err := store.NormalizeEmail(email)
+	if err != nil {
+		tb.Fatalf("email %q: %v", email, err)
+	}
+	if _, err := db.Signup(ctx, store.SignupRequest{Slug: cur.Slug, RequestKey: uuid.NewString(), Email: norm,
+		NoticeVersion: cur.CurrentNoticeVersion, Permission: true}); err != nil {
+		tb.Fatalf("signup of %s: %v", email, err)
+	}
+	var id string
+	if err := db.View(ctx, func(tx *store.Tx) error {
+		return tx.QueryRow(`SELECT id FROM entries WHERE program_id = ? AND email_key = ?`, p.ID, norm).Scan(&id)
+	}); err != nil {
+		tb.Fatalf("find the new entry: %v", err)
+	}
+	switch state {
+	case store.StateWaiting:
+	case store.StateSelected:
+		_, err = db.SelectEntry(ctx, owner, p.ID, id, "owner_discretion")
+	case store.StateDeclined:
+		_, err = db.DeclineEntry(ctx, owner, p.ID, id, "other")
+	default:
+		tb.Fatalf("mustInsertEntry: %q is reached by other operations", state)
+	}
+	if err != nil {
+		tb.Fatalf("make entry %s: %v", state, err)
 	}
 	return id
-}
-
-func leftPad(n int) string {
-	s := strings.Repeat("0", 12) + itoa(n)
-	return s[len(s)-12:]
 }
 
 func itoa(n int) string {

@@ -164,7 +164,7 @@ func TestOwnerAPI_ScenarioTable(t *testing.T) {
 		// One entry.
 		{name: "entry: detail", method: "GET", path: "/api/owner/programs/{demo}/entries/{w1}", status: 200,
 			has: []string{`"entry":{"id":"{w1}","email":"w1@example.com","state":"waiting"`, `"permissionAt":"2026-11-29T10:00:00Z"`,
-				`"notice":{"version":1`, `"invitations":[]`, `"grant":null`, `"events":[]`}},
+				`"notice":{"version":1`, `"invitations":[]`, `"grant":null`, `"events":[{"id":`, `"type":"signup","actorKind":"public"`}},
 		{name: "entry: absent", method: "GET", path: "/api/owner/programs/{demo}/entries/{absent}", status: 404, has: []string{notFoundJSON}},
 		{name: "entry: of another program", method: "GET", path: "/api/owner/programs/{beta}/entries/{w1}", status: 404, has: []string{notFoundJSON}},
 		{name: "select", method: "POST", path: "/api/owner/programs/{demo}/entries/{w1}/select", body: `{"reason":"meets_policy"}`,
@@ -372,11 +372,11 @@ func TestOwnerAPI_PolicyConflictsChangeNothing(t *testing.T) {
 		Purpose: "Policy checks.", ContactText: "By hand.", RetentionText: "Until retired."}); err != nil {
 		t.Fatal(err)
 	}
-	p := mustOwnerProgram(t, app, id)
-	a := mustInsertEntry(t, app.DB, p, "pa@example.com", "selected")
-	b := mustInsertEntry(t, app.DB, p, "pb@example.com", "selected")
+	a := mustInsertEntry(t, app.DB, mustOwnerProgram(t, app, id), "pa@example.com", "selected")
+	b := mustInsertEntry(t, app.DB, mustOwnerProgram(t, app, id), "pb@example.com", "selected")
 	owIssue(t, app, id, a)
 	owIssue(t, app, id, b)
+	p := mustOwnerProgram(t, app, id) // after the signups, which open and close signup
 	// A program without a notice cannot open; use a fresh one for that.
 	r = owner.PostJSON(t, "POST", "/api/owner/programs", `{"workspaceId":"`+ws+`","slug":"no-notice","purpose":"No notice yet.","queueCap":10,"hourlyCap":10,"seatCap":2,"maxInvitationDays":3}`)
 	owWantStatus(t, "create", r, http.StatusCreated)

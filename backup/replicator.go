@@ -284,7 +284,8 @@ func (r *Replicator) Checkpoint(ctx context.Context) error {
 // restores always read the replica. The replica's own copies expire with the
 // backup retention (Config.BackupRetention). It fails when the checkpoint did
 // not restart the WAL (Litestream skips it while it takes a snapshot, and a
-// long reader can keep it from finishing), so the caller retries.
+// long reader can keep it from finishing), so the caller retries. See
+// docs/erasure.md.
 func (r *Replicator) Erase(ctx context.Context) error {
 	if r == nil {
 		return errors.New("replication is off: checkpoint through the store")

@@ -12,7 +12,7 @@ import (
 // the database file and truncates it. secure_delete zeroes the old bytes in
 // the database file itself. So every transaction that erases tells the
 // eraser, which flushes promptly after the commit: "erased at once" holds on
-// disk within seconds, not at some later checkpoint.
+// disk within seconds, not at some later checkpoint (docs/erasure.md).
 
 // eraserGap is the least time between two flushes: erasures that commit
 // while one runs, or within the gap after it, share the next. A burst of

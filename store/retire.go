@@ -27,7 +27,8 @@ import (
 // nothing is erased late however long the bookkeeping takes. Until an entry
 // is reached, the applicant's own status reads it as retirement leaves it
 // (ownEntries). A retirement interrupted by a crash stays pending and the
-// next sweep (at start) finishes it before it erases anything.
+// next sweep (at start) finishes it before it erases anything. The rules
+// are written out in docs/erasure.md.
 
 // defaultRetireChunk bounds the rows one retirement step writes per table;
 // at this size a step's statements take about 10 ms at most, whatever the

@@ -63,7 +63,8 @@ type DB struct {
 	// lock in all (held: from BEGIN IMMEDIATE to the end of its commit or
 	// rollback, so with the commit's fsync).
 	txHeld func(work, held time.Duration)
-	// retireChunk, when not zero (in tests), replaces defaultRetireChunk.
+	// retireChunk, when not zero (in tests), fixes the rows per table of
+	// every retirement step instead of adapting them to their cost.
 	retireChunk int
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // Retiring a program is in two parts.
@@ -30,10 +31,26 @@ import (
 // next sweep (at start) finishes it before it erases anything. The rules
 // are written out in docs/erasure.md.
 
-// defaultRetireChunk bounds the rows one retirement step writes per table;
-// at this size a step's statements take about 10 ms at most, whatever the
-// program's size (BENCHMARKS.md, "Chunked retirement").
-const defaultRetireChunk = 250
+// A retirement step's size adapts to what it costs: it aims at
+// retireStepTarget of work, so a step stays short whatever the program's
+// size and however the database's pages are cached, and starts at
+// defaultRetireChunk rows per table (BENCHMARKS.md, "Chunked retirement").
+const (
+	retireStepTarget   = 5 * time.Millisecond
+	defaultRetireChunk = 250
+	minRetireChunk     = 25
+	maxRetireChunk     = 2000
+)
+
+// nextRetireChunk sizes the next step from the last one's rows and work:
+// it shrinks at once after a slow step and at most doubles after a quick one.
+func nextRetireChunk(chunk int, took time.Duration) int {
+	if took <= 0 {
+		return min(2*chunk, maxRetireChunk)
+	}
+	next := int(float64(chunk) * float64(retireStepTarget) / float64(took))
+	return max(minRetireChunk, min(next, 2*chunk, maxRetireChunk))
+}
 
 // RetireProgram ends a program for good: signup closed, access disabled,
 // issued invitations and active grants revoked, and every entry scheduled
@@ -98,11 +115,18 @@ func (db *DB) beginRetirement(ctx context.Context, a Actor, programID string, ex
 // finishRetirement runs the program's pending retirement steps, one
 // transaction each, until none is left.
 func (db *DB) finishRetirement(ctx context.Context, programID string) error {
+	chunk, adapt := db.retireChunk, db.retireChunk <= 0
+	if adapt {
+		chunk = defaultRetireChunk
+	}
 	for {
 		var done bool
+		var took time.Duration
 		err := db.Update(ctx, func(tx *Tx) error {
+			began := time.Now()
 			var err error
-			done, err = db.retireStep(ctx, tx, programID)
+			done, err = db.retireStep(ctx, tx, programID, chunk)
+			took = time.Since(began)
 			return err
 		})
 		if err != nil {
@@ -110,6 +134,9 @@ func (db *DB) finishRetirement(ctx context.Context, programID string) error {
 		}
 		if done {
 			return nil
+		}
+		if adapt {
+			chunk = nextRetireChunk(chunk, took)
 		}
 	}
 }
@@ -143,9 +170,9 @@ func (db *DB) finishRetirements(ctx context.Context) error {
 	return nil
 }
 
-// retireStep does one bounded step of a pending retirement and reports
-// whether the retirement is now complete.
-func (db *DB) retireStep(ctx context.Context, tx *Tx, programID string) (bool, error) {
+// retireStep does one step of a pending retirement, of up to chunk rows
+// per table, and reports whether the retirement is now complete.
+func (db *DB) retireStep(ctx context.Context, tx *Tx, programID string, chunk int) (bool, error) {
 	var (
 		retiredAt sql.NullInt64
 		pending   bool
@@ -158,10 +185,6 @@ func (db *DB) retireStep(ctx context.Context, tx *Tx, programID string) (bool, e
 	}
 	if !pending || !retiredAt.Valid {
 		return true, nil
-	}
-	chunk := db.retireChunk
-	if chunk <= 0 {
-		chunk = defaultRetireChunk
 	}
 	// rule: every instant is the retirement's, whenever the step runs.
 	at := FromMillis(retiredAt.Int64)

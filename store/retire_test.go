@@ -92,7 +92,7 @@ func TestRetireProgram_StepsDateEverythingFromTheRetirementNotFromWhenTheyRun(t 
 		f.clock.Add(24 * time.Hour)
 		mustUpdate(t, f.db, func(tx *Tx) error {
 			var err error
-			done, err = f.db.retireStep(ctx, tx, p.ID)
+			done, err = f.db.retireStep(ctx, tx, p.ID, 2)
 			return err
 		})
 	}
@@ -293,5 +293,24 @@ func TestRetireProgram_SignupsProceedWhileABigRetirementRuns(t *testing.T) {
 	t.Logf("%d of %d signups were accepted while the retirement ran", during, accepted)
 	if got := mustCount(t, db, `SELECT count(*) FROM entries WHERE program_id = ? AND erase_after IS NULL AND erased_at IS NULL`, p.ID); got != 0 {
 		t.Fatalf("%d entries of the retired program have no erasure date", got)
+	}
+}
+
+func TestNextRetireChunk_AimsAtTheTargetShrinksAtOnceAndGrowsAtMostTwofold(t *testing.T) {
+	for _, tc := range []struct {
+		chunk int
+		took  time.Duration
+		want  int
+	}{
+		{250, retireStepTarget, 250},
+		{250, 2 * retireStepTarget, 125},
+		{250, 100 * retireStepTarget, minRetireChunk},
+		{250, retireStepTarget / 10, 500},
+		{250, 0, 500},
+		{maxRetireChunk, time.Microsecond, maxRetireChunk},
+	} {
+		if got := nextRetireChunk(tc.chunk, tc.took); got != tc.want {
+			t.Errorf("nextRetireChunk(%d, %s)=%d, want %d", tc.chunk, tc.took, got, tc.want)
+		}
 	}
 }

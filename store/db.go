@@ -5,6 +5,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -334,11 +335,16 @@ func Millis(t time.Time) int64 { return t.UnixMilli() }
 // FromMillis converts a stored instant back to UTC time.
 func FromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
+// checkpointBusyTimeout is how long Checkpoint waits for readers to leave
+// the WAL. It holds the writer's turn meanwhile, so it gives up early
+// rather than stall signups behind a long reader; the eraser retries.
+const checkpointBusyTimeout = 100 * time.Millisecond
+
 // Checkpoint copies the WAL into the database file and truncates the WAL, so
-// erased bytes (zeroed by secure_delete) leave no copy in either file. Not
-// while Litestream replicates the database: checkpoint through it then
-// (backup.Replicator.Checkpoint). It
-// waits its turn behind the writers already queued, like a write.
+// erased bytes (zeroed by secure_delete) leave no copy in either file. It
+// waits its turn behind the writers already queued, like a write, and fails
+// if a reader keeps the WAL busy for longer than checkpointBusyTimeout. Not while Litestream replicates the database:
+// checkpoint through it then (backup.Replicator.Checkpoint).
 func (db *DB) Checkpoint(ctx context.Context) error {
 	select {
 	case db.wgate <- struct{}{}:
@@ -346,12 +352,27 @@ func (db *DB) Checkpoint(ctx context.Context) error {
 		return fmt.Errorf("checkpoint: %w", ctx.Err())
 	}
 	defer func() { <-db.wgate }()
+	conn, err := db.writer.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", checkpointBusyTimeout.Milliseconds())); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
 	var busy, logFrames, checkpointed int
-	if err := db.writer.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed); err != nil {
+	err = conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed)
+	// The connection is the writer's: restore its busy timeout whatever
+	// happened, or close it so the pool opens a fresh one from the DSN.
+	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", BusyTimeout.Milliseconds())); rerr != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		err = errors.Join(err, fmt.Errorf("restore busy timeout: %w", rerr))
+	}
+	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if busy != 0 {
-		return errors.New("checkpoint: the database was busy")
+		return errors.New("checkpoint: a reader kept the WAL busy")
 	}
 	return nil
 }

@@ -119,3 +119,40 @@ func TestRunEraser_RetriesAFailedFlushUntilItSucceeds(t *testing.T) {
 	case <-time.After(time.Second):
 	}
 }
+
+func TestCheckpoint_GivesUpOnALongReaderAndKeepsTheWritersBusyTimeout(t *testing.T) {
+	f := newLifecycleFixture(t)
+	ctx := context.Background()
+	f.join(t, "first@example.com")
+	// A reader holds a snapshot; a later commit puts frames in the WAL that
+	// it does not see, so a TRUNCATE checkpoint must wait for it.
+	rtx, err := f.db.reader.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rtx.Rollback()
+	var n int
+	if err := rtx.QueryRowContext(ctx, `SELECT count(*) FROM entries`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	f.join(t, "second@example.com")
+	began := time.Now()
+	if err := f.db.Checkpoint(ctx); err == nil {
+		t.Fatal("checkpoint succeeded while a reader held an older snapshot")
+	}
+	if took := time.Since(began); took >= BusyTimeout {
+		t.Fatalf("checkpoint waited %s for the reader: the writer's full busy timeout", took)
+	}
+	var timeout int64
+	if err := f.db.writer.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil {
+		t.Fatal(err)
+	}
+	if timeout != BusyTimeout.Milliseconds() {
+		t.Fatalf("writer busy_timeout=%d after the checkpoint, want %d", timeout, BusyTimeout.Milliseconds())
+	}
+	// Once the reader is gone, the checkpoint succeeds.
+	rtx.Rollback()
+	if err := f.db.Checkpoint(ctx); err != nil {
+		t.Fatalf("checkpoint with no reader: %v", err)
+	}
+}

@@ -39,7 +39,7 @@ const (
 	retireStepTarget   = 5 * time.Millisecond
 	defaultRetireChunk = 250
 	minRetireChunk     = 25
-	maxRetireChunk     = 2000
+	maxRetireChunk     = 500
 )
 
 // nextRetireChunk sizes the next step from the last one's rows and work:

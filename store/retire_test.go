@@ -314,3 +314,27 @@ func TestNextRetireChunk_AimsAtTheTargetShrinksAtOnceAndGrowsAtMostTwofold(t *te
 		}
 	}
 }
+
+func TestSweep_ErasesEveryDueEntryInBatches(t *testing.T) {
+	db, clock := mustOpenDBWithClock(t)
+	sp := mustSignupProgram(t, db, "sweep-batches", benchCap, benchCap)
+	const n = 1000
+	mustSeedEntriesIn(t, db, sp.Program.ID, sp.Notice.ID, n, func(int) string { return StateWithdrawn })
+	clock.Add(db.RetentionPolicy().Withdrawn)
+	var txs atomic.Int32
+	db.txHeld = func(time.Duration, time.Duration) { txs.Add(1) }
+	erased, err := db.Sweep(context.Background())
+	db.txHeld = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if erased != n {
+		t.Fatalf("sweep erased %d, want %d", erased, n)
+	}
+	if got := mustCount(t, db, `SELECT count(*) FROM entries WHERE program_id = ? AND erased_at IS NULL`, sp.Program.ID); got != 0 {
+		t.Fatalf("%d due entries left", got)
+	}
+	if got := txs.Load(); got < n/sweepBatch {
+		t.Fatalf("the sweep ran %d transactions for %d entries: batches larger than %d", got, n, sweepBatch)
+	}
+}

@@ -11,8 +11,14 @@ import (
 // privacy page adds it to every retention period it states.
 const SweepInterval = 5 * time.Minute
 
-// sweepBatch bounds one erasure transaction so writers never wait long.
-const sweepBatch = 200
+// One sweep transaction erases at most sweepBatch entries and stops early
+// once its erasures have taken sweepBudget, so writers never wait long
+// behind it however costly an erasure is on a large database
+// (BENCHMARKS.md, "Chunked retirement"; docs/erasure.md).
+const (
+	sweepBatch  = 200
+	sweepBudget = 10 * time.Millisecond
+)
 
 // Sweep erases every entry whose erase_after has passed (email replaced by
 // a tombstone, removal hash cleared, no row deleted) and deletes expired
@@ -25,8 +31,9 @@ func (db *DB) Sweep(ctx context.Context) (int, error) {
 	}
 	total := 0
 	for {
-		n := 0
+		n, more := 0, false
 		err := db.Update(ctx, func(tx *Tx) error {
+			began := time.Now()
 			rows, err := tx.QueryContext(ctx, `SELECT program_id, id FROM entries
 				WHERE erase_after IS NOT NULL AND erased_at IS NULL AND erase_after <= ? LIMIT ?`, Millis(tx.Now), sweepBatch)
 			if err != nil {
@@ -46,12 +53,17 @@ func (db *DB) Sweep(ctx context.Context) (int, error) {
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			for _, d := range list {
+			more = len(list) == sweepBatch
+			for i, d := range list {
 				if err := eraseEntry(ctx, tx, d.program, d.entry, Actor{Kind: ActorSystem}, "retention"); err != nil {
 					return err
 				}
+				n++
+				if i < len(list)-1 && time.Since(began) >= sweepBudget {
+					more = true // the rest go in the next transaction
+					break
+				}
 			}
-			n = len(list)
 			if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE expires_at <= ?`, Millis(tx.Now)); err != nil {
 				return fmt.Errorf("delete expired counters: %w", err)
 			}
@@ -61,7 +73,7 @@ func (db *DB) Sweep(ctx context.Context) (int, error) {
 			return total, err
 		}
 		total += n
-		if n < sweepBatch {
+		if !more {
 			return total, nil
 		}
 	}

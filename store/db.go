@@ -343,8 +343,9 @@ const checkpointBusyTimeout = 100 * time.Millisecond
 // Checkpoint copies the WAL into the database file and truncates the WAL, so
 // erased bytes (zeroed by secure_delete) leave no copy in either file. It
 // waits its turn behind the writers already queued, like a write, and fails
-// if a reader keeps the WAL busy for longer than checkpointBusyTimeout. Not while Litestream replicates the database:
-// checkpoint through it then (backup.Replicator.Checkpoint).
+// if a reader keeps the WAL busy for longer than checkpointBusyTimeout. Not
+// while Litestream replicates the database: checkpoint through it then
+// (backup.Replicator.Checkpoint).
 func (db *DB) Checkpoint(ctx context.Context) error {
 	select {
 	case db.wgate <- struct{}{}:

@@ -379,11 +379,10 @@ func TestRedeem_EveryFailureIsTheSameNotFoundAndChangesNothing(t *testing.T) {
 		}},
 		{"program retired", func(t *testing.T, f *accessFixture, p *Program) (string, string, []string) {
 			code, _, _ := f.invite(t, p, email, true)
-			mustUpdate(t, f.db, func(tx *Tx) error {
-				_, err := tx.ExecContext(ctx, `UPDATE programs SET retired_at = ?, signup_open = 0, access_enabled = 0 WHERE id = ?`,
-					Millis(tx.Now), p.ID)
-				return err
-			})
+			cur := mustProgramByID(t, f.db, f.owner, p.ID)
+			if _, err := f.db.RetireProgram(ctx, f.owner, p.ID, cur.Revision); err != nil {
+				t.Fatalf("retire: %v", err)
+			}
 			return code, "user_a", []string{email}
 		}},
 		{"account already holds a grant in the program", func(t *testing.T, f *accessFixture, p *Program) (string, string, []string) {

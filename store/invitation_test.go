@@ -44,9 +44,9 @@ func TestIssueInvitation_TwoConcurrentIssuesForTheLastSeatExactlyOneSucceeds(t *
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := mustNotice(t, db1, a, p.ID)
-		taken, e1, e2 := mustRawEntry(t, db1, p.ID, n.ID, StateSelected), mustRawEntry(t, db1, p.ID, n.ID, StateSelected),
-			mustRawEntry(t, db1, p.ID, n.ID, StateSelected)
+		mustNotice(t, db1, a, p.ID)
+		taken, e1, e2 := mustEntryVia(t, db1, a, p.ID, StateSelected), mustEntryVia(t, db1, a, p.ID, StateSelected),
+			mustEntryVia(t, db1, a, p.ID, StateSelected)
 		if _, err := db1.IssueInvitation(context.Background(), a, p.ID, taken, uuid.NewString(), testEpoch.Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}

@@ -274,7 +274,7 @@ func mustOwnerKit(t *testing.T, slug string, seats int) ownerKit {
 
 func (k ownerKit) entry(t *testing.T, state string) string {
 	t.Helper()
-	return mustRawEntry(t, k.db, k.p.ID, k.notice.ID, state)
+	return mustEntryVia(t, k.db, k.a, k.p.ID, state)
 }
 
 func (k ownerKit) state(t *testing.T, entryID string) string {

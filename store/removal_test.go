@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,29 @@ func entryEvents(tb testing.TB, db *DB, entryID string) (types, details []string
 	return types, details
 }
 
+// mustRedeemedGrant takes a waiting entry to active through the store's
+// operations — selection, an invitation with its send recorded, redemption
+// by userID with email verified — and returns the invitation and grant IDs.
+func mustRedeemedGrant(tb testing.TB, db *DB, sp signupProgram, entryID, email, userID string) (invitationID, grantID string) {
+	tb.Helper()
+	ctx := context.Background()
+	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, "meets_policy"); err != nil {
+		tb.Fatalf("select: %v", err)
+	}
+	res, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, uuid.NewString(), db.Now().Add(24*time.Hour))
+	if err != nil {
+		tb.Fatalf("issue: %v", err)
+	}
+	if _, err := db.RecordDelivery(ctx, sp.Owner, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
+		tb.Fatalf("record delivery: %v", err)
+	}
+	red, err := db.Redeem(ctx, userID, []string{email}, res.Code)
+	if err != nil {
+		tb.Fatalf("redeem: %v", err)
+	}
+	return res.Invitation.ID, red.GrantID
+}
+
 func TestRemoveByToken_ErasesTheEmailWithdrawsAndRevokesAccess(t *testing.T) {
 	db, clock := mustOpenDBWithClock(t)
 	ctx := context.Background()
@@ -70,25 +94,21 @@ func TestRemoveByToken_ErasesTheEmailWithdrawsAndRevokesAccess(t *testing.T) {
 	bystander := mustSignup(t, db, sp.signupReq("staying@example.com"))
 	entryID := mustEntrySnapshot(t, db, sp.Program.ID, email).ID
 
-	// The entry holds a redeemed invitation with an active grant, and a
-	// second, issued invitation: removal must end both.
-	var grantedInvite, issuedInvite, grantID string
-	mustUpdate(t, db, func(tx *Tx) error {
-		var err error
-		if grantedInvite, err = rawInvitation(ctx, tx, sp.Program.ID, entryID, "redeemed"); err != nil {
-			return err
-		}
-		if issuedInvite, err = rawInvitation(ctx, tx, sp.Program.ID, entryID, "issued"); err != nil {
-			return err
-		}
-		grantID = uuid.NewString()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO grants (id, program_id, entry_id, invitation_id, clerk_user_id, active, granted_at)
-			VALUES (?, ?, ?, ?, 'user_leaving', 1, ?)`, grantID, sp.Program.ID, entryID, grantedInvite, Millis(tx.Now)); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE entries SET state = 'active' WHERE id = ?`, entryID)
-		return err
-	})
+	// The entry holds an active grant, reached as in production: selected,
+	// invited (the send recorded) and redeemed. A second entry holds an
+	// issued invitation. Removal must end each.
+	grantedInvite, grantID := mustRedeemedGrant(t, db, sp, entryID, email, "user_leaving")
+	invitedEmail := "invited.leaving@example.com"
+	invitedRes := mustSignup(t, db, sp.signupReq(invitedEmail))
+	invitedID := mustEntrySnapshot(t, db, sp.Program.ID, invitedEmail).ID
+	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, invitedID, "meets_policy"); err != nil {
+		t.Fatalf("select: %v", err)
+	}
+	issued, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, invitedID, uuid.NewString(), clock.Now().Add(24*time.Hour))
+	if err != nil {
+		t.Fatalf("issue: %v", err)
+	}
+	issuedInvite := issued.Invitation.ID
 	occupied := mustCount(t, db, `SELECT occupied FROM programs WHERE id = ?`, sp.Program.ID)
 
 	clock.Add(3 * time.Minute)
@@ -124,10 +144,6 @@ func TestRemoveByToken_ErasesTheEmailWithdrawsAndRevokesAccess(t *testing.T) {
 	}
 
 	// Access ends in the same transaction.
-	if got := mustCount(t, db, `SELECT count(*) FROM invitations WHERE id = ? AND state = 'revoked' AND terminal_at = ?`,
-		issuedInvite, Millis(removedAt)); got != 1 {
-		t.Errorf("the issued invitation was not revoked at the removal instant")
-	}
 	if got := mustCount(t, db, `SELECT count(*) FROM invitations WHERE id = ? AND state = 'redeemed'`, grantedInvite); got != 1 {
 		t.Errorf("the redeemed invitation changed state")
 	}
@@ -138,7 +154,7 @@ func TestRemoveByToken_ErasesTheEmailWithdrawsAndRevokesAccess(t *testing.T) {
 
 	// The audit trail records it with no personal data.
 	types, details := entryEvents(t, db, entryID)
-	for _, want := range []string{"invite_revoked", "grant_revoked", "withdrawn", "erased"} {
+	for _, want := range []string{"grant_revoked", "withdrawn", "erased"} {
 		found := false
 		for _, typ := range types {
 			found = found || typ == want
@@ -175,6 +191,23 @@ func TestRemoveByToken_ErasesTheEmailWithdrawsAndRevokesAccess(t *testing.T) {
 	typesAgain, _ := entryEvents(t, db, entryID)
 	if !reflect.DeepEqual(typesAgain, types) {
 		t.Fatalf("second removal added events: %v, want %v", typesAgain, types)
+	}
+
+	// The invited entry's removal revokes its issued invitation at once.
+	clock.Add(time.Minute)
+	invitedRemovedAt := clock.Now()
+	if err := db.RemoveByToken(ctx, invitedRes.RemovalToken); err != nil {
+		t.Fatalf("remove the invited entry: %v", err)
+	}
+	if got := mustCount(t, db, `SELECT count(*) FROM invitations WHERE id = ? AND state = 'revoked' AND terminal_at = ?`,
+		issuedInvite, Millis(invitedRemovedAt)); got != 1 {
+		t.Errorf("the issued invitation was not revoked at the removal instant")
+	}
+	invitedTypes, _ := entryEvents(t, db, invitedID)
+	for _, want := range []string{"invite_revoked", "withdrawn", "erased"} {
+		if !slices.Contains(invitedTypes, want) {
+			t.Errorf("invited entry's events %v lack %q", invitedTypes, want)
+		}
 	}
 }
 

@@ -162,3 +162,45 @@ func tableNames(ctx context.Context, tx *Tx) ([]string, error) {
 	}
 	return names, rows.Err()
 }
+
+// mustEntryVia puts a new entry on a program in state through the store's
+// own operations — a signup (opening signup for it when closed, and closing
+// it again), then the owner's selection, decline or withdrawal — so it has
+// the receipt, events and counts a real one has. It returns the entry ID.
+func mustEntryVia(tb testing.TB, db *DB, a Actor, programID, state string) string {
+	tb.Helper()
+	ctx := context.Background()
+	if db.BindingKey == nil {
+		db.BindingKey = signupTestKey
+	}
+	p := mustProgramByID(tb, db, a, programID)
+	if !p.SignupOpen {
+		p = mustSetProgram(tb, db, a, programID, func(s *ProgramSettings) { s.SignupOpen = ptrTo(true) })
+		defer mustSetProgram(tb, db, a, programID, func(s *ProgramSettings) { s.SignupOpen = ptrTo(false) })
+	}
+	email := uuid.NewString()[:13] + "@example.test"
+	mustSignup(tb, db, SignupRequest{Slug: p.Slug, RequestKey: uuid.NewString(), Email: email,
+		NoticeVersion: p.CurrentNoticeVersion, Permission: true})
+	var id string
+	if err := db.View(ctx, func(tx *Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT id FROM entries WHERE program_id = ? AND email_key = ?`, programID, email).Scan(&id)
+	}); err != nil {
+		tb.Fatalf("find the new entry: %v", err)
+	}
+	var err error
+	switch state {
+	case StateWaiting:
+	case StateSelected:
+		_, err = db.SelectEntry(ctx, a, programID, id, "owner_discretion")
+	case StateDeclined:
+		_, err = db.DeclineEntry(ctx, a, programID, id, "other")
+	case StateWithdrawn:
+		_, err = db.WithdrawEntry(ctx, a, programID, id, "applicant_request")
+	default:
+		tb.Fatalf("mustEntryVia: %q is reached by other operations", state)
+	}
+	if err != nil {
+		tb.Fatalf("make entry %s: %v", state, err)
+	}
+	return id
+}

@@ -1,0 +1,93 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// wantsBlock reports whether to answer with the htmx block only: an htmx
+// request, but not htmx restoring a page from history, which needs it whole.
+func wantsBlock(r *http.Request) bool {
+	return isHTMX(r) && r.Header.Get("HX-History-Restore-Request") != "true"
+}
+
+// setFlash keeps a one-time confirmation for the page a redirect leads to.
+// Flashes are fixed sentences with counts, never personal data.
+func (s *Server) setFlash(w http.ResponseWriter, r *http.Request, msg string) {
+	sess := s.session(r)
+	sess.AddFlash(msg)
+	if err := sess.Save(r, w); err != nil {
+		s.log.ErrorContext(r.Context(), "save flash", "err", err)
+	}
+}
+
+// takeFlash returns and clears the pending confirmation, if any.
+func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) string {
+	sess := s.session(r)
+	fl := sess.Flashes()
+	if len(fl) == 0 {
+		return ""
+	}
+	if err := sess.Save(r, w); err != nil {
+		s.log.ErrorContext(r.Context(), "clear flash", "err", err)
+	}
+	msg, _ := fl[len(fl)-1].(string)
+	return msg
+}
+
+// redirect answers a successful form post: 303 to the next page (PRG).
+// htmx follows it with its own headers and swaps the block it gets.
+func redirect(w http.ResponseWriter, r *http.Request, to string) error {
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// formFailure reports whether err is one a form shows in place, with the
+// submitted values kept: 400 (invalid) and 409 (conflict). Anything else
+// goes to the error adapter.
+func formFailure(err error) (status int, message string, ok bool) {
+	status, _, message = classify(err)
+	return status, message, status == http.StatusBadRequest || status == http.StatusConflict
+}
+
+// formReader reads single-valued fields of a parsed form, keeping the first
+// error (a repeated field).
+type formReader struct {
+	r   *http.Request
+	err error
+}
+
+func (f *formReader) get(name string) string {
+	v, err := formValue(f.r, name)
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+	return v
+}
+
+// formInt parses a whole number typed into a form.
+func formInt(v, what string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, invalid("The " + what + " must be a whole number.")
+	}
+	return n, nil
+}
+
+// decodeEmptyJSON accepts the empty object a body-less action takes: "{}",
+// or no body at all. Any field is unknown, so 400.
+func decodeEmptyJSON(r *http.Request) error {
+	if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
+		return nil
+	}
+	var none struct{}
+	return decodeJSON(r, &none)
+}
+
+// parseDay parses a UTC date (YYYY-MM-DD) as typed into a date input.
+func parseDay(v string) (time.Time, bool) {
+	t, err := time.Parse(time.DateOnly, v)
+	return t, err == nil
+}

@@ -1,0 +1,174 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"admit/store"
+	"admit/views"
+
+	"github.com/google/uuid"
+)
+
+// entryPageView loads an entry's detail page with its forms.
+func (s *Server) entryPageView(r *http.Request, programID, entryID string) (*views.EntryPageView, error) {
+	ctx, a := r.Context(), ownerActor(r)
+	p, err := s.db.ProgramByID(ctx, a, programID)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.db.EntryDetail(ctx, a, p.ID, entryID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.db.Now().UTC()
+	e := d.Entry
+	v := &views.EntryPageView{Program: programSummary(p),
+		Entry: views.EntryRow{ID: e.ID, Email: e.Email, State: e.State, NoticeVersion: e.NoticeVersion,
+			PermissionAt: e.PermissionAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, EraseAfter: e.EraseAfter},
+		Notice: views.NoticeView{Version: d.Notice.Version, Purpose: d.Notice.Purpose, ContactText: d.Notice.ContactText,
+			RetentionText: d.Notice.RetentionText, PublishedAt: d.Notice.PublishedAt},
+		Events:        eventRows(d.Events),
+		SelectReasons: store.SelectReasons, DeclineReasons: store.DeclineReasons,
+		Issue: newIssueForm(p, now)}
+	issued, lapsed := false, false
+	for i := range d.Invitations {
+		inv := &d.Invitations[i]
+		row := invitationRow(inv, now)
+		v.Invitations = append(v.Invitations, row)
+		if inv.State == store.InviteIssued {
+			issued = true
+			lapsed = row.State == store.InviteExpired
+			if !lapsed && inv.DeliveryRecordedAt == nil {
+				v.Delivery = &views.DeliveryForm{InvitationID: inv.ID, RequestKey: uuid.NewString()}
+			}
+		}
+	}
+	if g := d.Grant; g != nil {
+		v.Grant = &views.GrantRow{ID: g.ID, Active: g.Active, GrantedAt: g.GrantedAt, RevokedAt: g.RevokedAt}
+	}
+	// What the state allows, as the store will judge it.
+	v.CanSelect = e.State == store.StateWaiting
+	v.CanDecline = (e.State == store.StateWaiting || e.State == store.StateSelected) && !issued && d.Grant == nil
+	v.CanWithdraw = e.State != store.StateWithdrawn
+	v.CanIssue = d.Grant == nil && p.RetiredAt == nil &&
+		(e.State == store.StateSelected || (e.State == store.StateInvited && issued && lapsed))
+	return v, nil
+}
+
+// invitationRow is an invitation for the HTML views, in the state an owner
+// should see (a lapsed one reads expired).
+func invitationRow(inv *store.Invitation, now time.Time) views.InvitationRow {
+	return views.InvitationRow{ID: inv.ID, State: invitationState(inv, now), IssuedAt: inv.IssuedAt,
+		ExpiresAt: inv.ExpiresAt, DeliveryRecordedAt: inv.DeliveryRecordedAt, Channel: inv.DeliveryChannel,
+		Reference: inv.DeliveryReference}
+}
+
+// renderEntry writes the entry page, or only its block for htmx.
+func (s *Server) renderEntry(w http.ResponseWriter, r *http.Request, status int, v *views.EntryPageView) error {
+	c := s.chrome(w, r, "Entry · "+v.Program.Slug)
+	if wantsBlock(r) {
+		return s.render(w, r, status, c, views.EntryBlock(c, *v))
+	}
+	return s.render(w, r, status, c, views.EntryPage(c, *v))
+}
+
+// rerenderEntry shows the entry page again after a failed form, letting
+// edit change the form that failed. A non-form error goes to the adapter.
+func (s *Server) rerenderEntry(w http.ResponseWriter, r *http.Request, err error, edit func(v *views.EntryPageView, msg string)) error {
+	status, msg, ok := formFailure(err)
+	if !ok {
+		return err
+	}
+	v, lerr := s.entryPageView(r, r.PathValue("id"), r.PathValue("entryId"))
+	if lerr != nil {
+		return lerr
+	}
+	edit(v, msg)
+	return s.renderEntry(w, r, status, v)
+}
+
+// handleEntryPage is an entry's detail.
+func (s *Server) handleEntryPage(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.entryPageView(r, r.PathValue("id"), r.PathValue("entryId"))
+	if err != nil {
+		return err
+	}
+	v.Flash = s.takeFlash(w, r)
+	return s.renderEntry(w, r, http.StatusOK, v)
+}
+
+// handleEntryAPI is GET …/entries/{entryId}.
+func (s *Server) handleEntryAPI(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.db.EntryDetail(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toEntryDetailJSON(d, s.db.Now()))
+	return nil
+}
+
+// entryAction is one of the owner's decisions on an entry.
+type entryAction struct {
+	name string
+	do   func(db *store.DB, r *http.Request, reason string) (*store.Entry, error)
+	done string
+}
+
+// entryActions are select, decline and withdraw, each with its reason code.
+var entryActions = map[string]entryAction{
+	"select": {"select", func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
+		return db.SelectEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
+	}, "Entry selected. You can now issue an invitation."},
+	"decline": {"decline", func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
+		return db.DeclineEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
+	}, "Entry declined."},
+	"withdraw": {"withdraw", func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
+		return db.WithdrawEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
+	}, "Entry withdrawn; any invitation and access it had are revoked."},
+}
+
+// handleEntryAction is the form for one decision: 303 back to the entry.
+func (s *Server) handleEntryAction(action string) handlerFunc {
+	act := entryActions[action]
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := parseForm(r); err != nil {
+			return err
+		}
+		f := &formReader{r: r}
+		reason := f.get("reason")
+		err := f.err
+		if err == nil {
+			_, err = act.do(s.db, r, reason)
+		}
+		if err != nil {
+			return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
+				v.ActionError, v.Reason = msg, reason
+			})
+		}
+		s.setFlash(w, r, act.done)
+		return redirect(w, r, views.OwnerURL("programs", r.PathValue("id"), "entries", r.PathValue("entryId")))
+	}
+}
+
+// reasonJSON is the body of select, decline and withdraw.
+type reasonJSON struct {
+	Reason string `json:"reason"`
+}
+
+// handleEntryActionAPI is one decision: 200 entry.
+func (s *Server) handleEntryActionAPI(action string) handlerFunc {
+	act := entryActions[action]
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var body reasonJSON
+		if err := decodeJSON(r, &body); err != nil {
+			return err
+		}
+		e, err := act.do(s.db, r, body.Reason)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, toEntryJSON(e))
+		return nil
+	}
+}

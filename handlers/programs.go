@@ -1,0 +1,278 @@
+package handlers
+
+import (
+	"admit/store"
+	"admit/views"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// programSummary is what every owner page shows about a program.
+func programSummary(p *store.Program) views.ProgramSummary {
+	return views.ProgramSummary{ID: p.ID, Slug: p.Slug, Purpose: p.Purpose, SignupOpen: p.SignupOpen,
+		AccessEnabled: p.AccessEnabled, Retired: p.RetiredAt != nil, HasContent: p.HasContent, QueueCap: p.QueueCap,
+		HourlyCap: p.HourlyCap, SeatCap: p.SeatCap, MaxInvitationDays: p.MaxInvitationDays, Occupied: p.Occupied,
+		Revision: p.Revision, CurrentNoticeVersion: p.CurrentNoticeVersion, CreatedAt: p.CreatedAt}
+}
+
+// stateCountsView lists the non-zero counts in lifecycle order.
+func stateCountsView(m map[string]int) []views.StateCount {
+	var out []views.StateCount
+	for _, st := range store.EntryStates {
+		if n := m[st]; n > 0 {
+			out = append(out, views.StateCount{State: st, N: n})
+		}
+	}
+	return out
+}
+
+// readProgramForm reads the create-program form.
+func readProgramForm(r *http.Request) (views.ProgramForm, store.NewProgram, error) {
+	if err := parseForm(r); err != nil {
+		return views.ProgramForm{}, store.NewProgram{}, err
+	}
+	f := &formReader{r: r}
+	v := views.ProgramForm{WorkspaceID: f.get("workspaceId"), Slug: f.get("slug"), Purpose: f.get("purpose"),
+		QueueCap: f.get("queueCap"), HourlyCap: f.get("hourlyCap"), SeatCap: f.get("seatCap"),
+		MaxInvitationDays: f.get("maxInvitationDays")}
+	if f.err != nil {
+		return v, store.NewProgram{}, f.err
+	}
+	np := store.NewProgram{WorkspaceID: v.WorkspaceID, Slug: strings.TrimSpace(v.Slug), Purpose: v.Purpose}
+	var err error
+	for _, n := range []struct {
+		dst  *int
+		v    string
+		what string
+	}{{&np.QueueCap, v.QueueCap, "queue cap"}, {&np.HourlyCap, v.HourlyCap, "hourly cap"},
+		{&np.SeatCap, v.SeatCap, "seat cap"}, {&np.MaxInvitationDays, v.MaxInvitationDays, "invitation lifetime"}} {
+		if *n.dst, err = formInt(n.v, n.what); err != nil {
+			return v, np, err
+		}
+	}
+	return v, np, nil
+}
+
+// handleCreateProgram is the create-program form: 303 to the new program,
+// or /owner again with the values and the message.
+func (s *Server) handleCreateProgram(w http.ResponseWriter, r *http.Request) error {
+	form, np, err := readProgramForm(r)
+	var p *store.Program
+	if err == nil {
+		p, err = s.db.CreateProgram(r.Context(), ownerActor(r), np)
+	}
+	if err != nil {
+		status, msg, ok := formFailure(err)
+		if !ok {
+			return err
+		}
+		v, lerr := s.ownerHomeView(r)
+		if lerr != nil {
+			return lerr
+		}
+		form.Error = msg
+		v.Create = form
+		c := s.chrome(w, r, "Owner console")
+		return s.render(w, r, status, c, views.OwnerHome(c, *v))
+	}
+	s.setFlash(w, r, "Program created. It is closed: publish a notice to open signup.")
+	return redirect(w, r, views.OwnerURL("programs", p.ID))
+}
+
+// createProgramJSON is POST /api/owner/programs.
+type createProgramJSON struct {
+	WorkspaceID       string `json:"workspaceId"`
+	Slug              string `json:"slug"`
+	Purpose           string `json:"purpose"`
+	QueueCap          int    `json:"queueCap"`
+	HourlyCap         int    `json:"hourlyCap"`
+	SeatCap           int    `json:"seatCap"`
+	MaxInvitationDays int    `json:"maxInvitationDays"`
+}
+
+// handleCreateProgramAPI creates a program: 201 Program.
+func (s *Server) handleCreateProgramAPI(w http.ResponseWriter, r *http.Request) error {
+	var body createProgramJSON
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	p, err := s.db.CreateProgram(r.Context(), ownerActor(r), store.NewProgram{WorkspaceID: body.WorkspaceID,
+		Slug: body.Slug, Purpose: body.Purpose, QueueCap: body.QueueCap, HourlyCap: body.HourlyCap,
+		SeatCap: body.SeatCap, MaxInvitationDays: body.MaxInvitationDays})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toProgramJSON(p))
+	return nil
+}
+
+// handleProgramAPI returns one program.
+func (s *Server) handleProgramAPI(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.db.ProgramByID(r.Context(), ownerActor(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toProgramJSON(p))
+	return nil
+}
+
+// patchProgramJSON is PATCH /api/owner/programs/{id}: every field but the
+// expected revision is optional.
+type patchProgramJSON struct {
+	ExpectedRevision *int64 `json:"expectedRevision"`
+	SignupOpen       *bool  `json:"signupOpen"`
+	AccessEnabled    *bool  `json:"accessEnabled"`
+	QueueCap         *int   `json:"queueCap"`
+	HourlyCap        *int   `json:"hourlyCap"`
+	SeatCap          *int   `json:"seatCap"`
+}
+
+// handlePatchProgramAPI changes settings at the expected revision: 200 Program.
+func (s *Server) handlePatchProgramAPI(w http.ResponseWriter, r *http.Request) error {
+	var body patchProgramJSON
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	if body.ExpectedRevision == nil {
+		return invalid("expectedRevision is required.")
+	}
+	p, err := s.db.UpdateProgram(r.Context(), ownerActor(r), r.PathValue("id"), store.ProgramSettings{
+		ExpectedRevision: *body.ExpectedRevision, SignupOpen: body.SignupOpen, AccessEnabled: body.AccessEnabled,
+		QueueCap: body.QueueCap, HourlyCap: body.HourlyCap, SeatCap: body.SeatCap})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toProgramJSON(p))
+	return nil
+}
+
+// programPageView loads everything the program page shows, with each form
+// filled from the saved state.
+func (s *Server) programPageView(r *http.Request, programID string) (*views.ProgramPageView, error) {
+	ctx, a := r.Context(), ownerActor(r)
+	p, err := s.db.ProgramByID(ctx, a, programID)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := s.db.StateCounts(ctx, a, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	notices, err := s.db.ProgramNotices(ctx, a, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	body, rev, err := s.db.OwnerContent(ctx, a, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	assets, err := s.db.ListAssets(ctx, a, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	v := &views.ProgramPageView{Program: programSummary(p), Counts: stateCountsView(counts),
+		Settings: settingsFormOf(p),
+		Notice:   views.NoticeForm{Purpose: p.Purpose},
+		Content: views.ContentForm{ExpectedRevision: strconv.FormatInt(rev, 10), Body: body, Saved: body,
+			SavedRevision: rev},
+		AssetAccept: strings.Join(store.AssetTypes, ","), AssetMaxMiB: store.MaxAssetBytes >> 20,
+		RetiredRetention: views.Duration(s.db.RetentionPolicy().RetiredProgram + store.SweepInterval)}
+	if len(notices) > 0 {
+		// The next version usually repeats the current texts with an edit.
+		v.Notice.ContactText, v.Notice.RetentionText = notices[0].ContactText, notices[0].RetentionText
+	}
+	for _, n := range notices {
+		v.Notices = append(v.Notices, views.NoticeView{Version: n.Version, Purpose: n.Purpose,
+			ContactText: n.ContactText, RetentionText: n.RetentionText, PublishedAt: n.PublishedAt})
+	}
+	for _, as := range assets {
+		v.Assets = append(v.Assets, views.AssetRow{Name: as.Name, ContentType: as.ContentType, Size: as.Size,
+			CreatedAt: as.CreatedAt})
+	}
+	return v, nil
+}
+
+func settingsFormOf(p *store.Program) views.SettingsForm {
+	return views.SettingsForm{ExpectedRevision: strconv.FormatInt(p.Revision, 10), SignupOpen: p.SignupOpen,
+		AccessEnabled: p.AccessEnabled, QueueCap: strconv.Itoa(p.QueueCap), HourlyCap: strconv.Itoa(p.HourlyCap),
+		SeatCap: strconv.Itoa(p.SeatCap)}
+}
+
+// renderProgramPage writes the program page with the given status.
+func (s *Server) renderProgramPage(w http.ResponseWriter, r *http.Request, status int, v *views.ProgramPageView) error {
+	c := s.chrome(w, r, v.Program.Slug)
+	return s.render(w, r, status, c, views.ProgramPage(c, *v))
+}
+
+// handleProgramPage shows a program's settings, notices, content and files.
+func (s *Server) handleProgramPage(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.programPageView(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	v.Flash = s.takeFlash(w, r)
+	return s.renderProgramPage(w, r, http.StatusOK, v)
+}
+
+// rerenderProgram shows the program page again after a failed form, letting
+// edit change the form that failed. A non-form error goes to the adapter.
+func (s *Server) rerenderProgram(w http.ResponseWriter, r *http.Request, err error, edit func(v *views.ProgramPageView, msg string)) error {
+	status, msg, ok := formFailure(err)
+	if !ok {
+		return err
+	}
+	v, lerr := s.programPageView(r, r.PathValue("id"))
+	if lerr != nil {
+		return lerr
+	}
+	edit(v, msg)
+	return s.renderProgramPage(w, r, status, v)
+}
+
+// handleProgramSettings is the settings form (PATCH for browsers).
+func (s *Server) handleProgramSettings(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	f := &formReader{r: r}
+	form := views.SettingsForm{ExpectedRevision: f.get("expectedRevision"), SignupOpen: f.get("signupOpen") == "yes",
+		AccessEnabled: f.get("accessEnabled") == "yes", QueueCap: f.get("queueCap"), HourlyCap: f.get("hourlyCap"),
+		SeatCap: f.get("seatCap")}
+	err := f.err
+	set := store.ProgramSettings{SignupOpen: &form.SignupOpen, AccessEnabled: &form.AccessEnabled}
+	if err == nil {
+		set.ExpectedRevision, err = strconv.ParseInt(strings.TrimSpace(form.ExpectedRevision), 10, 64)
+		if err != nil {
+			err = invalid("This form is missing its revision. Reload the page and try again.")
+		}
+	}
+	for _, n := range []struct {
+		dst  **int
+		v    string
+		what string
+	}{{&set.QueueCap, form.QueueCap, "queue cap"}, {&set.HourlyCap, form.HourlyCap, "hourly cap"}, {&set.SeatCap, form.SeatCap, "seat cap"}} {
+		if err != nil {
+			break
+		}
+		var x int
+		if x, err = formInt(n.v, n.what); err == nil {
+			*n.dst = &x
+		}
+	}
+	if err == nil {
+		_, err = s.db.UpdateProgram(r.Context(), ownerActor(r), r.PathValue("id"), set)
+	}
+	if err != nil {
+		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) {
+			// Keep what the owner chose; the hidden revision becomes the
+			// current one, so saving again is a deliberate choice made
+			// while the saved state is on screen.
+			form.Error = msg
+			form.ExpectedRevision = v.Settings.ExpectedRevision
+			v.Settings = form
+		})
+	}
+	s.setFlash(w, r, "Settings saved.")
+	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
+}

@@ -70,35 +70,70 @@ func (c *Config) DBPath() string { return filepath.Join(c.DataDir, "admit.db") }
 // LoadConfig reads and validates the configuration. Every problem is
 // reported at once, each with the variable that causes it.
 func LoadConfig(getenv func(string) string) (*Config, error) {
-	env := func(k, def string) string {
-		if v := strings.TrimSpace(getenv(k)); v != "" {
-			return v
-		}
-		return def
-	}
+	r := &configReader{getenv: getenv}
 	c := &Config{
-		Addr:                env("ADMIT_ADDR", "127.0.0.1:8080"),
-		DataDir:             env("ADMIT_DATA", "./data"),
-		ClerkSecretKey:      env("CLERK_SECRET_KEY", ""),
-		ClerkPublishableKey: env("CLERK_PUBLISHABLE_KEY", ""),
-		ClerkAPIURL:         env("CLERK_API_URL", "https://api.clerk.com/v1"),
-		ClerkIssuer:         env("CLERK_ISSUER", ""),
-		ClientIPHeader:      env("ADMIT_CLIENT_IP_HEADER", ""),
-		DevOwnerEmail:       env("ADMIT_DEV_OWNER_EMAIL", "owner@example.test"),
-		PprofAddr:           env("ADMIT_PPROF_ADDR", ""),
+		Addr:                r.env("ADMIT_ADDR", "127.0.0.1:8080"),
+		DataDir:             r.env("ADMIT_DATA", "./data"),
+		ClerkSecretKey:      r.env("CLERK_SECRET_KEY", ""),
+		ClerkPublishableKey: r.env("CLERK_PUBLISHABLE_KEY", ""),
+		ClerkAPIURL:         r.env("CLERK_API_URL", "https://api.clerk.com/v1"),
+		ClerkIssuer:         r.env("CLERK_ISSUER", ""),
+		ClientIPHeader:      r.env("ADMIT_CLIENT_IP_HEADER", ""),
+		DevOwnerEmail:       r.env("ADMIT_DEV_OWNER_EMAIL", "owner@example.test"),
+		PprofAddr:           r.env("ADMIT_PPROF_ADDR", ""),
 	}
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	host, port := r.listenAddr(c.Addr)
+	c.PublicURL, c.PublicURLDerived = r.publicURL(host, port)
+	c.NetworkHourlyLimit = r.networkHourlyLimit()
+	c.Retention = r.retention()
+	r.checkPprof(c.PprofAddr)
+	if c.ClientIPHeader != "" && strings.ContainsAny(c.ClientIPHeader, " :\t") {
+		r.bad("ADMIT_CLIENT_IP_HEADER=%q is not a header name", c.ClientIPHeader)
+	}
+	if c.DevMode() {
+		r.checkDev(c, host)
+	} else {
+		r.checkClerk(c)
+	}
+	c.ClerkAuthorizedParties, c.partiesDerived = r.authorizedParties(c.PublicURL)
+	return c, errors.Join(r.errs...)
+}
 
-	host, port, err := net.SplitHostPort(c.Addr)
+// configReader reads environment variables, collecting every problem.
+type configReader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// env is the trimmed value of k, or def when it is unset or blank.
+func (r *configReader) env(k, def string) string {
+	if v := strings.TrimSpace(r.getenv(k)); v != "" {
+		return v
+	}
+	return def
+}
+
+// bad records one problem.
+func (r *configReader) bad(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Errorf(format, args...))
+}
+
+// listenAddr splits ADMIT_ADDR into host and port.
+func (r *configReader) listenAddr(addr string) (host, port string) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		bad("ADMIT_ADDR=%q is not host:port (for example 127.0.0.1:8080 or :0)", c.Addr)
+		r.bad("ADMIT_ADDR=%q is not host:port (for example 127.0.0.1:8080 or :0)", addr)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		bad("ADMIT_ADDR=%q has an invalid port", c.Addr)
+		r.bad("ADMIT_ADDR=%q has an invalid port", addr)
 	}
+	return host, port
+}
 
-	public := env("ADMIT_PUBLIC_URL", "")
-	c.PublicURLDerived = public == ""
+// publicURL is ADMIT_PUBLIC_URL, or an origin made from the listen address
+// when it is unset (derived); nil when it is invalid.
+func (r *configReader) publicURL(host, port string) (u *url.URL, derived bool) {
+	public := r.env("ADMIT_PUBLIC_URL", "")
+	derived = public == ""
 	if public == "" {
 		h := host
 		if h == "" || h == "0.0.0.0" || h == "::" {
@@ -106,81 +141,98 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 		public = "http://" + net.JoinHostPort(h, port)
 	}
-	if u, err := url.Parse(public); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+	u, err := url.Parse(public)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		bad("ADMIT_PUBLIC_URL=%q must be an origin like https://admit.example.com (no path or query)", public)
-	} else {
-		u.Path = ""
-		c.PublicURL = u
+		r.bad("ADMIT_PUBLIC_URL=%q must be an origin like https://admit.example.com (no path or query)", public)
+		return nil, derived
 	}
+	u.Path = ""
+	return u, derived
+}
 
-	limit := env("ADMIT_NETWORK_HOURLY_LIMIT", "20")
-	if n, err := strconv.Atoi(limit); err != nil || n < 1 || n > 1000000 {
-		bad("ADMIT_NETWORK_HOURLY_LIMIT=%q must be a whole number from 1 to 1000000", limit)
-	} else {
-		c.NetworkHourlyLimit = n
+// networkHourlyLimit is ADMIT_NETWORK_HOURLY_LIMIT; 0 when it is invalid.
+func (r *configReader) networkHourlyLimit() int {
+	limit := r.env("ADMIT_NETWORK_HOURLY_LIMIT", "20")
+	n, err := strconv.Atoi(limit)
+	if err != nil || n < 1 || n > 1000000 {
+		r.bad("ADMIT_NETWORK_HOURLY_LIMIT=%q must be a whole number from 1 to 1000000", limit)
+		return 0
 	}
+	return n
+}
 
+// retention is the erasure policy from ADMIT_RETENTION_*_DAYS.
+func (r *configReader) retention() store.Retention {
 	days := func(name string, def int) time.Duration {
-		v := env(name, strconv.Itoa(def))
+		v := r.env(name, strconv.Itoa(def))
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 3650 {
-			bad("%s=%q must be a whole number of days from 1 to 3650", name, v)
+			r.bad("%s=%q must be a whole number of days from 1 to 3650", name, v)
 			return time.Duration(def) * 24 * time.Hour
 		}
 		return time.Duration(n) * 24 * time.Hour
 	}
-	c.Retention = store.Retention{
+	return store.Retention{
 		Withdrawn:      days("ADMIT_RETENTION_WITHDRAWN_DAYS", store.DefaultWithdrawnDays),
 		Declined:       days("ADMIT_RETENTION_DECLINED_DAYS", store.DefaultDeclinedDays),
 		Revoked:        days("ADMIT_RETENTION_REVOKED_DAYS", store.DefaultRevokedDays),
 		RetiredProgram: days("ADMIT_RETENTION_RETIRED_DAYS", store.DefaultRetiredProgramDays),
 	}
+}
 
-	if c.PprofAddr != "" {
-		// Profiles expose internals: never off this machine.
-		if h, _, err := net.SplitHostPort(c.PprofAddr); err != nil || !isLoopbackHost(h) {
-			bad("ADMIT_PPROF_ADDR=%q must be a loopback host:port such as 127.0.0.1:6060", c.PprofAddr)
-		}
+// checkPprof refuses a profiling address off this machine: profiles expose
+// internals.
+func (r *configReader) checkPprof(addr string) {
+	if addr == "" {
+		return
 	}
+	if h, _, err := net.SplitHostPort(addr); err != nil || !isLoopbackHost(h) {
+		r.bad("ADMIT_PPROF_ADDR=%q must be a loopback host:port such as 127.0.0.1:6060", addr)
+	}
+}
 
-	if c.ClientIPHeader != "" && strings.ContainsAny(c.ClientIPHeader, " :\t") {
-		bad("ADMIT_CLIENT_IP_HEADER=%q is not a header name", c.ClientIPHeader)
+// checkDev checks the development identity's settings: it trusts any
+// address, so it never listens off this machine.
+func (r *configReader) checkDev(c *Config, host string) {
+	if !isLoopbackHost(host) {
+		r.bad("ADMIT_ADDR=%q: development sign-in (no CLERK_SECRET_KEY) only listens on a loopback address such as 127.0.0.1", c.Addr)
 	}
+	if c.ClerkPublishableKey != "" || c.ClerkIssuer != "" {
+		r.bad("CLERK_PUBLISHABLE_KEY or CLERK_ISSUER is set but CLERK_SECRET_KEY is not: set all three for Clerk mode")
+	}
+}
 
-	if c.DevMode() {
-		// The development identity trusts any address: never off this machine.
-		if !isLoopbackHost(host) {
-			bad("ADMIT_ADDR=%q: development sign-in (no CLERK_SECRET_KEY) only listens on a loopback address such as 127.0.0.1", c.Addr)
-		}
-		if c.ClerkPublishableKey != "" || c.ClerkIssuer != "" {
-			bad("CLERK_PUBLISHABLE_KEY or CLERK_ISSUER is set but CLERK_SECRET_KEY is not: set all three for Clerk mode")
-		}
-	} else {
-		if c.ClerkPublishableKey == "" {
-			bad("CLERK_PUBLISHABLE_KEY is required with CLERK_SECRET_KEY")
-		}
-		if c.ClerkIssuer == "" {
-			bad("CLERK_ISSUER is required with CLERK_SECRET_KEY: the exact iss of your Clerk session tokens, e.g. https://clerk.example.com")
-		} else if u, err := url.Parse(c.ClerkIssuer); err != nil || u.Scheme != "https" && !isLoopbackHost(u.Hostname()) {
-			bad("CLERK_ISSUER=%q must be an https URL", c.ClerkIssuer)
-		}
-		if u, err := url.Parse(c.ClerkAPIURL); err != nil || u.Host == "" || !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
-			bad("CLERK_API_URL=%q must be the Backend API base ending in /v1", c.ClerkAPIURL)
-		}
-		c.ClerkAPIURL = strings.TrimRight(c.ClerkAPIURL, "/")
+// checkClerk checks the Clerk settings and trims the API URL.
+func (r *configReader) checkClerk(c *Config) {
+	if c.ClerkPublishableKey == "" {
+		r.bad("CLERK_PUBLISHABLE_KEY is required with CLERK_SECRET_KEY")
 	}
-	parties := env("CLERK_AUTHORIZED_PARTIES", "")
-	c.partiesDerived = parties == ""
-	if parties == "" && c.PublicURL != nil {
-		parties = c.PublicURL.String()
+	if c.ClerkIssuer == "" {
+		r.bad("CLERK_ISSUER is required with CLERK_SECRET_KEY: the exact iss of your Clerk session tokens, e.g. https://clerk.example.com")
+	} else if u, err := url.Parse(c.ClerkIssuer); err != nil || u.Scheme != "https" && !isLoopbackHost(u.Hostname()) {
+		r.bad("CLERK_ISSUER=%q must be an https URL", c.ClerkIssuer)
 	}
-	for _, p := range strings.Split(parties, ",") {
+	if u, err := url.Parse(c.ClerkAPIURL); err != nil || u.Host == "" || !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+		r.bad("CLERK_API_URL=%q must be the Backend API base ending in /v1", c.ClerkAPIURL)
+	}
+	c.ClerkAPIURL = strings.TrimRight(c.ClerkAPIURL, "/")
+}
+
+// authorizedParties is CLERK_AUTHORIZED_PARTIES, or the public URL when it
+// is unset (derived).
+func (r *configReader) authorizedParties(public *url.URL) (parties []string, derived bool) {
+	list := r.env("CLERK_AUTHORIZED_PARTIES", "")
+	derived = list == ""
+	if list == "" && public != nil {
+		list = public.String()
+	}
+	for _, p := range strings.Split(list, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			c.ClerkAuthorizedParties = append(c.ClerkAuthorizedParties, p)
+			parties = append(parties, p)
 		}
 	}
-	return c, errors.Join(errs...)
+	return parties, derived
 }
 
 // isLoopbackHost reports whether host is localhost or a loopback IP.

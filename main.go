@@ -119,6 +119,8 @@ func serveStoreOptions(bc *backup.Config) store.Options {
 	return store.Options{NoAutoCheckpoint: bc.Replicated()}
 }
 
+// serve runs admit until ctx is done: the store, replication, erasure, the
+// identity provider and the HTTP server, closed in the reverse order.
 func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// Read litestream.yml first: a bad key refuses the start before any data is touched.
@@ -151,26 +153,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	}
 	db.BindingKey = keys.Binding
 	db.Retention = cfg.Retention
-	// Erasure runs inside serve: the sweeper erases what is due at start
-	// and every SweepInterval, and the eraser flushes every erasure (the
-	// sweeper's, a removal's) out of the WAL and Litestream's local files
-	// within seconds of its commit.
-	flush := db.Checkpoint
-	if repl != nil {
-		flush = repl.Erase
-	}
-	sweepCtx, stopSweeper := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	background.Add(2)
-	go func() {
-		defer background.Done()
-		db.RunSweeper(sweepCtx, store.SweepInterval, logger)
-	}()
-	go func() {
-		defer background.Done()
-		db.RunEraser(sweepCtx, logger, flush)
-	}()
-	defer func() { stopSweeper(); background.Wait() }()
+	defer startErasure(ctx, db, repl, logger)()
 
 	// Listen first: with port 0 the public URL must name the bound port.
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -180,28 +163,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	defer ln.Close()
 	cfg.UseListener(ln.Addr())
 
-	var id identity.Identity
-	if cfg.DevMode() {
-		id = identity.NewDevIdentity(keys.SessionHash, keys.SessionBlock, cfg.PublicURL.Scheme == "https")
-		owner, err := store.NormalizeEmail(cfg.DevOwnerEmail)
-		if err != nil {
-			return fmt.Errorf("ADMIT_DEV_OWNER_EMAIL: %w", err)
-		}
-		if seeded, err := db.SeedDemo(ctx, identity.DevUserID(owner)); err != nil {
-			return fmt.Errorf("seed demo: %w", err)
-		} else if seeded {
-			logger.Info("seeded the demo workspace, owner and program")
-		}
-	} else {
-		id, err = identity.NewClerkIdentity(identity.ClerkConfig{
-			SecretKey:         cfg.ClerkSecretKey,
-			APIURL:            cfg.ClerkAPIURL,
-			Issuer:            cfg.ClerkIssuer,
-			AuthorizedParties: cfg.ClerkAuthorizedParties,
-		})
-		if err != nil {
-			return err
-		}
+	id, err := newIdentity(ctx, cfg, keys, db, logger)
+	if err != nil {
+		return err
 	}
 
 	srv, err := handlers.New(handlers.Options{
@@ -219,15 +183,6 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		return err
 	}
 
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "listening on %s\n", base)
 	if cfg.DevMode() {
@@ -241,7 +196,68 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		}
 		defer stopPprof()
 	}
+	return serveHTTP(ctx, srv, ln, logger)
+}
 
+// startErasure starts the sweeper and the eraser and returns the function
+// that stops them and waits for both. Erasure runs inside serve: the sweeper
+// erases what is due at start and every SweepInterval, and the eraser
+// flushes every erasure (the sweeper's, a removal's) out of the WAL and
+// Litestream's local files within seconds of its commit.
+func startErasure(ctx context.Context, db *store.DB, repl *backup.Replicator, logger *slog.Logger) (stop func()) {
+	flush := db.Checkpoint
+	if repl != nil {
+		flush = repl.Erase
+	}
+	sweepCtx, stopSweeper := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	background.Add(2)
+	go func() {
+		defer background.Done()
+		db.RunSweeper(sweepCtx, store.SweepInterval, logger)
+	}()
+	go func() {
+		defer background.Done()
+		db.RunEraser(sweepCtx, logger, flush)
+	}()
+	return func() { stopSweeper(); background.Wait() }
+}
+
+// newIdentity picks the identity provider: the development sign-in (which
+// seeds the demo workspace on a fresh database) or Clerk.
+func newIdentity(ctx context.Context, cfg *Config, keys handlers.Keys, db *store.DB, logger *slog.Logger) (identity.Identity, error) {
+	if !cfg.DevMode() {
+		return identity.NewClerkIdentity(identity.ClerkConfig{
+			SecretKey:         cfg.ClerkSecretKey,
+			APIURL:            cfg.ClerkAPIURL,
+			Issuer:            cfg.ClerkIssuer,
+			AuthorizedParties: cfg.ClerkAuthorizedParties,
+		})
+	}
+	id := identity.NewDevIdentity(keys.SessionHash, keys.SessionBlock, cfg.PublicURL.Scheme == "https")
+	owner, err := store.NormalizeEmail(cfg.DevOwnerEmail)
+	if err != nil {
+		return nil, fmt.Errorf("ADMIT_DEV_OWNER_EMAIL: %w", err)
+	}
+	if seeded, err := db.SeedDemo(ctx, identity.DevUserID(owner)); err != nil {
+		return nil, fmt.Errorf("seed demo: %w", err)
+	} else if seeded {
+		logger.Info("seeded the demo workspace, owner and program")
+	}
+	return id, nil
+}
+
+// serveHTTP serves h on ln until ctx is done, then shuts down gracefully.
+func serveHTTP(ctx context.Context, h http.Handler, ln net.Listener, logger *slog.Logger) error {
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

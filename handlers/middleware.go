@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"admit/internal/identity"
@@ -24,21 +23,6 @@ func (s *Server) h(fn handlerFunc) http.Handler {
 	})
 }
 
-// maxBody is the request body limit (docs/API.md#conventions: 32 KiB).
-const maxBody = 32 << 10
-
-// maxUploadBody bounds an owner's private asset upload (multipart).
-const maxUploadBody = 3 << 20
-
-// bodyLimit is maxBody for every request except an owner's asset upload.
-func bodyLimit(r *http.Request) int64 {
-	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/assets") &&
-		(strings.HasPrefix(r.URL.Path, "/owner/programs/") || strings.HasPrefix(r.URL.Path, "/api/owner/programs/")) {
-		return maxUploadBody
-	}
-	return maxBody
-}
-
 // baseCSP is the Content-Security-Policy of every page that does not load
 // ClerkJS.
 const baseCSP = "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'; img-src 'self' data:"
@@ -51,9 +35,9 @@ func clerkCSP(fapi string) string {
 		"img-src 'self' data: https://img.clerk.com; style-src 'self' 'unsafe-inline'; worker-src 'self' blob:", fapi)
 }
 
-// withSecurity sets the security headers on every response, bounds the body,
-// recovers panics and logs one line per request with no personal data: the
-// route pattern, never the path's values or the query string.
+// withSecurity sets the security headers on every response, recovers panics
+// and logs one line per request with no personal data: the route pattern,
+// never the path's values or the query string.
 func (s *Server) withSecurity(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -66,12 +50,6 @@ func (s *Server) withSecurity(next http.Handler) http.Handler {
 		if s.isHTTPS() {
 			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 		}
-		limit := bodyLimit(r)
-		if r.ContentLength > limit {
-			s.writeError(w, r, errTooLarge)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if v := recover(); v != nil {

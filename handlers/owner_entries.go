@@ -108,29 +108,29 @@ func (s *Server) handleEntryAPI(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// entryAction is one of the owner's decisions on an entry.
+// entryAction is one of the owner's decisions on an entry: the store
+// operation and the confirmation a form shows after it.
 type entryAction struct {
-	name string
 	do   func(db *store.DB, r *http.Request, reason string) (*store.Entry, error)
 	done string
 }
 
-// entryActions are select, decline and withdraw, each with its reason code.
-var entryActions = map[string]entryAction{
-	"select": {"select", func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
+// The owner's three decisions, each taking a reason code. Routes name them
+// as values, so a misspelt action does not compile.
+var (
+	selectAction = entryAction{func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
 		return db.SelectEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
-	}, "Entry selected. You can now issue an invitation."},
-	"decline": {"decline", func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
+	}, "Entry selected. You can now issue an invitation."}
+	declineAction = entryAction{func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
 		return db.DeclineEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
-	}, "Entry declined."},
-	"withdraw": {"withdraw", func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
+	}, "Entry declined."}
+	withdrawAction = entryAction{func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
 		return db.WithdrawEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
-	}, "Entry withdrawn; any invitation and access it had are revoked."},
-}
+	}, "Entry withdrawn; any invitation and access it had are revoked."}
+)
 
 // handleEntryAction is the form for one decision: 303 back to the entry.
-func (s *Server) handleEntryAction(action string) handlerFunc {
-	act := entryActions[action]
+func (s *Server) handleEntryAction(act entryAction) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if err := parseForm(r); err != nil {
 			return err
@@ -157,8 +157,7 @@ type reasonJSON struct {
 }
 
 // handleEntryActionAPI is one decision: 200 entry.
-func (s *Server) handleEntryActionAPI(action string) handlerFunc {
-	act := entryActions[action]
+func (s *Server) handleEntryActionAPI(act entryAction) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		var body reasonJSON
 		if err := decodeJSON(r, &body); err != nil {

@@ -1,38 +1,64 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
 	"admit/assets"
 	"admit/internal/identity"
-	"admit/store"
 )
 
-// routes registers every route, grouped by who may call it
-// (docs/ARCHITECTURE.md#a-request-start-to-finish): public routes; the recipient
-// group (a session and a verified email, never a staff row); the owner group
-// (a session and a current owner membership, checked on every request).
-// Anything else is a generic 404.
+// routes is the index of admit's HTTP API (docs/API.md documents each
+// route): every route is registered here, grouped by who may call it —
+// anyone; anyone signed in; a recipient (a session and a verified email,
+// never a staff row); an owner (a session and a current owner membership,
+// checked on every request). The guards are in access.go
+// (docs/ARCHITECTURE.md#a-request-start-to-finish). Each route's body bound
+// is named where it is registered: maxBody unless it names another.
+// Anything else is a generic 404, or 405 naming the methods a known path
+// takes.
 func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
+	mux := routeMux{ServeMux: http.NewServeMux(), s: s}
+	s.publicRoutes(mux)
+	s.recipientRoutes(mux)
+	s.ownerPageRoutes(mux)
+	s.ownerAPIRoutes(mux)
 
-	// Public: no identity required.
+	// Deny by default: no fall-through between groups. A known path asked
+	// with another method is 405 and names the methods it takes.
+	mux.Handle("/", s.h(func(w http.ResponseWriter, r *http.Request) error {
+		if allow := allowedMethods(mux.ServeMux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			return errMethod
+		}
+		return errNotFound
+	}))
+
+	return s.withSecurity(s.withOrigin(mux))
+}
+
+// publicRoutes need no identity, except the sign-out and the CSRF token,
+// which need a session.
+func (s *Server) publicRoutes(mux routeMux) {
 	mux.Handle("GET /{$}", s.h(s.handleHome))
 	mux.Handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
 	mux.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 	mux.Handle("GET /assets/", assets.Handler())
+	mux.Handle("GET /privacy", s.h(s.handlePrivacy))
+
+	// Signup. rule: a signup's answer leaves on a fixed schedule, so its
+	// timing does not tell a listed address from a new one (docs/signup.md).
 	mux.Handle("GET /waitlist/{slug}", s.h(s.handleWaitlist))
-	// rule: a signup's answer leaves on a fixed schedule, so its timing does
-	// not tell a listed address from a new one (docs/signup.md).
 	mux.Handle("POST /waitlist/{slug}", onSchedule(s.opts.SignupAnswerDelay, s.h(s.handleWaitlistPost)))
 	mux.Handle("GET /api/public/programs/{slug}", s.h(s.handlePublicProgramAPI))
 	mux.Handle("POST /api/public/programs/{slug}/signups", onSchedule(s.opts.SignupAnswerDelay, s.h(s.handleSignupAPI)))
+
+	// Removal by the token a signup showed once.
 	mux.Handle("GET /manage/{$}", s.h(s.handleManage))
 	mux.Handle("POST /manage/remove", s.h(s.handleRemovePost))
 	mux.Handle("POST /api/public/removals", s.h(s.handleRemovalAPI))
-	mux.Handle("GET /privacy", s.h(s.handlePrivacy))
+
+	// Sign-in and out.
 	mux.Handle("GET /sign-in", s.h(s.handleSignIn))
 	mux.Handle("POST /sign-out", s.h(s.handleSignOut))
 	if _, ok := s.id.(identity.FormSignIn); ok {
@@ -41,31 +67,133 @@ func (s *Server) routes() http.Handler {
 
 	// Signed in, no email needed.
 	mux.Handle("GET /api/csrf", s.authed(s.handleCSRF))
+}
 
-	// Recipient group: session + verified email, never a staff row.
-	mux.Handle("GET /me", s.recipient(s.handleMe))
-	mux.Handle("GET /api/me/waitlist/{slug}", s.recipient(s.handleMyEntryAPI))
+// recipientRoutes are a signed-in person's own entry, redemption, private
+// content and self-service (docs/API.md#recipient-routes). Every route but
+// the token-free redeem page goes through s.recipient: a current session,
+// the CSRF token on writes, and the verified emails fetched fresh from the
+// identity provider — never a staff row. The program is always resolved
+// from the slug on the server.
+func (s *Server) recipientRoutes(mux routeMux) {
+	rc := s.recipient
 
-	// Owner group: session + current owner membership on every request.
-	mux.Handle("GET /owner", s.owner(s.handleOwnerHome))
-	mux.Handle("GET /api/owner/workspaces", s.owner(s.handleOwnerWorkspacesAPI))
-	mux.Handle("GET /api/owner/programs", s.owner(s.handleOwnerProgramsAPI))
+	mux.Handle("GET /me", rc(s.handleMe))
+	mux.Handle("GET /api/me/waitlist/{slug}", rc(s.handleMyEntryAPI))
 
-	// Owner console and private-access routes, one file per area.
-	s.ownerRoutes(mux)
-	s.recipientRoutes(mux)
+	// Redemption: the page is public (it holds no code and no private
+	// data); submitting needs a session.
+	mux.Handle("GET /redeem", s.h(s.handleRedeem))
+	mux.Handle("POST /redeem", rc(s.handleRedeemPost))
+	mux.Handle("POST /api/me/invitations/redeem", rc(s.handleRedeemAPI))
 
-	// Deny by default: no fall-through between groups. A known path asked
-	// with another method is 405 and names the methods it takes.
-	mux.Handle("/", s.h(func(w http.ResponseWriter, r *http.Request) error {
-		if allow := allowedMethods(mux, r); allow != "" {
-			w.Header().Set("Allow", allow)
-			return errMethod
+	// Private content of one program, behind store's access gate.
+	mux.Handle("GET /early-access/{slug}", rc(s.handlePrivatePage))
+	mux.Handle("GET /early-access/{slug}/assets/{name}", rc(s.handlePrivateAsset))
+	mux.Handle("GET /api/me/early-access/{slug}", rc(s.handlePrivateAPI))
+
+	// Self-service withdrawal of one's own entry: a confirmation page, then
+	// the CSRF-protected write.
+	mux.Handle("GET /me/waitlist/{slug}/withdraw", rc(s.handleWithdrawConfirm))
+	mux.Handle("POST /me/waitlist/{slug}/withdraw", rc(s.handleWithdrawPost))
+	mux.Handle("POST /api/me/waitlist/{slug}/withdraw", rc(s.handleWithdrawAPI))
+}
+
+// ownerPageRoutes are the owner console in HTML. Every owner route is
+// wrapped by s.owner: a session and a current owner membership, read on
+// every request; the program, entry, invitation or grant must belong to a
+// workspace the caller owns now (the store checks it in the same
+// transaction), and absent and foreign give the same 404. Writes need the
+// session-bound CSRF token. Mutations are POSTs to verb paths, so each works
+// as a plain form; they answer 303 (PRG), except the issue form, which
+// shows the new code once.
+func (s *Server) ownerPageRoutes(mux routeMux) {
+	o := s.owner
+
+	mux.Handle("GET /owner", o(s.handleOwnerHome))
+	mux.Handle("POST /owner/programs", o(s.handleCreateProgram))
+	mux.Handle("GET /owner/programs/{id}", o(s.handleProgramPage))
+	mux.Handle("POST /owner/programs/{id}/settings", o(s.handleProgramSettings))
+	mux.Handle("POST /owner/programs/{id}/notices", o(s.handlePublishNotice))
+	mux.Handle("POST /owner/programs/{id}/content", o(s.handleContent))
+	mux.Handle("POST /owner/programs/{id}/assets", s.multipartCSRF(o(s.handleUploadAsset)), maxUploadBody)
+	mux.Handle("POST /owner/programs/{id}/retire", o(s.handleRetire))
+	mux.Handle("GET /owner/programs/{id}/events", o(s.handleEventsPage))
+	mux.Handle("GET /owner/programs/{id}/export.csv", o(s.handleExportCSV))
+
+	mux.Handle("GET /owner/programs/{id}/entries", o(s.handleQueuePage))
+	mux.Handle("POST /owner/programs/{id}/entries/select", o(s.handleBulkSelect))
+	mux.Handle("GET /owner/programs/{id}/entries/{entryId}", o(s.handleEntryPage))
+	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/select", o(s.handleEntryAction(selectAction)))
+	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/decline", o(s.handleEntryAction(declineAction)))
+	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/withdraw", o(s.handleEntryAction(withdrawAction)))
+	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/invitations", o(s.handleIssueInvitation))
+	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/invitations/{invitationId}/delivery-record", o(s.handleRecordDelivery))
+	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/invitations/{invitationId}/revoke", o(s.handleRevokeInvitation))
+	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/grants/{grantId}/revoke", o(s.handleRevokeGrant))
+}
+
+// ownerAPIRoutes are the owner JSON API, under the same guard as the
+// console (docs/API.md#owner-routes documents each body and answer).
+func (s *Server) ownerAPIRoutes(mux routeMux) {
+	o := s.owner
+
+	mux.Handle("GET /api/owner/workspaces", o(s.handleOwnerWorkspacesAPI))
+	mux.Handle("GET /api/owner/programs", o(s.handleOwnerProgramsAPI))
+	mux.Handle("POST /api/owner/programs", o(s.handleCreateProgramAPI))
+	mux.Handle("GET /api/owner/programs/{id}", o(s.handleProgramAPI))
+	mux.Handle("PATCH /api/owner/programs/{id}", o(s.handlePatchProgramAPI))
+	mux.Handle("POST /api/owner/programs/{id}/notices", o(s.handlePublishNoticeAPI))
+	mux.Handle("GET /api/owner/programs/{id}/content", o(s.handleContentAPI))
+	mux.Handle("PUT /api/owner/programs/{id}/content", o(s.handlePutContentAPI))
+	mux.Handle("GET /api/owner/programs/{id}/assets", o(s.handleAssetsAPI))
+	mux.Handle("POST /api/owner/programs/{id}/assets", s.multipartCSRF(o(s.handleUploadAssetAPI)), maxUploadBody)
+	mux.Handle("POST /api/owner/programs/{id}/retire", o(s.handleRetireAPI))
+	mux.Handle("GET /api/owner/programs/{id}/events", o(s.handleEventsAPI))
+	mux.Handle("GET /api/owner/programs/{id}/export.csv", o(s.handleExportCSV))
+
+	mux.Handle("GET /api/owner/programs/{id}/entries", o(s.handleQueueAPI))
+	mux.Handle("POST /api/owner/programs/{id}/entries/select", o(s.handleBulkSelectAPI))
+	mux.Handle("GET /api/owner/programs/{id}/entries/{entryId}", o(s.handleEntryAPI))
+	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/select", o(s.handleEntryActionAPI(selectAction)))
+	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/decline", o(s.handleEntryActionAPI(declineAction)))
+	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/withdraw", o(s.handleEntryActionAPI(withdrawAction)))
+	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/invitations", o(s.handleIssueInvitationAPI))
+	mux.Handle("POST /api/owner/invitations/{id}/delivery-record", o(s.handleRecordDeliveryAPI))
+	mux.Handle("POST /api/owner/invitations/{id}/revoke", o(s.handleRevokeInvitationAPI))
+	mux.Handle("POST /api/owner/grants/{id}/revoke", o(s.handleRevokeGrantAPI))
+}
+
+const (
+	// maxBody bounds every request body but an upload, in bytes
+	// (docs/API.md#conventions: 32 KiB).
+	maxBody = 32 << 10
+	// maxUploadBody bounds an owner's private asset upload (multipart).
+	maxUploadBody = 3 << 20
+)
+
+// routeMux registers each route with its body bound.
+type routeMux struct {
+	*http.ServeMux
+	s *Server
+}
+
+// Handle registers h for pattern behind its body bound: maxBody, or the
+// one limit given. A declared length over the bound is 413 before h runs;
+// a longer stream fails its read, which h reports as 413.
+func (m routeMux) Handle(pattern string, h http.Handler, limit ...int64) {
+	n := int64(maxBody)
+	if len(limit) > 0 {
+		n = limit[0]
+	}
+	m.ServeMux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > n {
+			m.s.writeError(w, r, errTooLarge)
+			return
 		}
-		return errNotFound
+		r.Body = http.MaxBytesReader(w, r.Body, n)
+		h.ServeHTTP(w, r)
 	}))
-
-	return s.withSecurity(s.withOrigin(mux))
 }
 
 // routeMethods are the methods admit's routes use; HEAD comes with GET.
@@ -83,98 +211,4 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) string {
 		}
 	}
 	return strings.Join(allow, ", ")
-}
-
-// authed requires a valid session (401 otherwise) and, for writes, the
-// session-bound CSRF token.
-func (s *Server) authed(fn handlerFunc) http.Handler {
-	return s.h(func(w http.ResponseWriter, r *http.Request) error {
-		p, err := s.authenticateWrite(r)
-		if err != nil {
-			return err
-		}
-		return fn(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
-	})
-}
-
-// authenticateWrite authenticates the request and, for a write, checks the
-// CSRF token bound to that session.
-func (s *Server) authenticateWrite(r *http.Request) (*identity.Principal, error) {
-	p, err := s.id.Authenticate(r)
-	if err != nil {
-		return nil, err
-	}
-	if isUnsafe(r.Method) {
-		if err := s.checkCSRF(r, p); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
-}
-
-// recipient requires a session and fetches the user's currently verified
-// addresses from the identity provider on every request: if it cannot be
-// reached, 503 and nothing else happens. Writes need the CSRF token.
-func (s *Server) recipient(fn handlerFunc) http.Handler {
-	return s.h(func(w http.ResponseWriter, r *http.Request) error {
-		p, err := s.authenticateWrite(r)
-		if err != nil {
-			return err
-		}
-		raw, err := s.id.VerifiedEmails(r.Context(), p)
-		if err != nil {
-			return identity.ErrIdentityUnavailable
-		}
-		// The same grammar as signup: an address it rejects matches no entry.
-		var emails []string
-		for _, e := range raw {
-			if n, err := store.NormalizeEmail(e); err == nil {
-				emails = append(emails, n)
-			}
-		}
-		noStore(w)
-		ctx := context.WithValue(r.Context(), principalKey, p)
-		ctx = context.WithValue(ctx, emailsKey, emails)
-		return fn(w, r.WithContext(ctx))
-	})
-}
-
-// owner requires a session and a current owner membership of an active
-// workspace, read from the database on every request, so a removed owner is
-// denied on their next request. A signed-in person who is not an owner gets
-// the same 404 as for a path that does not exist. Writes need the CSRF token.
-func (s *Server) owner(fn handlerFunc) http.Handler {
-	return s.h(func(w http.ResponseWriter, r *http.Request) error {
-		p, err := s.id.Authenticate(r)
-		if err != nil {
-			return err
-		}
-		ws, err := s.db.OwnedWorkspaces(r.Context(), p.UserID)
-		if err != nil {
-			return err
-		}
-		if len(ws) == 0 {
-			return errNotFound
-		}
-		if isUnsafe(r.Method) {
-			if err := s.checkCSRF(r, p); err != nil {
-				return err
-			}
-		}
-		noStore(w)
-		ctx := context.WithValue(r.Context(), principalKey, p)
-		ctx = context.WithValue(ctx, workspacesKey, ws)
-		return fn(w, r.WithContext(ctx))
-	})
-}
-
-// ownerActor is the store actor for the owner making this request.
-func ownerActor(r *http.Request) store.Actor {
-	return store.Actor{Kind: store.ActorOwner, UserID: principalFrom(r.Context()).UserID}
-}
-
-// workspacesFrom returns the owner's current workspaces.
-func workspacesFrom(ctx context.Context) []store.Workspace {
-	ws, _ := ctx.Value(workspacesKey).([]store.Workspace)
-	return ws
 }

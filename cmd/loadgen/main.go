@@ -174,14 +174,18 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 // wants reports whether the scenario was chosen.
 func (c *Config) wants(name string) bool { return slices.Contains(c.Scenarios, name) }
 
-func main() {
+func main() { os.Exit(loadgen()) }
+
+// loadgen runs the tool and returns its exit status, after its deferred
+// work (the CPU profile's write included) is done.
+func loadgen() (status int) {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return
+		return 0
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
-		os.Exit(2)
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -191,13 +195,24 @@ func main() {
 		f, err := os.Create(cfg.SelfProfile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "loadgen:", err)
-			os.Exit(1)
+			return 1
 		}
-		pprof.StartCPUProfile(f)
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			fmt.Fprintln(os.Stderr, "loadgen: CPU profile:", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "loadgen: write CPU profile:", err)
+				status = 1
+			}
+		}()
 	}
 	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
-		os.Exit(1)
+		status = 1
 	}
+	return status
 }

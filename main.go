@@ -4,6 +4,7 @@
 //	admit owner add|remove|list --workspace NAME [--user USER_ID]
 //	admit migrate                                  apply database migrations and exit
 //	admit restore [-timestamp T | -txid N] -o PATH restore the backup named in litestream.yml
+//	admit version                                  print the build's version, commit and Go toolchain
 //	admit backup verify                            restore drill: compare a restore with the live database
 package main
 
@@ -25,6 +26,7 @@ import (
 	"admit/backup"
 	"admit/handlers"
 	"admit/internal/identity"
+	"admit/internal/version"
 	"admit/store"
 )
 
@@ -69,6 +71,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return restoreCmd(ctx, args, getenv, stdout)
 	case "backup":
 		return backupCmd(ctx, args, getenv, stdout)
+	case "version":
+		fmt.Fprintln(stdout, version.Get())
+		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -85,6 +90,7 @@ const usage = `usage:
   admit restore [-timestamp T | -txid N] -o PATH         restore the backup litestream.yml names into a new
                                                          file (T is RFC 3339, N a 16-hex-digit transaction;
                                                          default the newest state that passes integrity_check)
+  admit version                                          print the build: version, commit, Go toolchain
   admit backup verify                                    restore the latest backup to a temp file and compare
                                                          its per-table row counts with the live database
 

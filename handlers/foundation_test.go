@@ -2,12 +2,15 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 
 	"admit/internal/clerkfake"
+	"admit/internal/version"
 	"admit/store"
 )
 
@@ -341,5 +344,20 @@ func TestSignUpCreatesNoStaffRow(t *testing.T) {
 	}
 	if after := dbFingerprint(t, app.DB); after["staff_members"] != before["staff_members"] {
 		t.Fatalf("staff rows %s → %s after a sign-in", before["staff_members"], after["staff_members"])
+	}
+}
+
+func TestHealthzReportsTheBuildVersion(t *testing.T) {
+	app := MustStartApp(t)
+	resp := app.NewClient(t).Get(t, "/healthz")
+	var body struct {
+		Status  string       `json:"status"`
+		Version version.Info `json:"version"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /healthz: %d %q (%v)", resp.StatusCode, resp.Body, err)
+	}
+	if body.Status != "ok" || body.Version != version.Get() || body.Version.Go != runtime.Version() || body.Version.Version == "" {
+		t.Fatalf("GET /healthz: %+v, want status ok and version %+v", body, version.Get())
 	}
 }

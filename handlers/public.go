@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"admit/internal/version"
 	"admit/views"
 )
 
@@ -22,10 +23,10 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, r, http.StatusOK, c, views.Home(c, cards))
 }
 
-// handleHealthz answers while the process runs.
+// handleHealthz answers while the process runs, with the build's version.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Get()})
 }
 
 // handleReadyz answers 200 when the database answers, takes writes and

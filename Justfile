@@ -26,6 +26,11 @@ bench *FLAGS:
     go run ./cmd/loadgen {{FLAGS}}
     go test -run '^$' -bench . -benchmem ./store
 
+# Chunked retirement and the retention sweep at 100,000 and 1,000,000
+# entries (BENCHMARKS.md, "Chunked retirement"). About twenty minutes.
+bench-retire:
+    ADMIT_BENCH_LARGE=1 go test ./store -run '^$' -bench 'BenchmarkRetireProgram|BenchmarkSweepRetiredProgram' -benchtime 1x -timeout 60m
+
 # Crash soak (RELIABILITY.md): the real binary with a file replica, signups
 # from 32 clients, SIGKILL and restart at once, 20 times; after every restart
 # every new restore point of the replica is restored and checked. Flags pass

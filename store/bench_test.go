@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -294,6 +295,17 @@ func BenchmarkRawFullTxn(b *testing.B) {
 	}
 }
 
+// largeBenchEnv names the variable that turns on the benchmarks that seed a
+// million entries (about twenty minutes in all), left out of `just bench`.
+const largeBenchEnv = "ADMIT_BENCH_LARGE"
+
+// skipUnlessLarge skips a benchmark unless largeBenchEnv is set.
+func skipUnlessLarge(b *testing.B) {
+	if os.Getenv(largeBenchEnv) == "" {
+		b.Skipf("set %s=1 to run (just bench-retire)", largeBenchEnv)
+	}
+}
+
 // holdRecorder records how long each write transaction worked and held
 // the write lock.
 type holdRecorder struct {
@@ -343,8 +355,9 @@ func (h *holdRecorder) report(b *testing.B, ops int) {
 // signup waits at most that long behind a retirement. Run it one iteration
 // at a time, each on a fresh database:
 //
-//	go test ./store -run '^$' -bench BenchmarkRetireProgram -benchtime 1x -timeout 30m
+//	ADMIT_BENCH_LARGE=1 go test ./store -run '^$' -bench BenchmarkRetireProgram -benchtime 1x -timeout 30m
 func BenchmarkRetireProgram(b *testing.B) {
+	skipUnlessLarge(b)
 	for _, n := range []int{100000, 1000000} {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			ctx := context.Background()
@@ -376,8 +389,9 @@ func BenchmarkRetireProgram(b *testing.B) {
 // works in batches, and max-tx-ms is the longest any one of them held the
 // write lock.
 //
-//	go test ./store -run '^$' -bench BenchmarkSweepRetiredProgram -benchtime 1x -timeout 60m
+//	ADMIT_BENCH_LARGE=1 go test ./store -run '^$' -bench BenchmarkSweepRetiredProgram -benchtime 1x -timeout 60m
 func BenchmarkSweepRetiredProgram(b *testing.B) {
+	skipUnlessLarge(b)
 	for _, n := range []int{100000, 1000000} {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			ctx := context.Background()

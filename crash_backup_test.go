@@ -122,7 +122,9 @@ func newCrashSite(tb testing.TB, dir string) *crashSite {
 // open opens the site's database with the options serve uses.
 func (s *crashSite) open(tb testing.TB) *store.DB {
 	tb.Helper()
-	db, err := store.OpenWith(context.Background(), s.dbPath, serveStoreOptions(s.cfg))
+	opt := serveStoreOptions(s.cfg)
+	opt.BindingKey = make([]byte, store.BindingKeySize)
+	db, err := store.Open(context.Background(), s.dbPath, opt)
 	if err != nil {
 		tb.Fatal(err)
 	}

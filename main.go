@@ -98,22 +98,30 @@ Continuous backup: admit serve replicates the database with Litestream when
 litestream.yml ($ADMIT_LITESTREAM_CONFIG, default ./litestream.yml) names a replica.
 `
 
-// openDB loads the configuration and opens the database.
+// openDB loads the configuration and the server keys, and opens the
+// database with the default store options.
 func openDB(ctx context.Context, getenv func(string) string) (*Config, *store.DB, error) {
-	return openDBWith(ctx, getenv, store.Options{})
+	cfg, _, db, err := openDBWith(ctx, getenv, store.Options{})
+	return cfg, db, err
 }
 
-// openDBWith is openDB with store options.
-func openDBWith(ctx context.Context, getenv func(string) string, opt store.Options) (*Config, *store.DB, error) {
+// openDBWith is openDB with store options; the binding key and the
+// retention policy come from the keys and the configuration.
+func openDBWith(ctx context.Context, getenv func(string) string, opt store.Options) (*Config, handlers.Keys, *store.DB, error) {
 	cfg, err := LoadConfig(getenv)
 	if err != nil {
-		return nil, nil, fmt.Errorf("configuration:\n%w", err)
+		return nil, handlers.Keys{}, nil, fmt.Errorf("configuration:\n%w", err)
 	}
-	db, err := store.OpenWith(ctx, cfg.DBPath(), opt)
+	keys, err := LoadKeys(getenv, cfg.DataDir)
 	if err != nil {
-		return nil, nil, err
+		return nil, handlers.Keys{}, nil, err
 	}
-	return cfg, db, nil
+	opt.BindingKey, opt.Retention = keys.Binding, cfg.Retention
+	db, err := store.Open(ctx, cfg.DBPath(), opt)
+	if err != nil {
+		return nil, handlers.Keys{}, nil, err
+	}
+	return cfg, keys, db, nil
 }
 
 // serveStoreOptions are the options serve opens the database with. While
@@ -134,7 +142,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	cfg, db, err := openDBWith(ctx, getenv, serveStoreOptions(backupCfg))
+	cfg, keys, db, err := openDBWith(ctx, getenv, serveStoreOptions(backupCfg))
 	if err != nil {
 		return err
 	}
@@ -153,12 +161,6 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	if repl, err = startReplication(ctx, backupCfg, cfg.DBPath(), db.PauseWrites, getenv, logger); err != nil {
 		return err
 	}
-	keys, err := LoadKeys(getenv, cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	db.BindingKey = keys.Binding
-	db.Retention = cfg.Retention
 	defer startErasure(ctx, db, repl, logger)()
 
 	// Listen first: with port 0 the public URL must name the bound port.

@@ -686,7 +686,11 @@ func TestOwnerCLI_AddRemoveListAreAudited(t *testing.T) {
 		t.Error("removing a removed owner succeeded")
 	}
 
-	db, err := store.Open(context.Background(), filepath.Join(data, "admit.db"))
+	keys, err := LoadKeys(fakeEnv(env), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), filepath.Join(data, "admit.db"), store.Options{BindingKey: keys.Binding})
 	if err != nil {
 		t.Fatal(err)
 	}

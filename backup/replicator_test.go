@@ -46,11 +46,10 @@ func MustTestEnv(tb testing.TB) *testEnv {
 func (e *testEnv) MustOpenStore(tb testing.TB) *store.DB {
 	tb.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, e.DBPath)
+	db, err := store.Open(ctx, e.DBPath, store.Options{BindingKey: make([]byte, store.BindingKeySize)})
 	if err != nil {
 		tb.Fatalf("store.Open: %v", err)
 	}
-	db.BindingKey = make([]byte, 32)
 	tb.Cleanup(func() { _ = db.Close() })
 	if _, err := db.SeedDemo(ctx, "user_owner"); err != nil {
 		tb.Fatalf("SeedDemo: %v", err)
@@ -229,7 +228,7 @@ func TestReplicate_DeleteDatabase_RestoreHasIdenticalRowCountsAndAuditEvents(t *
 		t.Error(err)
 	}
 	// The restored file is admit's database again.
-	db2, err := store.Open(context.Background(), e.DBPath)
+	db2, err := store.Open(context.Background(), e.DBPath, store.Options{BindingKey: make([]byte, store.BindingKeySize)})
 	if err != nil {
 		t.Fatalf("store.Open of the restored database: %v", err)
 	}

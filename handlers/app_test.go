@@ -71,6 +71,8 @@ type appConfig struct {
 	dataDir    string
 	// signupDelay overrides the signup answers' release delay.
 	signupDelay time.Duration
+	// retention is the store's retention policy; zero means the default.
+	retention store.Retention
 }
 
 type appOption func(*appConfig)
@@ -84,6 +86,9 @@ func withNetworkLimit(n int) appOption { return func(c *appConfig) { c.hourly = 
 // withDataDir keeps the database in dir instead of a fresh temporary
 // directory.
 func withDataDir(dir string) appOption { return func(c *appConfig) { c.dataDir = dir } }
+
+// withRetention opens the store with the retention policy r.
+func withRetention(r store.Retention) appOption { return func(c *appConfig) { c.retention = r } }
 
 // withSignupDelay sets when signup answers are released.
 func withSignupDelay(d time.Duration) appOption { return func(c *appConfig) { c.signupDelay = d } }
@@ -127,14 +132,13 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	if cfg.dataDir == "" {
 		cfg.dataDir = tb.TempDir()
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.dataDir, "admit.db"))
+	clock := &testClock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	db, err := store.Open(ctx, filepath.Join(cfg.dataDir, "admit.db"),
+		store.Options{BindingKey: testKey(120), Retention: cfg.retention, Now: clock.Now})
 	if err != nil {
 		tb.Fatalf("open db: %v", err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	clock := &testClock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
-	db.Now = clock.Now
-	db.BindingKey = testKey(120)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

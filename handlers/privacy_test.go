@@ -25,9 +25,9 @@ func TestPrivacyPage_IsComputedFromTheRetentionSettings(t *testing.T) {
 		}
 	}
 
-	app.DB.Retention = store.Retention{Withdrawn: 7 * 24 * time.Hour, Declined: 45 * 24 * time.Hour,
-		Revoked: 12 * 24 * time.Hour, RetiredProgram: 90 * 24 * time.Hour}
-	changed := c.Get(t, "/privacy").Body
+	other := MustStartApp(t, withRetention(store.Retention{Withdrawn: 7 * 24 * time.Hour, Declined: 45 * 24 * time.Hour,
+		Revoked: 12 * 24 * time.Hour, RetiredProgram: 90 * 24 * time.Hour}))
+	changed := other.NewClient(t).Get(t, "/privacy").Body
 	for _, want := range []string{"7 days", "45 days", "12 days", "90 days", "8 days", "46 days"} {
 		if !strings.Contains(changed, want) {
 			t.Errorf("privacy page after changing retention lacks %q", want)

@@ -31,7 +31,6 @@ type accessFixture struct {
 func mustAccessFixture(tb testing.TB) *accessFixture {
 	tb.Helper()
 	db, clock := mustOpenDBWithClock(tb)
-	db.BindingKey = signupTestKey
 	a, w := mustOwner(tb, db)
 	return &accessFixture{db: db, clock: clock, owner: a, ws: w}
 }

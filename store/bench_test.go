@@ -57,7 +57,7 @@ func mustSeedEntriesIn(tb testing.TB, db *DB, programID, noticeID string, n int,
 	tb.Helper()
 	ids := make([]string, n)
 	start := Millis(testEpoch) - int64(n)*1000
-	pol := db.retention()
+	pol := db.retention
 	mustUpdate(tb, db, func(tx *Tx) error {
 		stmt, err := tx.PrepareContext(context.Background(), `INSERT INTO entries (id, program_id, email_key, notice_id,
 			permission_at, state, created_at, updated_at, removal_hash, erase_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)

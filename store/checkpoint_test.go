@@ -46,17 +46,17 @@ func fileSize(t *testing.T, path string) int64 {
 // With NoAutoCheckpoint, admit's commits never copy the WAL into the
 // database file: only an explicit checkpoint (Litestream's, while it
 // replicates) does. Without it, SQLite checkpoints on its own.
-func TestOpenWith_NoAutoCheckpointLeavesTheWALToItsReplicator(t *testing.T) {
+func TestOpen_NoAutoCheckpointLeavesTheWALToItsReplicator(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		opt        Options
 		checkpoint bool
 	}{
-		{Options{NoAutoCheckpoint: true}, false},
-		{Options{}, true},
+		{Options{BindingKey: signupTestKey, NoAutoCheckpoint: true}, false},
+		{Options{BindingKey: signupTestKey}, true},
 	} {
 		path := filepath.Join(t.TempDir(), "admit.db")
-		db, err := OpenWith(ctx, path, tc.opt)
+		db, err := Open(ctx, path, tc.opt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -28,13 +29,15 @@ const BusyTimeout = 10 * time.Second
 // read WAL snapshots.
 type DB struct {
 	Path string
-	// Now is the clock. Tx.Now is read from it once, after the write lock is held.
+	// Now is the clock (Options.Now). Tx.Now is read from it once, after
+	// the write lock is held.
 	Now func() time.Time
-	// Retention is the erasure policy; the zero value means DefaultRetention.
-	Retention Retention
-	// BindingKey keys the HMAC that binds an idempotency key to its request.
-	// It comes from the server's secrets, never from the database.
-	BindingKey []byte
+
+	// retention is the erasure policy in force (Options.Retention).
+	retention Retention
+	// bindingKey keys the HMAC that binds an idempotency key to its
+	// request (Options.BindingKey); Open checked its length.
+	bindingKey []byte
 
 	writer *sql.DB
 	reader *sql.DB
@@ -87,9 +90,20 @@ type Tx struct {
 	erased bool
 }
 
-// Options tune Open. The zero value suits a database no other process
-// replicates.
+// BindingKeySize is the length in bytes of Options.BindingKey.
+const BindingKeySize = 32
+
+// Options are what Open needs besides the path: the store is complete when
+// opened, and no operation checks its configuration again.
 type Options struct {
+	// BindingKey keys the HMAC that binds an idempotency key to its
+	// request. It comes from the server's secrets, never from the
+	// database, and must be BindingKeySize bytes: Open refuses any other.
+	BindingKey []byte
+	// Retention is the erasure policy; the zero value means DefaultRetention.
+	Retention Retention
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 	// NoAutoCheckpoint turns off SQLite's automatic checkpoint on the
 	// writer connection (wal_autocheckpoint=0), so that admit never copies
 	// the WAL into the database file on its own: the process replicating
@@ -134,14 +148,19 @@ func dsnWith(path string, readOnly bool, opt Options) string {
 }
 
 // Open opens (creating if needed) the database at path, applies the embedded
-// migrations and checks that every required pragma took effect.
-func Open(ctx context.Context, path string) (*DB, error) {
-	return OpenWith(ctx, path, Options{})
-}
-
-// OpenWith is Open with options. The options hold from the first statement
-// on: migrations run under them too.
-func OpenWith(ctx context.Context, path string, opt Options) (*DB, error) {
+// migrations and checks that every required pragma took effect. The options
+// hold from the first statement on: migrations run under them too. It
+// refuses a binding key of the wrong length before touching the disk.
+func Open(ctx context.Context, path string, opt Options) (*DB, error) {
+	if len(opt.BindingKey) != BindingKeySize {
+		return nil, fmt.Errorf("binding key is %d bytes, want %d: refusing to start", len(opt.BindingKey), BindingKeySize)
+	}
+	if opt.Retention == (Retention{}) {
+		opt.Retention = DefaultRetention
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -152,7 +171,8 @@ func OpenWith(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{Path: path, Now: time.Now, writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1),
+	db := &DB{Path: path, Now: opt.Now, retention: opt.Retention,
+		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1),
 		erasures: make(chan struct{}, 1)}
 	if err := checkPragmas(ctx, w, false); err != nil {
 		w.Close()

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -70,11 +71,10 @@ func TestOpen_MigrationsApplyTwiceWithoutChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "admit.db")
 	clock := newFakeClock(testEpoch)
 
-	first, err := Open(context.Background(), path)
+	first, err := Open(context.Background(), path, Options{BindingKey: signupTestKey, Now: clock.Now})
 	if err != nil {
 		t.Fatalf("first open: %v", err)
 	}
-	first.Now = clock.Now
 	before := mustSchemaSnapshot(t, first)
 	if err := first.Close(); err != nil {
 		t.Fatalf("close: %v", err)
@@ -688,5 +688,22 @@ func TestErrorCode_MapsConstraintsDomainAndOtherErrors(t *testing.T) {
 	}
 	if got, want := ErrorMessage(Errorf(EINVALID, "Bad slug.")), "Bad slug."; got != want {
 		t.Errorf("ErrorMessage(domain)=%q, want %q", got, want)
+	}
+}
+
+func TestOpen_RefusesABindingKeyOfTheWrongLengthBeforeTouchingTheDisk(t *testing.T) {
+	for _, key := range [][]byte{nil, make([]byte, BindingKeySize-1), make([]byte, BindingKeySize+1)} {
+		path := filepath.Join(t.TempDir(), "data", "admit.db")
+		db, err := Open(context.Background(), path, Options{BindingKey: key})
+		if err == nil {
+			db.Close()
+			t.Fatalf("Open accepted a %d-byte binding key", len(key))
+		}
+		if !strings.Contains(err.Error(), "binding key") {
+			t.Errorf("Open with a %d-byte key: err=%v, want one naming the binding key", len(key), err)
+		}
+		if _, err := os.Stat(filepath.Dir(path)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("Open with a %d-byte key created the data dir (stat: %v)", len(key), err)
+		}
 	}
 }

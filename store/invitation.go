@@ -172,15 +172,12 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID, 
 	if err := validRequestKey(requestKey); err != nil {
 		return nil, err
 	}
-	if len(db.BindingKey) != 32 {
-		return nil, errors.New("issue invitation: no binding key configured")
-	}
 	expiresAt = expiresAt.UTC().Truncate(time.Millisecond)
 	var res *IssueResult
 	// replay answers a committed key from its receipt: the invitation's
 	// metadata for the same binding, a conflict for another.
 	replay := func(tx *Tx, p *Program) (bool, error) {
-		binding := bind(db.BindingKey, "issue_invitation", p.ID, entryID, strconv.FormatInt(Millis(expiresAt), 10))
+		binding := bind(db.bindingKey, "issue_invitation", p.ID, entryID, strconv.FormatInt(Millis(expiresAt), 10))
 		target, err := ownerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", binding)
 		if err != nil || target == "" {
 			return err != nil, err
@@ -207,7 +204,7 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID, 
 		if done, err := replay(tx, p); done {
 			return err
 		}
-		binding := bind(db.BindingKey, "issue_invitation", p.ID, entryID, strconv.FormatInt(Millis(expiresAt), 10))
+		binding := bind(db.bindingKey, "issue_invitation", p.ID, entryID, strconv.FormatInt(Millis(expiresAt), 10))
 		if p.RetiredAt != nil {
 			return Errorf(ECONFLICT, "This program is retired.")
 		}
@@ -341,7 +338,7 @@ func (db *DB) RecordDelivery(ctx context.Context, a Actor, invitationID, request
 	var out *Invitation
 	// replay answers a committed key from its receipt.
 	replay := func(tx *Tx, p *Program) (bool, error) {
-		binding := bind(db.BindingKey, "record_delivery", p.ID, invitationID, channel, reference)
+		binding := bind(db.bindingKey, "record_delivery", p.ID, invitationID, channel, reference)
 		target, err := ownerReceipt(ctx, tx, p.ID, requestKey, "record_delivery", binding)
 		if err != nil || target == "" {
 			return err != nil, err
@@ -366,7 +363,7 @@ func (db *DB) RecordDelivery(ctx context.Context, a Actor, invitationID, request
 		if done, err := replay(tx, p); done {
 			return err
 		}
-		binding := bind(db.BindingKey, "record_delivery", p.ID, inv.ID, channel, reference)
+		binding := bind(db.bindingKey, "record_delivery", p.ID, inv.ID, channel, reference)
 		if inv.DeliveryRecordedAt != nil {
 			return Errorf(ECONFLICT, "A send was already recorded for this invitation.")
 		}

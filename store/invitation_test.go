@@ -15,8 +15,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// invitationBindingKey is the binding key of the invitation tests' stores.
-var invitationBindingKey = bytes.Repeat([]byte{0x6b}, 32)
 
 // mustIssueOK issues an invitation and fails the test on error.
 func (k ownerKit) mustIssueOK(t *testing.T, entryID string, expires time.Time) *IssueResult {
@@ -36,7 +34,6 @@ func TestIssueInvitation_TwoConcurrentIssuesForTheLastSeatExactlyOneSucceeds(t *
 		// Two stores on one file: two writer connections contending for
 		// the database lock, as two processes would.
 		db1, db2 := mustOpenAt(t, path, clock), mustOpenAt(t, path, clock)
-		db1.BindingKey, db2.BindingKey = invitationBindingKey, invitationBindingKey
 		a, w := mustOwner(t, db1)
 		np := newTestProgram(w, "last-seat")
 		np.SeatCap = 2
@@ -92,7 +89,6 @@ func TestIssueInvitation_TwoConcurrentIssuesForTheLastSeatExactlyOneSucceeds(t *
 
 func TestIssueInvitation_NeitherTheCodeNorItsBytesReachTheDatabaseFiles(t *testing.T) {
 	k := mustOwnerKit(t, "digest-only", 5)
-	k.db.BindingKey = invitationBindingKey
 	e := k.entry(t, StateSelected)
 	res := k.mustIssueOK(t, e, k.clock.Now().Add(time.Hour))
 	if len(res.Code) != CodeLength || res.Replay {

@@ -260,7 +260,6 @@ type ownerKit struct {
 func mustOwnerKit(t *testing.T, slug string, seats int) ownerKit {
 	t.Helper()
 	db, clock := mustOpenDBWithClock(t)
-	db.BindingKey = []byte(strings.Repeat("k", 32))
 	a, w := mustOwner(t, db)
 	np := newTestProgram(w, slug)
 	np.SeatCap = seats

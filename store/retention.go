@@ -66,7 +66,7 @@ func (r Retention) eraseAfter(state string, retired bool, now time.Time) *time.T
 // sets when its email is erased. Every state change goes through here.
 func (db *DB) setEntryState(ctx context.Context, tx *Tx, programID, entryID, state string, retired bool) error {
 	var erase any
-	if t := db.retention().eraseAfter(state, retired, tx.Now); t != nil {
+	if t := db.retention.eraseAfter(state, retired, tx.Now); t != nil {
 		erase = Millis(*t)
 	}
 	// In a retired program an entry keeps the earlier of its own erasure
@@ -87,11 +87,4 @@ func (db *DB) setEntryState(ctx context.Context, tx *Tx, programID, entryID, sta
 }
 
 // RetentionPolicy returns the retention policy in force.
-func (db *DB) RetentionPolicy() Retention { return db.retention() }
-
-func (db *DB) retention() Retention {
-	if db.Retention == (Retention{}) {
-		return DefaultRetention
-	}
-	return db.Retention
-}
+func (db *DB) RetentionPolicy() Retention { return db.retention }

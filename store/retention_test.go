@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +32,8 @@ type lifecycleFixture struct {
 
 func newLifecycleFixture(t *testing.T) *lifecycleFixture {
 	t.Helper()
-	db, clock := mustOpenDBWithClock(t)
-	db.BindingKey = bytes.Repeat([]byte{7}, 32)
-	db.Retention = testRetention
+	clock := newFakeClock(testEpoch)
+	db := mustOpenWith(t, filepath.Join(t.TempDir(), "admit.db"), Options{BindingKey: signupTestKey, Retention: testRetention, Now: clock.Now})
 	owner, w := mustOwner(t, db)
 	p := mustProgram(t, db, owner, w, "lifecycle")
 	mustNotice(t, db, owner, p.ID)

@@ -188,7 +188,7 @@ func (db *DB) retireStep(ctx context.Context, tx *Tx, programID string, chunk in
 	}
 	// rule: every instant is the retirement's, whenever the step runs.
 	at := FromMillis(retiredAt.Int64)
-	pol := db.retention()
+	pol := db.retention
 	retired := Millis(*pol.eraseAfter(StateWaiting, true, at))
 	revoked := Millis(*pol.eraseAfter(StateRevoked, true, at))
 

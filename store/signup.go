@@ -130,9 +130,6 @@ func (db *DB) Signup(ctx context.Context, req SignupRequest) (*SignupResult, err
 		return nil, err
 	}
 	req.Email, _ = NormalizeEmail(req.Email) // Validate accepted it; dedupe and bind on the one normal form
-	if len(db.BindingKey) != 32 {
-		return nil, errors.New("signup: no binding key configured")
-	}
 	if db.signups.isStopped() {
 		return nil, errClosed
 	}
@@ -162,7 +159,7 @@ func (db *DB) signupReplay(ctx context.Context, req SignupRequest) (*SignupResul
 
 // signupBinding is the HMAC that binds a signup's request key to its fields.
 func (db *DB) signupBinding(programID string, req SignupRequest) []byte {
-	return bind(db.BindingKey, "signup", programID, req.RequestKey, req.Email,
+	return bind(db.bindingKey, "signup", programID, req.RequestKey, req.Email,
 		strconv.Itoa(req.NoticeVersion), strconv.FormatBool(req.Permission))
 }
 
@@ -311,7 +308,7 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 	// The entry is born waiting: its erasure date comes from the same rule
 	// every later state change applies (eraseAfter), in the same statement.
 	var erase any
-	if t := db.retention().eraseAfter(StateWaiting, false, tx.Now); t != nil {
+	if t := db.retention.eraseAfter(StateWaiting, false, tx.Now); t != nil {
 		erase = Millis(*t)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state,

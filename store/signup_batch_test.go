@@ -164,11 +164,11 @@ func TestSignup_CancelledWhileQueuedStoresNothing(t *testing.T) {
 }
 
 func TestSignup_AfterCloseFailsInsteadOfWaiting(t *testing.T) {
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "admit.db"))
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "admit.db"),
+		Options{BindingKey: signupTestKey, Now: newFakeClock(testEpoch).Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Now = newFakeClock(testEpoch).Now
 	sp := mustSignupProgram(t, db, "closed-db", 100, 100)
 	if err := db.Close(); err != nil {
 		t.Fatalf("close: %v", err)

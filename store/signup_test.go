@@ -30,11 +30,10 @@ type signupProgram struct {
 
 // mustSignupProgram creates an owned program with the given caps, publishes
 // a notice and opens signup, through the same audited operations as the
-// owner console. It also gives db the binding key Signup needs.
+// owner console.
 func mustSignupProgram(tb testing.TB, db *DB, slug string, queueCap, hourlyCap int) signupProgram {
 	tb.Helper()
 	ctx := context.Background()
-	db.BindingKey = signupTestKey
 	a, w := mustOwner(tb, db)
 	p, err := db.CreateProgram(ctx, a, NewProgram{WorkspaceID: w.ID, Slug: slug, Purpose: testPurpose,
 		QueueCap: queueCap, HourlyCap: hourlyCap, SeatCap: 5, MaxInvitationDays: 14})

@@ -66,11 +66,17 @@ func mustOpenDBWithClock(tb testing.TB) (*DB, *fakeClock) {
 // independent *DB, each with its own writer connection.
 func mustOpenAt(tb testing.TB, path string, clock *fakeClock) *DB {
 	tb.Helper()
-	db, err := Open(context.Background(), path)
+	return mustOpenWith(tb, path, Options{BindingKey: signupTestKey, Now: clock.Now})
+}
+
+// mustOpenWith opens (migrating) the database file at path with opt, and
+// closes it when the test ends.
+func mustOpenWith(tb testing.TB, path string, opt Options) *DB {
+	tb.Helper()
+	db, err := Open(context.Background(), path, opt)
 	if err != nil {
 		tb.Fatalf("open %s: %v", path, err)
 	}
-	db.Now = clock.Now
 	tb.Cleanup(func() {
 		if err := db.Close(); err != nil {
 			tb.Errorf("close db: %v", err)
@@ -170,9 +176,6 @@ func tableNames(ctx context.Context, tx *Tx) ([]string, error) {
 func mustEntryVia(tb testing.TB, db *DB, a Actor, programID, state string) string {
 	tb.Helper()
 	ctx := context.Background()
-	if db.BindingKey == nil {
-		db.BindingKey = signupTestKey
-	}
 	p := mustProgramByID(tb, db, a, programID)
 	if !p.SignupOpen {
 		p = mustSetProgram(tb, db, a, programID, func(s *ProgramSettings) { s.SignupOpen = ptrTo(true) })

@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 )
 
-
 // mustIssueOK issues an invitation and fails the test on error.
 func (k ownerKit) mustIssueOK(t *testing.T, entryID string, expires time.Time) *IssueResult {
 	t.Helper()

@@ -666,6 +666,10 @@ func TestErrorCode_MapsConstraintsDomainAndOtherErrors(t *testing.T) {
 	if constraint == nil {
 		t.Fatal("duplicate workspace name was accepted")
 	}
+	trigger := execRaw(db, `INSERT INTO workspace_events SELECT * FROM workspace_events LIMIT 1`)
+	if trigger == nil {
+		t.Fatal("a copy of a workspace event was accepted")
+	}
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -674,6 +678,8 @@ func TestErrorCode_MapsConstraintsDomainAndOtherErrors(t *testing.T) {
 		{"nil", nil, ""},
 		{"constraint failure", constraint, ECONFLICT},
 		{"wrapped constraint failure", fmt.Errorf("insert workspace: %w", constraint), ECONFLICT},
+		{"history trigger", trigger, ECONFLICT},
+		{"text that only reads like a constraint failure", errors.New("UNIQUE constraint failed: workspaces.name"), EINTERNAL},
 		{"domain error", Errorf(ENOTFOUND, "Not found."), ENOTFOUND},
 		{"wrapped domain error", fmt.Errorf("op: %w", Errorf(ERATELIMITED, "Slow down.")), ERATELIMITED},
 		{"plain error", errors.New("disk on fire"), EINTERNAL},

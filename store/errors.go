@@ -3,7 +3,9 @@ package store
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Error codes. Handlers map each to one HTTP status in one table.
@@ -60,6 +62,19 @@ func ErrorMessage(err error) string {
 	return "Something went wrong on our side."
 }
 
+// isConstraint reports a row refused by one of the schema's own rules (a
+// unique key, a check, a foreign key, a NOT NULL column, a trigger's
+// RAISE(ABORT)), recognised by SQLite's extended result code.
 func isConstraint(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "constraint failed")
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_ROWID,
+		sqlite3.SQLITE_CONSTRAINT_CHECK, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY, sqlite3.SQLITE_CONSTRAINT_NOTNULL,
+		sqlite3.SQLITE_CONSTRAINT_DATATYPE, sqlite3.SQLITE_CONSTRAINT_TRIGGER:
+		return true
+	}
+	return false
 }

@@ -5,33 +5,35 @@ import (
 	"admit/views"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
-// putContentJSON is PUT …/content; expectedRevision is 0 when there is none yet.
-type putContentJSON struct {
+// contentEdit is a private-content edit, from the form or PUT …/content;
+// expectedRevision is 0 when there is no content yet.
+type contentEdit struct {
 	ExpectedRevision *int64 `json:"expectedRevision"`
 	Body             string `json:"body"`
 }
 
+// readContentForm reads the private-content form.
+func readContentForm(r *http.Request) (views.ContentForm, contentEdit, error) {
+	f, err := readForm(r)
+	if err != nil {
+		return views.ContentForm{}, contentEdit{}, err
+	}
+	form := views.ContentForm{ExpectedRevision: f.get("expectedRevision"), Body: f.get("body")}
+	edit := contentEdit{Body: form.Body}
+	if f.err != nil {
+		return form, edit, f.err
+	}
+	rev, err := formRevision(form.ExpectedRevision)
+	edit.ExpectedRevision = &rev
+	return form, edit, err
+}
+
 // handleContent is the private-content form.
 func (s *Server) handleContent(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(r); err != nil {
-		return err
-	}
-	f := &formReader{r: r}
-	form := views.ContentForm{ExpectedRevision: f.get("expectedRevision"), Body: f.get("body")}
-	err := f.err
-	var rev int64
-	if err == nil {
-		if rev, err = strconv.ParseInt(strings.TrimSpace(form.ExpectedRevision), 10, 64); err != nil {
-			err = invalid("This form is missing its revision. Reload the page and try again.")
-		}
-	}
-	if err == nil {
-		rev, err = s.db.PutContent(r.Context(), ownerActor(r), r.PathValue("id"), rev, form.Body)
-	}
-	if err != nil {
+	form, edit, err := readContentForm(r)
+	failed := func(err error) error {
 		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) {
 			saved := v.Content
 			form.Error = msg
@@ -44,20 +46,27 @@ func (s *Server) handleContent(w http.ResponseWriter, r *http.Request) error {
 			v.Content = form
 		})
 	}
+	if err != nil {
+		return failed(err)
+	}
+	rev, err := s.db.PutContent(r.Context(), ownerActor(r), r.PathValue("id"), *edit.ExpectedRevision, edit.Body)
+	if err != nil {
+		return failed(err)
+	}
 	s.setFlash(w, r, "Private content saved (revision "+strconv.FormatInt(rev, 10)+").")
 	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
 }
 
 // handlePutContentAPI replaces the private content: 200 {revision}.
 func (s *Server) handlePutContentAPI(w http.ResponseWriter, r *http.Request) error {
-	var body putContentJSON
-	if err := decodeJSON(r, &body); err != nil {
+	var edit contentEdit
+	if err := decodeJSON(r, &edit); err != nil {
 		return err
 	}
-	if body.ExpectedRevision == nil {
+	if edit.ExpectedRevision == nil {
 		return invalid("expectedRevision is required (0 when there is no content yet).")
 	}
-	rev, err := s.db.PutContent(r.Context(), ownerActor(r), r.PathValue("id"), *body.ExpectedRevision, body.Body)
+	rev, err := s.db.PutContent(r.Context(), ownerActor(r), r.PathValue("id"), *edit.ExpectedRevision, edit.Body)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,11 +46,42 @@ func redirect(w http.ResponseWriter, r *http.Request, to string) error {
 }
 
 // formFailure reports whether err is one a form shows in place, with the
-// submitted values kept: 400 (invalid) and 409 (conflict). Anything else
-// goes to the error adapter.
+// submitted values kept: 400 (invalid) and 409 (conflict). Anything else,
+// including a body that could not be read as a form at all, goes to the
+// error adapter.
 func formFailure(err error) (status int, message string, ok bool) {
 	status, _, message = classify(err)
-	return status, message, status == http.StatusBadRequest || status == http.StatusConflict
+	return status, message, !unreadableBody(err) && (status == http.StatusBadRequest || status == http.StatusConflict)
+}
+
+// unreadable is a form body that could not be read at all (wrong type, too
+// large, malformed): the error adapter answers it, never the form.
+type unreadable struct{ error }
+
+func (e unreadable) Unwrap() error { return e.error }
+
+// unreadableBody reports whether err is a form body that could not be read.
+func unreadableBody(err error) bool {
+	var u unreadable
+	return errors.As(err, &u)
+}
+
+// readForm parses the urlencoded body and returns a reader of its fields.
+// Each form handler's read function starts here.
+func readForm(r *http.Request) (*formReader, error) {
+	if err := parseForm(r); err != nil {
+		return nil, unreadable{err}
+	}
+	return &formReader{r: r}, nil
+}
+
+// formRevision parses the hidden revision a form carries.
+func formRevision(v string) (int64, error) {
+	rev, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, invalid("This form is missing its revision. Reload the page and try again.")
+	}
+	return rev, nil
 }
 
 // formReader reads single-valued fields of a parsed form, keeping the first

@@ -129,31 +129,38 @@ var (
 	}, "Entry withdrawn; any invitation and access it had are revoked."}
 )
 
+// reasonJSON is the body of select, decline and withdraw.
+type reasonJSON struct {
+	Reason string `json:"reason"`
+}
+
+// readReasonForm reads a decision's form: its reason code.
+func readReasonForm(r *http.Request) (reasonJSON, error) {
+	f, err := readForm(r)
+	if err != nil {
+		return reasonJSON{}, err
+	}
+	return reasonJSON{Reason: f.get("reason")}, f.err
+}
+
 // handleEntryAction is the form for one decision: 303 back to the entry.
 func (s *Server) handleEntryAction(act entryAction) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if err := parseForm(r); err != nil {
-			return err
-		}
-		f := &formReader{r: r}
-		reason := f.get("reason")
-		err := f.err
-		if err == nil {
-			_, err = act.do(s.db, r, reason)
+		in, err := readReasonForm(r)
+		failed := func(err error) error {
+			return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
+				v.ActionError, v.Reason = msg, in.Reason
+			})
 		}
 		if err != nil {
-			return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
-				v.ActionError, v.Reason = msg, reason
-			})
+			return failed(err)
+		}
+		if _, err := act.do(s.db, r, in.Reason); err != nil {
+			return failed(err)
 		}
 		s.setFlash(w, r, act.done)
 		return redirect(w, r, views.OwnerURL("programs", r.PathValue("id"), "entries", r.PathValue("entryId")))
 	}
-}
-
-// reasonJSON is the body of select, decline and withdraw.
-type reasonJSON struct {
-	Reason string `json:"reason"`
 }
 
 // handleEntryActionAPI is one decision: 200 entry.

@@ -54,38 +54,56 @@ func (s *Server) issuedView(r *http.Request, res *store.IssueResult) (*views.Iss
 		Delivery: views.DeliveryForm{InvitationID: res.Invitation.ID, RequestKey: uuid.NewString()}}, nil
 }
 
+// issueRequest is an invitation to issue: the request key and the expiry,
+// from the form or the JSON route.
+type issueRequest struct {
+	RequestKey string
+	ExpiresAt  time.Time
+}
+
+// readIssueForm reads the issue form: a request key, and the expiry as a
+// date and a time of day.
+func readIssueForm(r *http.Request) (views.IssueForm, issueRequest, error) {
+	f, err := readForm(r)
+	if err != nil {
+		return views.IssueForm{}, issueRequest{}, err
+	}
+	form := views.IssueForm{RequestKey: strings.TrimSpace(f.get("requestKey")), ExpiresOn: f.get("expiresOn"), Time: f.get("time")}
+	in := issueRequest{RequestKey: form.RequestKey}
+	if f.err != nil {
+		return form, in, f.err
+	}
+	in.ExpiresAt, err = issueExpiry(form.ExpiresOn, form.Time)
+	return form, in, err
+}
+
 // handleIssueInvitation is the issue form. Unlike the other forms it does
 // not redirect: the code is rendered once, directly, in a no-store
 // response (the owner group sets Cache-Control: private, no-store), and it
 // is never logged.
 func (s *Server) handleIssueInvitation(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(r); err != nil {
-		return err
-	}
-	f := &formReader{r: r}
-	key, day, clock := strings.TrimSpace(f.get("requestKey")), f.get("expiresOn"), f.get("time")
-	err := f.err
-	var res *store.IssueResult
-	if err == nil {
-		var at time.Time
-		if at, err = issueExpiry(day, clock); err == nil {
-			res, err = s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), key, at)
-		}
-	}
-	if err != nil {
+	form, in, err := readIssueForm(r)
+	failed := func(err error) error {
 		return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
-			v.Issue.Error, v.Issue.ExpiresOn = msg, day
-			if _, perr := time.Parse("15:04", clock); perr == nil {
-				v.Issue.Time = clock
+			v.Issue.Error, v.Issue.ExpiresOn = msg, form.ExpiresOn
+			if _, perr := time.Parse("15:04", form.Time); perr == nil {
+				v.Issue.Time = form.Time
 			}
 			// Nothing was stored for a 400: the same key may be sent again.
 			// A 409 may be a key bound elsewhere, so the form gets a new one.
 			if store.ErrorCode(err) == store.EINVALID {
-				if u, perr := uuid.Parse(key); perr == nil && u.String() == key {
-					v.Issue.RequestKey = key
+				if u, perr := uuid.Parse(form.RequestKey); perr == nil && u.String() == form.RequestKey {
+					v.Issue.RequestKey = form.RequestKey
 				}
 			}
 		})
+	}
+	if err != nil {
+		return failed(err)
+	}
+	res, err := s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), in.RequestKey, in.ExpiresAt)
+	if err != nil {
+		return failed(err)
 	}
 	v, err := s.issuedView(r, res)
 	if err != nil {
@@ -113,7 +131,8 @@ func (s *Server) handleIssueInvitationAPI(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return invalid("expiresAt must be an RFC 3339 instant.")
 	}
-	res, err := s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), body.RequestKey, at)
+	in := issueRequest{RequestKey: body.RequestKey, ExpiresAt: at}
+	res, err := s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), in.RequestKey, in.ExpiresAt)
 	if err != nil {
 		return err
 	}
@@ -153,31 +172,35 @@ func entryPath(r *http.Request) string {
 	return views.OwnerURL("programs", r.PathValue("id"), "entries", r.PathValue("entryId"))
 }
 
-// handleRecordDelivery is the record-a-send form: 303 back to the entry.
-func (s *Server) handleRecordDelivery(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(r); err != nil {
-		return err
+// readDeliveryForm reads the record-a-send form for invitation invID. Each
+// field's rule is checked here too, so its message shows beside it; the
+// store applies the same rules again.
+func readDeliveryForm(r *http.Request, invID string) (views.DeliveryForm, deliveryJSON, error) {
+	f, err := readForm(r)
+	if err != nil {
+		return views.DeliveryForm{InvitationID: invID}, deliveryJSON{}, err
 	}
+	form := views.DeliveryForm{InvitationID: invID, RequestKey: strings.TrimSpace(f.get("requestKey")),
+		Channel: strings.TrimSpace(f.get("channel")), Reference: f.get("reference")}
+	in := deliveryJSON{RequestKey: form.RequestKey, Channel: form.Channel, Reference: form.Reference}
+	if f.err != nil {
+		return form, in, f.err
+	}
+	cerr := store.CheckDeliveryChannel(form.Channel)
+	rerr := store.CheckDeliveryReference(strings.TrimSpace(form.Reference))
+	form.ChannelError, form.ReferenceError = fieldMessage(cerr), fieldMessage(rerr)
+	return form, in, errors.Join(cerr, rerr)
+}
+
+// handleRecordDelivery is the record-a-send form: 303 back to the entry.
+// The invitation must be the entry's before anything of the body is read.
+func (s *Server) handleRecordDelivery(w http.ResponseWriter, r *http.Request) error {
 	invID := r.PathValue("invitationId")
 	if err := s.entryHolds(r, invID, ""); err != nil {
 		return err
 	}
-	f := &formReader{r: r}
-	form := views.DeliveryForm{InvitationID: invID, RequestKey: strings.TrimSpace(f.get("requestKey")),
-		Channel: strings.TrimSpace(f.get("channel")), Reference: f.get("reference")}
-	err := f.err
-	if err == nil {
-		// Each field's rule is checked here too, so its message shows
-		// beside it; the store applies the same rules again.
-		cerr := store.CheckDeliveryChannel(form.Channel)
-		rerr := store.CheckDeliveryReference(strings.TrimSpace(form.Reference))
-		form.ChannelError, form.ReferenceError = fieldMessage(cerr), fieldMessage(rerr)
-		err = errors.Join(cerr, rerr)
-	}
-	if err == nil {
-		_, err = s.db.RecordDelivery(r.Context(), ownerActor(r), invID, form.RequestKey, form.Channel, form.Reference)
-	}
-	if err != nil {
+	form, in, err := readDeliveryForm(r, invID)
+	failed := func(err error) error {
 		return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
 			if v.Delivery == nil {
 				v.ActionError = msg
@@ -191,6 +214,12 @@ func (s *Server) handleRecordDelivery(w http.ResponseWriter, r *http.Request) er
 			}
 			v.Delivery = &form
 		})
+	}
+	if err != nil {
+		return failed(err)
+	}
+	if _, err := s.db.RecordDelivery(r.Context(), ownerActor(r), invID, in.RequestKey, in.Channel, in.Reference); err != nil {
+		return failed(err)
 	}
 	s.setFlash(w, r, "Send recorded. The code can now be redeemed until it expires.")
 	return redirect(w, r, entryPath(r))

@@ -147,22 +147,30 @@ func queueReturn(programID, next string) string {
 	return base
 }
 
+// bulkSelectJSON is POST …/entries/select.
+type bulkSelectJSON struct {
+	EntryIDs []string `json:"entryIds"`
+	Reason   string   `json:"reason"`
+}
+
+// readBulkSelectForm reads the queue's select form: the chosen entries and
+// the reason, and the queue page to return to.
+func readBulkSelectForm(r *http.Request) (next string, in bulkSelectJSON, err error) {
+	f, err := readForm(r)
+	if err != nil {
+		return "", bulkSelectJSON{}, err
+	}
+	in.Reason, next = f.get("reason"), queueReturn(r.PathValue("id"), f.get("next"))
+	in.EntryIDs = r.PostForm["entryIds"]
+	return next, in, f.err
+}
+
 // handleBulkSelect selects every chosen waiting entry in one transaction
 // (all or none) and returns to the same queue page.
 func (s *Server) handleBulkSelect(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(r); err != nil {
-		return err
-	}
 	id := r.PathValue("id")
-	f := &formReader{r: r}
-	reason, next := f.get("reason"), queueReturn(id, f.get("next"))
-	ids := r.PostForm["entryIds"]
-	err := f.err
-	var done []store.Entry
-	if err == nil {
-		done, err = s.db.SelectEntries(r.Context(), ownerActor(r), id, ids, reason)
-	}
-	if err != nil {
+	next, in, err := readBulkSelectForm(r)
+	failed := func(err error) error {
 		status, msg, ok := formFailure(err)
 		if !ok {
 			return err
@@ -172,11 +180,18 @@ func (s *Server) handleBulkSelect(w http.ResponseWriter, r *http.Request) error 
 		if lerr != nil {
 			return lerr
 		}
-		v.Error, v.Reason, v.Checked = msg, reason, map[string]bool{}
-		for _, e := range ids {
+		v.Error, v.Reason, v.Checked = msg, in.Reason, map[string]bool{}
+		for _, e := range in.EntryIDs {
 			v.Checked[e] = true
 		}
 		return s.renderQueue(w, r, status, v)
+	}
+	if err != nil {
+		return failed(err)
+	}
+	done, err := s.db.SelectEntries(r.Context(), ownerActor(r), id, in.EntryIDs, in.Reason)
+	if err != nil {
+		return failed(err)
 	}
 	s.setFlash(w, r, selectedText(len(done)))
 	return redirect(w, r, next)
@@ -187,12 +202,6 @@ func selectedText(n int) string {
 		return "Selected 1 entry."
 	}
 	return "Selected " + strconv.Itoa(n) + " entries."
-}
-
-// bulkSelectJSON is POST …/entries/select.
-type bulkSelectJSON struct {
-	EntryIDs []string `json:"entryIds"`
-	Reason   string   `json:"reason"`
 }
 
 // handleBulkSelectAPI selects several waiting entries at once, all or none:

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"admit/store"
@@ -49,25 +48,36 @@ func (s *Server) handleRetireAPI(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// readRetireForm reads the retirement form into the same input as the
+// JSON route.
+func readRetireForm(r *http.Request) (retireJSON, error) {
+	f, err := readForm(r)
+	if err != nil {
+		return retireJSON{}, err
+	}
+	rev, confirm := f.get("expectedRevision"), f.get("confirm")
+	in := retireJSON{Confirm: confirm}
+	if f.err != nil {
+		return in, f.err
+	}
+	n, err := formRevision(rev)
+	in.ExpectedRevision = &n
+	return in, err
+}
+
 // handleRetire is the retirement form on the program page.
 func (s *Server) handleRetire(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(r); err != nil {
-		return err
-	}
-	f := &formReader{r: r}
-	rev, perr := strconv.ParseInt(strings.TrimSpace(f.get("expectedRevision")), 10, 64)
-	confirm := f.get("confirm")
-	err := f.err
-	if err == nil && perr != nil {
-		err = invalid("This form is missing its revision. Reload the page and try again.")
-	}
-	if err == nil {
-		_, err = s.retire(r, rev, confirm)
-	}
-	if err != nil {
+	in, err := readRetireForm(r)
+	failed := func(err error) error {
 		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) {
 			v.RetireError = msg
 		})
+	}
+	if err != nil {
+		return failed(err)
+	}
+	if _, err := s.retire(r, *in.ExpectedRevision, in.Confirm); err != nil {
+		return failed(err)
 	}
 	s.setFlash(w, r, "The program is retired. Its entries' addresses will be erased on schedule.")
 	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))

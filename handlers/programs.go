@@ -29,10 +29,10 @@ func stateCountsView(m map[string]int) []views.StateCount {
 
 // readProgramForm reads the create-program form.
 func readProgramForm(r *http.Request) (views.ProgramForm, store.NewProgram, error) {
-	if err := parseForm(r); err != nil {
+	f, err := readForm(r)
+	if err != nil {
 		return views.ProgramForm{}, store.NewProgram{}, err
 	}
-	f := &formReader{r: r}
 	v := views.ProgramForm{WorkspaceID: f.get("workspaceId"), Slug: f.get("slug"), Purpose: f.get("purpose"),
 		QueueCap: f.get("queueCap"), HourlyCap: f.get("hourlyCap"), SeatCap: f.get("seatCap"),
 		MaxInvitationDays: f.get("maxInvitationDays")}
@@ -40,7 +40,6 @@ func readProgramForm(r *http.Request) (views.ProgramForm, store.NewProgram, erro
 		return v, store.NewProgram{}, f.err
 	}
 	np := store.NewProgram{WorkspaceID: v.WorkspaceID, Slug: strings.TrimSpace(v.Slug), Purpose: v.Purpose}
-	var err error
 	for _, n := range []struct {
 		dst  *int
 		v    string
@@ -58,48 +57,43 @@ func readProgramForm(r *http.Request) (views.ProgramForm, store.NewProgram, erro
 // or /owner again with the values and the message.
 func (s *Server) handleCreateProgram(w http.ResponseWriter, r *http.Request) error {
 	form, np, err := readProgramForm(r)
-	var p *store.Program
-	if err == nil {
-		p, err = s.db.CreateProgram(r.Context(), ownerActor(r), np)
-	}
 	if err != nil {
-		status, msg, ok := formFailure(err)
-		if !ok {
-			return err
-		}
-		v, lerr := s.ownerHomeView(r)
-		if lerr != nil {
-			return lerr
-		}
-		form.Error = msg
-		v.Create = form
-		c := s.chrome(w, r, "Owner console")
-		return s.render(w, r, status, c, views.OwnerHome(c, *v))
+		return s.rerenderOwnerHome(w, r, err, form)
+	}
+	p, err := s.db.CreateProgram(r.Context(), ownerActor(r), np)
+	if err != nil {
+		return s.rerenderOwnerHome(w, r, err, form)
 	}
 	s.setFlash(w, r, "Program created. It is closed: publish a notice to open signup.")
 	return redirect(w, r, views.OwnerURL("programs", p.ID))
 }
 
-// createProgramJSON is POST /api/owner/programs.
-type createProgramJSON struct {
-	WorkspaceID       string `json:"workspaceId"`
-	Slug              string `json:"slug"`
-	Purpose           string `json:"purpose"`
-	QueueCap          int    `json:"queueCap"`
-	HourlyCap         int    `json:"hourlyCap"`
-	SeatCap           int    `json:"seatCap"`
-	MaxInvitationDays int    `json:"maxInvitationDays"`
-}
-
-// handleCreateProgramAPI creates a program: 201 Program.
-func (s *Server) handleCreateProgramAPI(w http.ResponseWriter, r *http.Request) error {
-	var body createProgramJSON
-	if err := decodeJSON(r, &body); err != nil {
+// rerenderOwnerHome shows /owner again after a failed create-program form,
+// with the submitted values and the message. A non-form error goes to the
+// adapter.
+func (s *Server) rerenderOwnerHome(w http.ResponseWriter, r *http.Request, err error, form views.ProgramForm) error {
+	status, msg, ok := formFailure(err)
+	if !ok {
 		return err
 	}
-	p, err := s.db.CreateProgram(r.Context(), ownerActor(r), store.NewProgram{WorkspaceID: body.WorkspaceID,
-		Slug: body.Slug, Purpose: body.Purpose, QueueCap: body.QueueCap, HourlyCap: body.HourlyCap,
-		SeatCap: body.SeatCap, MaxInvitationDays: body.MaxInvitationDays})
+	v, lerr := s.ownerHomeView(r)
+	if lerr != nil {
+		return lerr
+	}
+	form.Error = msg
+	v.Create = form
+	c := s.chrome(w, r, "Owner console")
+	return s.render(w, r, status, c, views.OwnerHome(c, *v))
+}
+
+// handleCreateProgramAPI creates a program from the store's own input
+// (POST /api/owner/programs): 201 Program.
+func (s *Server) handleCreateProgramAPI(w http.ResponseWriter, r *http.Request) error {
+	var np store.NewProgram
+	if err := decodeJSON(r, &np); err != nil {
+		return err
+	}
+	p, err := s.db.CreateProgram(r.Context(), ownerActor(r), np)
 	if err != nil {
 		return err
 	}
@@ -117,15 +111,12 @@ func (s *Server) handleProgramAPI(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// patchProgramJSON is PATCH /api/owner/programs/{id}: every field but the
-// expected revision is optional.
+// patchProgramJSON is PATCH /api/owner/programs/{id}: the store's settings,
+// every field optional but the expected revision, which this field (it
+// shadows the embedded one) tells missing from 0.
 type patchProgramJSON struct {
+	store.ProgramSettings
 	ExpectedRevision *int64 `json:"expectedRevision"`
-	SignupOpen       *bool  `json:"signupOpen"`
-	AccessEnabled    *bool  `json:"accessEnabled"`
-	QueueCap         *int   `json:"queueCap"`
-	HourlyCap        *int   `json:"hourlyCap"`
-	SeatCap          *int   `json:"seatCap"`
 }
 
 // handlePatchProgramAPI changes settings at the expected revision: 200 Program.
@@ -137,9 +128,9 @@ func (s *Server) handlePatchProgramAPI(w http.ResponseWriter, r *http.Request) e
 	if body.ExpectedRevision == nil {
 		return invalid("expectedRevision is required.")
 	}
-	p, err := s.db.UpdateProgram(r.Context(), ownerActor(r), r.PathValue("id"), store.ProgramSettings{
-		ExpectedRevision: *body.ExpectedRevision, SignupOpen: body.SignupOpen, AccessEnabled: body.AccessEnabled,
-		QueueCap: body.QueueCap, HourlyCap: body.HourlyCap, SeatCap: body.SeatCap})
+	set := body.ProgramSettings
+	set.ExpectedRevision = *body.ExpectedRevision
+	p, err := s.db.UpdateProgram(r.Context(), ownerActor(r), r.PathValue("id"), set)
 	if err != nil {
 		return err
 	}
@@ -230,40 +221,41 @@ func (s *Server) rerenderProgram(w http.ResponseWriter, r *http.Request, err err
 	return s.renderProgramPage(w, r, status, v)
 }
 
-// handleProgramSettings is the settings form (PATCH for browsers).
-func (s *Server) handleProgramSettings(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(r); err != nil {
-		return err
+// readSettingsForm reads the settings form.
+func readSettingsForm(r *http.Request) (views.SettingsForm, store.ProgramSettings, error) {
+	f, err := readForm(r)
+	if err != nil {
+		return views.SettingsForm{}, store.ProgramSettings{}, err
 	}
-	f := &formReader{r: r}
 	form := views.SettingsForm{ExpectedRevision: f.get("expectedRevision"), SignupOpen: f.get("signupOpen") == "yes",
 		AccessEnabled: f.get("accessEnabled") == "yes", QueueCap: f.get("queueCap"), HourlyCap: f.get("hourlyCap"),
 		SeatCap: f.get("seatCap")}
-	err := f.err
-	set := store.ProgramSettings{SignupOpen: &form.SignupOpen, AccessEnabled: &form.AccessEnabled}
-	if err == nil {
-		set.ExpectedRevision, err = strconv.ParseInt(strings.TrimSpace(form.ExpectedRevision), 10, 64)
-		if err != nil {
-			err = invalid("This form is missing its revision. Reload the page and try again.")
-		}
+	open, access := form.SignupOpen, form.AccessEnabled
+	set := store.ProgramSettings{SignupOpen: &open, AccessEnabled: &access}
+	if f.err != nil {
+		return form, set, f.err
+	}
+	if set.ExpectedRevision, err = formRevision(form.ExpectedRevision); err != nil {
+		return form, set, err
 	}
 	for _, n := range []struct {
 		dst  **int
 		v    string
 		what string
 	}{{&set.QueueCap, form.QueueCap, "queue cap"}, {&set.HourlyCap, form.HourlyCap, "hourly cap"}, {&set.SeatCap, form.SeatCap, "seat cap"}} {
+		x, err := formInt(n.v, n.what)
 		if err != nil {
-			break
+			return form, set, err
 		}
-		var x int
-		if x, err = formInt(n.v, n.what); err == nil {
-			*n.dst = &x
-		}
+		*n.dst = &x
 	}
-	if err == nil {
-		_, err = s.db.UpdateProgram(r.Context(), ownerActor(r), r.PathValue("id"), set)
-	}
-	if err != nil {
+	return form, set, nil
+}
+
+// handleProgramSettings is the settings form (PATCH for browsers).
+func (s *Server) handleProgramSettings(w http.ResponseWriter, r *http.Request) error {
+	form, set, err := readSettingsForm(r)
+	failed := func(err error) error {
 		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) {
 			// Keep what the owner chose; the hidden revision becomes the
 			// current one, so saving again is a deliberate choice made
@@ -272,6 +264,12 @@ func (s *Server) handleProgramSettings(w http.ResponseWriter, r *http.Request) e
 			form.ExpectedRevision = v.Settings.ExpectedRevision
 			v.Settings = form
 		})
+	}
+	if err != nil {
+		return failed(err)
+	}
+	if _, err := s.db.UpdateProgram(r.Context(), ownerActor(r), r.PathValue("id"), set); err != nil {
+		return failed(err)
 	}
 	s.setFlash(w, r, "Settings saved.")
 	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))

@@ -101,65 +101,36 @@ func (s *Server) handleWaitlist(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, r, http.StatusOK, c, views.Waitlist(c, *v))
 }
 
+// readSignupForm reads the no-JavaScript signup form. The form is returned
+// whatever the error, for the page to show again.
+func readSignupForm(r *http.Request) (*signupForm, error) {
+	f, err := readForm(r)
+	if err != nil {
+		return &signupForm{}, err
+	}
+	form := &signupForm{RequestKey: strings.TrimSpace(f.get("requestKey")), Email: f.get("email"),
+		Honeypot: f.get("website"), Permission: f.get("permission") == "yes"}
+	if n, err := strconv.Atoi(f.get("noticeVersion")); err == nil {
+		form.NoticeVersion = n
+	}
+	return form, f.err
+}
+
 // handleWaitlistPost is the no-JavaScript signup form.
 func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) error {
 	slug := r.PathValue("slug")
-	if err := parseForm(r); err != nil {
-		return err
-	}
-	f := &signupForm{}
-	var verr error
-	get := func(name string) string {
-		v, err := formValue(r, name)
-		if err != nil && verr == nil {
-			verr = err
-		}
-		return v
-	}
-	f.RequestKey = strings.TrimSpace(get("requestKey"))
-	f.Email = get("email")
-	f.Honeypot = get("website")
-	f.Permission = get("permission") == "yes"
-	if n, err := strconv.Atoi(get("noticeVersion")); err == nil {
-		f.NoticeVersion = n
-	}
+	f, err := readSignupForm(r)
 	submittedEmail := f.Email
-	noStore(w)
-
-	var res *store.SignupResult
-	err := verr
-	if err == nil {
-		res, err = s.admit(r, slug, f)
+	failed := func(err error) error {
+		return s.signupFailed(w, r, slug, f, submittedEmail, err)
 	}
 	if err != nil {
-		status, _, message := classify(err)
-		switch status {
-		case http.StatusBadRequest, http.StatusConflict, http.StatusTooManyRequests:
-		default:
-			return err
-		}
-		v, lerr := s.waitlistView(r, slug)
-		if lerr != nil {
-			return lerr
-		}
-		v.Email, v.Permission = submittedEmail, f.Permission
-		switch {
-		case status == http.StatusBadRequest && f.field == "email":
-			v.EmailError = message
-		case status == http.StatusBadRequest && f.field == "permission":
-			v.PermissionError = message
-		default:
-			v.Message = message
-		}
-		if status == http.StatusBadRequest {
-			// Nothing was stored: the same key may be submitted again.
-			if _, perr := uuid.Parse(f.RequestKey); perr == nil {
-				v.RequestKey = f.RequestKey
-			}
-		}
-		// 409 and 429 get the fresh key waitlistView made.
-		c := s.chrome(w, r, "Join the waitlist")
-		return s.render(w, r, status, c, views.Waitlist(c, *v))
+		return failed(err)
+	}
+	noStore(w)
+	res, err := s.admit(r, slug, f)
+	if err != nil {
+		return failed(err)
 	}
 
 	// The page quotes the notice the person agreed to, which a replay may
@@ -175,6 +146,43 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 	}
 	c := s.chrome(w, r, "Request received")
 	return s.render(w, r, http.StatusAccepted, c, views.Received(c, rv))
+}
+
+// signupFailed shows the signup form again after a refusal (400, 409,
+// 429) with the submitted address and one message in its place. Anything
+// else goes to the error adapter.
+func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug string, f *signupForm, submittedEmail string, err error) error {
+	status, _, message := classify(err)
+	switch {
+	case unreadableBody(err):
+		return err
+	case status == http.StatusBadRequest, status == http.StatusConflict, status == http.StatusTooManyRequests:
+	default:
+		return err
+	}
+	noStore(w)
+	v, lerr := s.waitlistView(r, slug)
+	if lerr != nil {
+		return lerr
+	}
+	v.Email, v.Permission = submittedEmail, f.Permission
+	switch {
+	case status == http.StatusBadRequest && f.field == "email":
+		v.EmailError = message
+	case status == http.StatusBadRequest && f.field == "permission":
+		v.PermissionError = message
+	default:
+		v.Message = message
+	}
+	if status == http.StatusBadRequest {
+		// Nothing was stored: the same key may be submitted again.
+		if _, perr := uuid.Parse(f.RequestKey); perr == nil {
+			v.RequestKey = f.RequestKey
+		}
+	}
+	// 409 and 429 get the fresh key waitlistView made.
+	c := s.chrome(w, r, "Join the waitlist")
+	return s.render(w, r, status, c, views.Waitlist(c, *v))
 }
 
 // signupJSON is the JSON signup body.

@@ -51,15 +51,16 @@ var slugPattern = regexp.MustCompile(`^[a-z0-9-]{3,60}$`)
 // ValidSlug reports whether s is a valid public program slug.
 func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
 
-// NewProgram holds the fields of a program being created.
+// NewProgram holds the fields of a program being created; its JSON form is
+// the body of POST /api/owner/programs (docs/API.md).
 type NewProgram struct {
-	WorkspaceID       string
-	Slug              string
-	Purpose           string
-	QueueCap          int
-	HourlyCap         int
-	SeatCap           int
-	MaxInvitationDays int
+	WorkspaceID       string `json:"workspaceId"`
+	Slug              string `json:"slug"`
+	Purpose           string `json:"purpose"`
+	QueueCap          int    `json:"queueCap"`
+	HourlyCap         int    `json:"hourlyCap"`
+	SeatCap           int    `json:"seatCap"`
+	MaxInvitationDays int    `json:"maxInvitationDays"`
 }
 
 // Validate checks every bound with a message for the field at fault.
@@ -173,11 +174,12 @@ func (db *DB) CreateProgram(ctx context.Context, a Actor, np NewProgram) (*Progr
 	return p, err
 }
 
-// NewNotice holds the texts of a notice being published.
+// NewNotice holds the texts of a notice being published; its JSON form is
+// the body of POST /api/owner/programs/{id}/notices (docs/API.md).
 type NewNotice struct {
-	Purpose       string
-	ContactText   string
-	RetentionText string
+	Purpose       string `json:"purpose"`
+	ContactText   string `json:"contactText"`
+	RetentionText string `json:"retentionText"`
 }
 
 // Validate checks the notice's bounds.
@@ -234,14 +236,15 @@ func (db *DB) PublishNotice(ctx context.Context, a Actor, programID string, nn N
 	return n, err
 }
 
-// ProgramSettings is a partial update of a program; nil fields stay as they are.
+// ProgramSettings is a partial update of a program; nil fields stay as they
+// are. Its JSON form is the body of PATCH /api/owner/programs/{id}.
 type ProgramSettings struct {
-	ExpectedRevision int64
-	SignupOpen       *bool
-	AccessEnabled    *bool
-	QueueCap         *int
-	HourlyCap        *int
-	SeatCap          *int
+	ExpectedRevision int64 `json:"expectedRevision"`
+	SignupOpen       *bool `json:"signupOpen"`
+	AccessEnabled    *bool `json:"accessEnabled"`
+	QueueCap         *int  `json:"queueCap"`
+	HourlyCap        *int  `json:"hourlyCap"`
+	SeatCap          *int  `json:"seatCap"`
 }
 
 // UpdateProgram applies settings if the program is still at the expected

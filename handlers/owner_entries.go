@@ -59,7 +59,7 @@ func (s *Server) entryPageView(r *http.Request, programID, entryID string) (*vie
 // invitationRow is an invitation for the HTML views, in the state an owner
 // should see (a lapsed one reads expired).
 func invitationRow(inv *store.Invitation, now time.Time) views.InvitationRow {
-	return views.InvitationRow{ID: inv.ID, State: invitationState(inv, now), IssuedAt: inv.IssuedAt,
+	return views.InvitationRow{ID: inv.ID, State: inv.StateAt(now), IssuedAt: inv.IssuedAt,
 		ExpiresAt: inv.ExpiresAt, DeliveryRecordedAt: inv.DeliveryRecordedAt, Channel: inv.DeliveryChannel,
 		Reference: inv.DeliveryReference}
 }

@@ -68,18 +68,10 @@ type invitationJSON struct {
 	DeliveryReference  *string `json:"deliveryReference"`
 }
 
-// invitationState is the state an owner should see: an issued invitation
-// whose expiry has passed (by the store's clock) reads "expired" even before
-// a later transaction marks it so.
-func invitationState(inv *store.Invitation, now time.Time) string {
-	if inv.State == store.InviteIssued && !now.Before(inv.ExpiresAt) {
-		return store.InviteExpired
-	}
-	return inv.State
-}
-
+// toInvitationJSON is an invitation as an owner sees it at now (see
+// store.Invitation.StateAt).
 func toInvitationJSON(inv *store.Invitation, now time.Time) invitationJSON {
-	return invitationJSON{ID: inv.ID, EntryID: inv.EntryID, State: invitationState(inv, now),
+	return invitationJSON{ID: inv.ID, EntryID: inv.EntryID, State: inv.StateAt(now),
 		IssuedAt: rfc3339(inv.IssuedAt), ExpiresAt: rfc3339(inv.ExpiresAt),
 		DeliveryRecordedAt: rfc3339Ptr(inv.DeliveryRecordedAt), DeliveryChannel: nonEmpty(inv.DeliveryChannel),
 		DeliveryReference: nonEmpty(inv.DeliveryReference)}

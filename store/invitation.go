@@ -51,6 +51,15 @@ const (
 	InviteExpired  = "expired"
 )
 
+// StateAt is the invitation's state as seen at now: an issued invitation
+// past its expiry is expired even before the sweep records it.
+func (inv *Invitation) StateAt(now time.Time) string {
+	if inv.State == InviteIssued && !now.Before(inv.ExpiresAt) {
+		return InviteExpired
+	}
+	return inv.State
+}
+
 const invitationColumns = `i.id, i.program_id, i.entry_id, i.state, i.issued_at, i.expires_at,
 	i.delivery_recorded_at, coalesce(i.delivery_channel, ''), coalesce(i.delivery_reference, ''), i.terminal_at`
 

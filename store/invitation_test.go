@@ -324,3 +324,24 @@ func TestRevokeGrant_EndsAccessOnceAndOnlyForItsOwner(t *testing.T) {
 		t.Fatal("an audit event holds an address")
 	}
 }
+
+func TestInvitationStateAt_AnIssuedInvitationIsExpiredFromItsExpiryOn(t *testing.T) {
+	exp := testEpoch.Add(time.Hour)
+	for _, tc := range []struct {
+		state string
+		at    time.Time
+		want  string
+	}{
+		{InviteIssued, exp.Add(-time.Millisecond), InviteIssued},
+		{InviteIssued, exp, InviteExpired},
+		{InviteIssued, exp.Add(time.Hour), InviteExpired},
+		{InviteRedeemed, exp.Add(time.Hour), InviteRedeemed},
+		{InviteRevoked, exp.Add(time.Hour), InviteRevoked},
+		{InviteExpired, exp.Add(-time.Hour), InviteExpired},
+	} {
+		inv := &Invitation{State: tc.state, ExpiresAt: exp}
+		if got := inv.StateAt(tc.at); got != tc.want {
+			t.Errorf("%s invitation at expiry%+v: state %q, want %q", tc.state, tc.at.Sub(exp), got, tc.want)
+		}
+	}
+}

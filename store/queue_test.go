@@ -23,7 +23,11 @@ type queueRow struct {
 // mustBulkEntries inserts n entries into the program in one transaction,
 // with raw SQL for speed: states cycle unevenly through every state, and
 // join times repeat (several entries share an instant) and do not follow
-// insertion order, so the ID tie-break is exercised.
+// insertion order, so the ID tie-break is exercised. The rows lack what the
+// store's operations write beside an entry (receipt, events, invitations
+// and grants for the later states): it serves only the ten-thousand-entry
+// test of the queue's read path; every other test builds entries with
+// mustEntryVia.
 func mustBulkEntries(tb testing.TB, db *DB, programID, noticeID string, n int, base time.Time) []queueRow {
 	tb.Helper()
 	rows := make([]queueRow, 0, n)
@@ -161,9 +165,22 @@ func TestQueue_CursorPaginationVisitsTenThousandEntriesOnceInOrderUnderEveryFilt
 func TestQueue_EntriesJoiningDuringPagingAreVisitedOnce(t *testing.T) {
 	db, clock := mustOpenDBWithClock(t)
 	a, w := mustOwner(t, db)
-	p := mustProgram(t, db, a, w, "arrivals")
-	n := mustNotice(t, db, a, p.ID)
-	rows := mustBulkEntries(t, db, p.ID, n.ID, 500, testEpoch.Add(-time.Hour))
+	np := newTestProgram(w, "arrivals")
+	np.QueueCap, np.HourlyCap = 1000, 1000
+	p, err := db.CreateProgram(context.Background(), a, np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustNotice(t, db, a, p.ID)
+	mustSetProgram(t, db, a, p.ID, func(s *ProgramSettings) { s.SignupOpen = ptrTo(true) })
+	// 500 signups over the past hour, several sharing each instant.
+	start := clock.Now()
+	var rows []string
+	for i := range 500 {
+		clock.Set(start.Add(-time.Hour + time.Duration(i/4)*time.Second))
+		rows = append(rows, mustEntryVia(t, db, a, p.ID, StateWaiting))
+	}
+	clock.Set(start)
 	first, err := db.Queue(context.Background(), a, p.ID, QueueFilter{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +189,7 @@ func TestQueue_EntriesJoiningDuringPagingAreVisitedOnce(t *testing.T) {
 	clock.Add(time.Minute)
 	var arrived []string
 	for i := 0; i < 5; i++ {
-		arrived = append(arrived, mustRawEntry(t, db, p.ID, n.ID, StateWaiting))
+		arrived = append(arrived, mustEntryVia(t, db, a, p.ID, StateWaiting))
 	}
 	seen := map[string]int{}
 	for _, e := range first.Entries {
@@ -202,8 +219,11 @@ func TestQueue_CursorHoldsOnlyAnInstantAndAnID(t *testing.T) {
 	db := MustOpenDB(t)
 	a, w := mustOwner(t, db)
 	p := mustProgram(t, db, a, w, "cursor-shape")
-	n := mustNotice(t, db, a, p.ID)
-	mustBulkEntries(t, db, p.ID, n.ID, 10, testEpoch)
+	mustNotice(t, db, a, p.ID)
+	mustSetProgram(t, db, a, p.ID, func(s *ProgramSettings) { s.SignupOpen = ptrTo(true) })
+	for range 10 {
+		mustEntryVia(t, db, a, p.ID, StateWaiting)
+	}
 	page, err := db.Queue(context.Background(), a, p.ID, QueueFilter{Limit: 3, State: ""})
 	if err != nil || page.NextCursor == "" {
 		t.Fatalf("queue: %v, cursor %q", err, page.NextCursor)

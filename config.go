@@ -38,6 +38,9 @@ type Config struct {
 	// PprofAddr, when set (ADMIT_PPROF_ADDR), is a loopback host:port where
 	// a separate listener serves net/http/pprof for profiling. Off by default.
 	PprofAddr string
+	// RequestIDHeader names the trusted proxy header carrying a request ID
+	// (ADMIT_REQUEST_ID_HEADER, e.g. X-Request-ID); empty: admit makes them.
+	RequestIDHeader string
 
 	partiesDerived bool
 }
@@ -79,6 +82,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		ClerkAPIURL:         r.env("CLERK_API_URL", "https://api.clerk.com/v1"),
 		ClerkIssuer:         r.env("CLERK_ISSUER", ""),
 		ClientIPHeader:      r.env("ADMIT_CLIENT_IP_HEADER", ""),
+		RequestIDHeader:     r.env("ADMIT_REQUEST_ID_HEADER", ""),
 		DevOwnerEmail:       r.env("ADMIT_DEV_OWNER_EMAIL", "owner@example.test"),
 		PprofAddr:           r.env("ADMIT_PPROF_ADDR", ""),
 	}
@@ -89,6 +93,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	r.checkPprof(c.PprofAddr)
 	if c.ClientIPHeader != "" && strings.ContainsAny(c.ClientIPHeader, " :\t") {
 		r.bad("ADMIT_CLIENT_IP_HEADER=%q is not a header name", c.ClientIPHeader)
+	}
+	if c.RequestIDHeader != "" && strings.ContainsAny(c.RequestIDHeader, " :\t") {
+		r.bad("ADMIT_REQUEST_ID_HEADER=%q is not a header name", c.RequestIDHeader)
 	}
 	if c.DevMode() {
 		r.checkDev(c, host)

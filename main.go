@@ -136,7 +136,10 @@ func serveStoreOptions(bc *backup.Config) store.Options {
 // serve runs admit until ctx is done: the store, replication, erasure, the
 // identity provider and the HTTP server, closed in the reverse order.
 func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) (err error) {
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger, err := newLogger(getenv, stderr)
+	if err != nil {
+		return err
+	}
 	// Read litestream.yml first: a bad key refuses the start before any data is touched.
 	backupCfg, err := loadBackupConfig(getenv)
 	if err != nil {
@@ -179,6 +182,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	srv, err := handlers.New(handlers.Options{
 		PublicURL:           cfg.PublicURL,
 		ClientIPHeader:      cfg.ClientIPHeader,
+		RequestIDHeader:     cfg.RequestIDHeader,
 		NetworkHourlyLimit:  cfg.NetworkHourlyLimit,
 		ClerkPublishableKey: cfg.ClerkPublishableKey,
 		Keys:                keys,

@@ -113,12 +113,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Vary", "HX-Request")
 	if isHTMX(r) {
 		w.WriteHeader(status)
-		_ = views.ErrorBlock(status, titles[status], message).Render(r.Context(), w)
+		_ = views.ErrorBlock(status, titles[status], message, requestIDFrom(r.Context())).Render(r.Context(), w)
 		return
 	}
 	c := s.chrome(w, r, titles[status])
 	w.WriteHeader(status)
-	_ = views.ErrorPage(c, status, titles[status], message).Render(r.Context(), w)
+	_ = views.ErrorPage(c, status, titles[status], message, requestIDFrom(r.Context())).Render(r.Context(), w)
 }
 
 // writeJSON writes v as a JSON response with the given status.

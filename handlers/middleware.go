@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"time"
 
 	"admit/internal/identity"
 )
@@ -40,7 +39,6 @@ func clerkCSP(fapi string) string {
 // never the path's values or the query string.
 func (s *Server) withSecurity(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
@@ -56,23 +54,17 @@ func (s *Server) withSecurity(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic", "route", r.Pattern, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				s.log.ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				if !rec.wrote {
 					s.writeError(rec, r, errors.New("panic"))
 				}
 			}
-			route := r.Pattern
-			if route == "" {
-				route = "unmatched"
-			}
-			s.log.Info("request", "method", r.Method, "route", route, "status", rec.status,
-				"ms", time.Since(start).Milliseconds())
 		}()
 		next.ServeHTTP(rec, r)
 	})
 }
 
-// statusRecorder remembers the status for the request log.
+// statusRecorder remembers whether a panicking handler already answered.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int

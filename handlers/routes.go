@@ -34,7 +34,7 @@ func (s *Server) routes() http.Handler {
 		return errNotFound
 	}))
 
-	return s.withSecurity(s.withOrigin(mux))
+	return s.withRequestLog(mux.ServeMux, s.withSecurity(s.withOrigin(mux)))
 }
 
 // publicRoutes need no identity, except the sign-out and the CSRF token,
@@ -186,6 +186,7 @@ func (m routeMux) Handle(pattern string, h http.Handler, limit ...int64) {
 	if len(limit) > 0 {
 		n = limit[0]
 	}
+	m.s.patterns[pattern] = true
 	m.ServeMux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > n {
 			m.s.writeError(w, r, errTooLarge)

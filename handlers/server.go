@@ -50,6 +50,9 @@ type Options struct {
 	// BackupStatus reports the continuous backup for the owner console; nil
 	// means no replica is configured.
 	BackupStatus func() (BackupStatus, error)
+	// RequestIDHeader names a trusted proxy header carrying the request ID
+	// (ADMIT_REQUEST_ID_HEADER); empty means admit makes every ID.
+	RequestIDHeader string
 	// Ready reports extra readiness problems (e.g. replication); nil means ready.
 	Ready func(context.Context) error
 	// SignupAnswerDelay is when a signup's answer is released after its
@@ -82,6 +85,9 @@ type Server struct {
 	origin    string
 	clerkFAPI string
 	handler   http.Handler
+	// patterns are the registered route patterns: the only route names
+	// logs and metrics use.
+	patterns map[string]bool
 	// quotes caches what the form's 202 page quotes from a notice.
 	quotes quoteCache
 }
@@ -106,7 +112,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 			return nil, fmt.Errorf("handlers: the %s key must be 32 bytes", name)
 		}
 	}
-	s := &Server{opts: opts, db: db, id: id, log: opts.Logger}
+	s := &Server{opts: opts, db: db, id: id, log: slog.New(requestIDLogHandler{opts.Logger.Handler()}), patterns: map[string]bool{}}
 	s.origin = opts.PublicURL.Scheme + "://" + opts.PublicURL.Host
 	if id.Mode() == identity.ModeClerk {
 		fapi, err := frontendAPIFromPublishableKey(opts.ClerkPublishableKey)

@@ -94,17 +94,22 @@ func formRequestKey(tb testing.TB, body string) string {
 	return key
 }
 
-// withoutDate returns a copy of h without the Date header.
+// withoutDate returns a copy of h without the Date header and the
+// request ID, which differ on every response.
 func withoutDate(h http.Header) http.Header {
 	c := h.Clone()
 	c.Del("Date")
+	c.Del("X-Request-ID")
 	return c
 }
 
 // sameResponse fails the test unless two responses have the same status,
-// headers apart from Date, and body.
+// headers apart from Date and the request ID (of one form in both), and body.
 func sameResponse(tb testing.TB, what string, a, b *testResponse) {
 	tb.Helper()
+	if ia, ib := a.Header.Get("X-Request-ID"), b.Header.Get("X-Request-ID"); len(ia) != 16 || len(ib) != 16 {
+		tb.Fatalf("%s: request IDs %q and %q, want two made by admit", what, ia, ib)
+	}
 	if a.StatusCode != b.StatusCode {
 		tb.Fatalf("%s: status %d vs %d", what, a.StatusCode, b.StatusCode)
 	}

@@ -143,7 +143,7 @@ func TestRequestID_ProxyHeaderIsBelievedOnlyWhenTrustedAndWellFormed(t *testing.
 
 func TestServerErrorShowsTheRequestIDOnThePageAndInTheLog(t *testing.T) {
 	app := MustStartApp(t)
-	broken, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "admit.db"))
+	broken, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "admit.db"), store.Options{BindingKey: testKey(120)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,30 +138,14 @@ func (s *Server) handlePatchProgramAPI(w http.ResponseWriter, r *http.Request) e
 	return nil
 }
 
-// programPageView loads everything the program page shows, with each form
-// filled from the saved state.
+// programPageView loads everything the program page shows, in one store
+// read, with each form filled from the saved state.
 func (s *Server) programPageView(r *http.Request, programID string) (*views.ProgramPageView, error) {
-	ctx, a := r.Context(), ownerActor(r)
-	p, err := s.db.ProgramByID(ctx, a, programID)
+	pg, err := s.db.ProgramPage(r.Context(), ownerActor(r), programID)
 	if err != nil {
 		return nil, err
 	}
-	counts, err := s.db.StateCounts(ctx, a, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	notices, err := s.db.ProgramNotices(ctx, a, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	body, rev, err := s.db.OwnerContent(ctx, a, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	assets, err := s.db.ListAssets(ctx, a, p.ID)
-	if err != nil {
-		return nil, err
-	}
+	p, counts, notices, body, rev, assets := pg.Program, pg.Counts, pg.Notices, pg.Content, pg.ContentRevision, pg.Assets
 	v := &views.ProgramPageView{Program: programSummary(p), Counts: stateCountsView(counts),
 		Settings: settingsFormOf(p),
 		Notice:   views.NoticeForm{Purpose: p.Purpose},

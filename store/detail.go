@@ -194,12 +194,18 @@ func (db *DB) OwnerContent(ctx context.Context, a Actor, programID string) (body
 		if err != nil {
 			return err
 		}
-		err = tx.QueryRowContext(ctx, `SELECT body, revision FROM early_access_content WHERE program_id = ?`, p.ID).Scan(&body, &revision)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
+		body, revision, err = ownerContent(ctx, tx, p.ID)
 		return err
 	})
+	return body, revision, err
+}
+
+// ownerContent reads a program's private content and its revision.
+func ownerContent(ctx context.Context, tx *Tx, programID string) (body string, revision int64, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT body, revision FROM early_access_content WHERE program_id = ?`, programID).Scan(&body, &revision)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, nil
+	}
 	return body, revision, err
 }
 
@@ -211,22 +217,72 @@ func (db *DB) ProgramNotices(ctx context.Context, a Actor, programID string) ([]
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, program_id, version, purpose, contact_text, retention_text, published_at
-			FROM notices WHERE program_id = ? ORDER BY version DESC`, p.ID)
-		if err != nil {
-			return fmt.Errorf("list notices: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var n Notice
-			var at int64
-			if err := rows.Scan(&n.ID, &n.ProgramID, &n.Version, &n.Purpose, &n.ContactText, &n.RetentionText, &at); err != nil {
-				return err
-			}
-			n.PublishedAt = FromMillis(at)
-			out = append(out, n)
-		}
-		return rows.Err()
+		out, err = programNotices(ctx, tx, p.ID)
+		return err
 	})
 	return out, err
+}
+
+// programNotices lists a program's notice versions, newest first.
+func programNotices(ctx context.Context, tx *Tx, programID string) ([]Notice, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, program_id, version, purpose, contact_text, retention_text, published_at
+		FROM notices WHERE program_id = ? ORDER BY version DESC`, programID)
+	if err != nil {
+		return nil, fmt.Errorf("list notices: %w", err)
+	}
+	defer rows.Close()
+	var out []Notice
+	for rows.Next() {
+		var n Notice
+		var at int64
+		if err := rows.Scan(&n.ID, &n.ProgramID, &n.Version, &n.Purpose, &n.ContactText, &n.RetentionText, &at); err != nil {
+			return nil, err
+		}
+		n.PublishedAt = FromMillis(at)
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// ProgramPage is everything the owner's program page shows, read from one
+// snapshot.
+type ProgramPage struct {
+	Program *Program
+	// Counts holds the number of entries in each state that has any.
+	Counts map[string]int
+	// Notices are the notice versions, newest first.
+	Notices []Notice
+	// Content is the private content and ContentRevision its revision
+	// ("" and 0 while none is written).
+	Content         string
+	ContentRevision int64
+	Assets          []AssetInfo
+}
+
+// ProgramPage reads a program and everything its owner's page shows in one
+// read transaction, checking ownership once.
+func (db *DB) ProgramPage(ctx context.Context, a Actor, programID string) (*ProgramPage, error) {
+	var pg ProgramPage
+	err := db.View(ctx, func(tx *Tx) error {
+		var err error
+		if pg.Program, err = ownedProgram(ctx, tx, a, programID); err != nil {
+			return err
+		}
+		id := pg.Program.ID
+		if pg.Counts, err = stateCounts(ctx, tx, id); err != nil {
+			return err
+		}
+		if pg.Notices, err = programNotices(ctx, tx, id); err != nil {
+			return err
+		}
+		if pg.Content, pg.ContentRevision, err = ownerContent(ctx, tx, id); err != nil {
+			return err
+		}
+		pg.Assets, err = assetInfos(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &pg, nil
 }

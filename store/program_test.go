@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -467,5 +468,44 @@ func TestSeedDemo_DoesNothingWhenAWorkspaceExists(t *testing.T) {
 	}
 	if n := mustCount(t, db, `SELECT count(*) FROM programs`); n != 0 {
 		t.Fatalf("programs=%d, want 0", n)
+	}
+}
+
+func TestProgramPage_ReadsEverythingThePageShowsForItsOwnerOnly(t *testing.T) {
+	f := mustAccessFixture(t)
+	ctx := context.Background()
+	p := f.program(t, "page", "Private text.")
+	f.asset(t, p, "guide.png", "image/png", []byte("read me"))
+	mustEntryVia(t, f.db, f.owner, p.ID, StateWaiting)
+	mustEntryVia(t, f.db, f.owner, p.ID, StateSelected)
+
+	pg, err := f.db.ProgramPage(ctx, f.owner, p.ID)
+	if err != nil {
+		t.Fatalf("ProgramPage: %v", err)
+	}
+	wantProgram := mustProgramByID(t, f.db, f.owner, p.ID)
+	if !reflect.DeepEqual(pg.Program, wantProgram) {
+		t.Errorf("program:\n got %+v\nwant %+v", pg.Program, wantProgram)
+	}
+	if got, want := pg.Counts, map[string]int{StateWaiting: 1, StateSelected: 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("counts=%v, want %v", got, want)
+	}
+	notices, err := f.db.ProgramNotices(ctx, f.owner, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pg.Notices) != 1 || !reflect.DeepEqual(pg.Notices, notices) {
+		t.Errorf("notices:\n got %+v\nwant %+v (one)", pg.Notices, notices)
+	}
+	if got, want := pg.Content, "Private text."; got != want || pg.ContentRevision != 1 {
+		t.Errorf("content=%q revision %d, want %q revision 1", got, pg.ContentRevision, want)
+	}
+	if len(pg.Assets) != 1 || pg.Assets[0].Name != "guide.png" || pg.Assets[0].Size != len("read me") {
+		t.Errorf("assets=%+v, want guide.png of %d bytes", pg.Assets, len("read me"))
+	}
+
+	other, _ := mustOwner(t, f.db)
+	if _, err := f.db.ProgramPage(ctx, other, p.ID); ErrorCode(err) != ENOTFOUND {
+		t.Errorf("another workspace's owner: err=%v, want %s", err, ENOTFOUND)
 	}
 }

@@ -220,27 +220,36 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 // StateCounts counts a program's entries by state. It reads the counters
 // that triggers on entries keep (migration 00002), not the queue itself.
 func (db *DB) StateCounts(ctx context.Context, a Actor, programID string) (map[string]int, error) {
-	out := map[string]int{}
+	var out map[string]int
 	err := db.View(ctx, func(tx *Tx) error {
 		if _, err := ownedProgram(ctx, tx, a, programID); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT state, n FROM entry_state_counts WHERE program_id = ? AND n > 0`, programID)
-		if err != nil {
-			return fmt.Errorf("count states: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var s string
-			var n int
-			if err := rows.Scan(&s, &n); err != nil {
-				return err
-			}
-			out[s] = n
-		}
-		return rows.Err()
+		var err error
+		out, err = stateCounts(ctx, tx, programID)
+		return err
 	})
 	return out, err
+}
+
+// stateCounts reads the number of a program's entries in each state that
+// has any.
+func stateCounts(ctx context.Context, tx *Tx, programID string) (map[string]int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT state, n FROM entry_state_counts WHERE program_id = ? AND n > 0`, programID)
+	if err != nil {
+		return nil, fmt.Errorf("count states: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, err
+		}
+		out[s] = n
+	}
+	return out, rows.Err()
 }
 
 // transition moves one entry from one of the allowed states to the next,

@@ -2,12 +2,14 @@ package handlers
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -235,6 +237,29 @@ func TestDecodeJSON_UnreadableBodyIsInvalid(t *testing.T) {
 	}
 }
 
+// mustConstraintError returns the error SQLite gives a second row with the
+// same unique key.
+func mustConstraintError(tb testing.TB) error {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(tb.TempDir(), "unique.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE entries (email_key TEXT UNIQUE)`); err != nil {
+		tb.Fatal(err)
+	}
+	insert := `INSERT INTO entries (email_key) VALUES ('a@example.test')`
+	if _, err := db.Exec(insert); err != nil {
+		tb.Fatal(err)
+	}
+	_, err = db.Exec(insert)
+	if err == nil {
+		tb.Fatal("a duplicate unique key was accepted")
+	}
+	return err
+}
+
 func TestClassify_MapsEveryErrorToOneStatusAndCode(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -266,7 +291,7 @@ func TestClassify_MapsEveryErrorToOneStatusAndCode(t *testing.T) {
 		{"store internal", store.Errorf(store.EINTERNAL, "boom"), 500, store.EINTERNAL, fixedMessages[500], ""},
 		{"unexpected error", errors.New("sqlite: disk I/O error at /srv/admit/admit.db"), 500, store.EINTERNAL,
 			fixedMessages[500], "sqlite"},
-		{"constraint failure", errors.New("UNIQUE constraint failed: entries.email_key"), 409, store.ECONFLICT, "", "email_key"},
+		{"constraint failure", mustConstraintError(t), 409, store.ECONFLICT, "", "email_key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, code, message := classify(tc.err)

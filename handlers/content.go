@@ -25,7 +25,7 @@ func readContentForm(r *http.Request) (views.ContentForm, contentEdit, error) {
 	if f.err != nil {
 		return form, edit, f.err
 	}
-	rev, err := formRevision(form.ExpectedRevision)
+	rev, err := store.FormRevision(form.ExpectedRevision)
 	edit.ExpectedRevision = &rev
 	return form, edit, err
 }
@@ -63,10 +63,11 @@ func (s *Server) handlePutContentAPI(w http.ResponseWriter, r *http.Request) err
 	if err := decodeJSON(r, &edit); err != nil {
 		return err
 	}
-	if edit.ExpectedRevision == nil {
-		return invalid("expectedRevision is required (0 when there is no content yet).")
+	rev, err := store.RequireRevision(edit.ExpectedRevision, "0 when there is no content yet")
+	if err != nil {
+		return err
 	}
-	rev, err := s.db.PutContent(r.Context(), ownerActor(r), r.PathValue("id"), *edit.ExpectedRevision, edit.Body)
+	rev, err = s.db.PutContent(r.Context(), ownerActor(r), r.PathValue("id"), rev, edit.Body)
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,6 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
-	"time"
 )
 
 // wantsBlock reports whether to answer with the htmx block only: an htmx
@@ -75,15 +72,6 @@ func readForm(r *http.Request) (*formReader, error) {
 	return &formReader{r: r}, nil
 }
 
-// formRevision parses the hidden revision a form carries.
-func formRevision(v string) (int64, error) {
-	rev, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil {
-		return 0, invalid("This form is missing its revision. Reload the page and try again.")
-	}
-	return rev, nil
-}
-
 // formReader reads single-valued fields of a parsed form, keeping the first
 // error (a repeated field).
 type formReader struct {
@@ -99,15 +87,6 @@ func (f *formReader) get(name string) string {
 	return v
 }
 
-// formInt parses a whole number typed into a form.
-func formInt(v, what string) (int, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		return 0, invalid("The " + what + " must be a whole number.")
-	}
-	return n, nil
-}
-
 // decodeEmptyJSON accepts the empty object a body-less action takes: "{}",
 // or no body at all. Any field is unknown, so 400.
 func decodeEmptyJSON(r *http.Request) error {
@@ -116,10 +95,4 @@ func decodeEmptyJSON(r *http.Request) error {
 	}
 	var none struct{}
 	return decodeJSON(r, &none)
-}
-
-// parseDay parses a UTC date (YYYY-MM-DD) as typed into a date input.
-func parseDay(v string) (time.Time, bool) {
-	t, err := time.Parse(time.DateOnly, v)
-	return t, err == nil
 }

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -47,18 +45,9 @@ func singleQuery(raw string) (url.Values, error) {
 	return q, nil
 }
 
-// pageLimit parses ?limit=: empty is the default page size (0); anything
-// else must be a whole number from 1 to store.MaxPageSize (else 400).
-func pageLimit(v string) (int, error) {
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > store.MaxPageSize {
-		return 0, invalid(fmt.Sprintf("The page size must be a whole number from 1 to %d.", store.MaxPageSize))
-	}
-	return n, nil
-}
+// pageLimit parses ?limit= (store.PageLimit): empty is the default page
+// size (0).
+func pageLimit(v string) (int, error) { return store.PageLimit(v) }
 
 // readBody reads the (already size-limited) body; over the limit is 413.
 func readBody(r *http.Request) ([]byte, error) {

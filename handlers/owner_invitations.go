@@ -22,21 +22,6 @@ func newIssueForm(p *store.Program, now time.Time) views.IssueForm {
 		Time: now.Format("15:04"), MinDate: now.Add(24 * time.Hour).Format(time.DateOnly), MaxDate: max.Format(time.DateOnly)}
 }
 
-// issueExpiry combines the form's date and time of day (UTC) into the
-// expiry instant. The same form submitted twice gives the same instant, so
-// it binds to the same request.
-func issueExpiry(day, clock string) (time.Time, error) {
-	d, ok := parseDay(strings.TrimSpace(day))
-	if !ok {
-		return time.Time{}, invalid("Choose the day the code expires.")
-	}
-	tod, err := time.Parse("15:04", strings.TrimSpace(clock))
-	if err != nil {
-		return time.Time{}, invalid("This form is missing its time of day. Reload the page and try again.")
-	}
-	return d.Add(time.Duration(tod.Hour())*time.Hour + time.Duration(tod.Minute())*time.Minute), nil
-}
-
 // issuedView is the page that shows a new code once (or, on a same-key
 // replay, only that it was issued).
 func (s *Server) issuedView(r *http.Request, res *store.IssueResult) (*views.IssuedView, error) {
@@ -73,7 +58,7 @@ func readIssueForm(r *http.Request) (views.IssueForm, issueRequest, error) {
 	if f.err != nil {
 		return form, in, f.err
 	}
-	in.ExpiresAt, err = issueExpiry(form.ExpiresOn, form.Time)
+	in.ExpiresAt, err = store.ExpiryFromForm(form.ExpiresOn, form.Time)
 	return form, in, err
 }
 
@@ -127,9 +112,9 @@ func (s *Server) handleIssueInvitationAPI(w http.ResponseWriter, r *http.Request
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	at, err := time.Parse(time.RFC3339, body.ExpiresAt)
+	at, err := store.ExpiryInstant(body.ExpiresAt)
 	if err != nil {
-		return invalid("expiresAt must be an RFC 3339 instant.")
+		return err
 	}
 	in := issueRequest{RequestKey: body.RequestKey, ExpiresAt: at}
 	res, err := s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), in.RequestKey, in.ExpiresAt)

@@ -38,17 +38,7 @@ func parseBound(v string, end bool) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	if d, ok := parseDay(v); ok {
-		if end {
-			return d.Add(24 * time.Hour), nil
-		}
-		return d, nil
-	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}, invalid("A time bound is a date (YYYY-MM-DD) or an RFC 3339 instant.")
-	}
-	return t.UTC(), nil
+	return store.TimeBound(v, end)
 }
 
 // queueURL is the queue page with the given filter and position.

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strings"
 
 	"admit/store"
 	"admit/views"
@@ -15,9 +14,6 @@ type retireJSON struct {
 	Confirm          string `json:"confirm"`
 }
 
-// errRetireConfirm is the message for a missing or wrong confirmation.
-const retireConfirmMessage = "Type the program's address name exactly to confirm retiring it."
-
 // retire checks the confirmation against the program and retires it.
 func (s *Server) retire(r *http.Request, expectedRevision int64, confirm string) (*store.Program, error) {
 	a := ownerActor(r)
@@ -25,8 +21,8 @@ func (s *Server) retire(r *http.Request, expectedRevision int64, confirm string)
 	if err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(confirm) != p.Slug {
-		return nil, invalid(retireConfirmMessage)
+	if err := store.CheckRetireConfirmation(confirm, p.Slug); err != nil {
+		return nil, err
 	}
 	return s.db.RetireProgram(r.Context(), a, p.ID, expectedRevision)
 }
@@ -37,10 +33,11 @@ func (s *Server) handleRetireAPI(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	if body.ExpectedRevision == nil {
-		return invalid("expectedRevision is required.")
+	rev, err := store.RequireRevision(body.ExpectedRevision, "")
+	if err != nil {
+		return err
 	}
-	p, err := s.retire(r, *body.ExpectedRevision, body.Confirm)
+	p, err := s.retire(r, rev, body.Confirm)
 	if err != nil {
 		return err
 	}
@@ -60,7 +57,7 @@ func readRetireForm(r *http.Request) (retireJSON, error) {
 	if f.err != nil {
 		return in, f.err
 	}
-	n, err := formRevision(rev)
+	n, err := store.FormRevision(rev)
 	in.ExpectedRevision = &n
 	return in, err
 }

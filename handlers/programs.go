@@ -46,7 +46,7 @@ func readProgramForm(r *http.Request) (views.ProgramForm, store.NewProgram, erro
 		what string
 	}{{&np.QueueCap, v.QueueCap, "queue cap"}, {&np.HourlyCap, v.HourlyCap, "hourly cap"},
 		{&np.SeatCap, v.SeatCap, "seat cap"}, {&np.MaxInvitationDays, v.MaxInvitationDays, "invitation lifetime"}} {
-		if *n.dst, err = formInt(n.v, n.what); err != nil {
+		if *n.dst, err = store.WholeNumber(n.v, n.what); err != nil {
 			return v, np, err
 		}
 	}
@@ -125,11 +125,11 @@ func (s *Server) handlePatchProgramAPI(w http.ResponseWriter, r *http.Request) e
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	if body.ExpectedRevision == nil {
-		return invalid("expectedRevision is required.")
-	}
 	set := body.ProgramSettings
-	set.ExpectedRevision = *body.ExpectedRevision
+	var err error
+	if set.ExpectedRevision, err = store.RequireRevision(body.ExpectedRevision, ""); err != nil {
+		return err
+	}
 	p, err := s.db.UpdateProgram(r.Context(), ownerActor(r), r.PathValue("id"), set)
 	if err != nil {
 		return err
@@ -219,7 +219,7 @@ func readSettingsForm(r *http.Request) (views.SettingsForm, store.ProgramSetting
 	if f.err != nil {
 		return form, set, f.err
 	}
-	if set.ExpectedRevision, err = formRevision(form.ExpectedRevision); err != nil {
+	if set.ExpectedRevision, err = store.FormRevision(form.ExpectedRevision); err != nil {
 		return form, set, err
 	}
 	for _, n := range []struct {
@@ -227,7 +227,7 @@ func readSettingsForm(r *http.Request) (views.SettingsForm, store.ProgramSetting
 		v    string
 		what string
 	}{{&set.QueueCap, form.QueueCap, "queue cap"}, {&set.HourlyCap, form.HourlyCap, "hourly cap"}, {&set.SeatCap, form.SeatCap, "seat cap"}} {
-		x, err := formInt(n.v, n.what)
+		x, err := store.WholeNumber(n.v, n.what)
 		if err != nil {
 			return form, set, err
 		}

@@ -33,8 +33,8 @@ const (
 )
 
 // codeShapeMessage is the 400 message for a code that is not 43 base64url
-// characters.
-const codeShapeMessage = "An invitation code is exactly 43 characters: letters, digits, hyphens and underscores. Copy it again from your invitation."
+// characters (store.CheckCodeShape).
+var codeShapeMessage = store.ErrorMessage(store.CheckCodeShape(""))
 
 // redeemDeniedMessage is the form's one message for every failed
 // redemption: absent, foreign, unverified, revoked, used, expired or
@@ -49,8 +49,8 @@ const redeemDeniedMessage = "This code cannot be redeemed. Check that you are si
 // code is never logged: the request log holds only the route pattern, and
 // no error here carries it.
 func (s *Server) redeem(r *http.Request, code string) (*store.Redemption, error) {
-	if _, err := store.CodeDigest(code); err != nil {
-		return nil, invalid(codeShapeMessage)
+	if err := store.CheckCodeShape(code); err != nil {
+		return nil, err
 	}
 	ctx := r.Context()
 	p := principalFrom(ctx)

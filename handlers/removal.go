@@ -4,24 +4,9 @@ import (
 	"net/http"
 	"strings"
 
+	"admit/store"
 	"admit/views"
 )
-
-// validRemovalToken reports whether t has the shape of a removal token: 64
-// lowercase hex characters.
-func validRemovalToken(t string) bool {
-	if len(t) != 64 {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		if c := t[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-const tokenShapeMessage = "A removal token is 64 characters, digits 0–9 and letters a–f. Copy it from your private link, after the #."
 
 // handleManage shows the removal form. The token never reaches the server
 // in a URL: manage.js copies it from the fragment into the form.
@@ -43,9 +28,9 @@ func (s *Server) handleRemovePost(w http.ResponseWriter, r *http.Request) error 
 	}
 	tok = strings.ToLower(strings.TrimSpace(tok))
 	noStore(w)
-	if !validRemovalToken(tok) {
+	if err := store.CheckRemovalToken(tok); err != nil {
 		c := s.chrome(w, r, "Remove my entry")
-		return s.render(w, r, http.StatusBadRequest, c, views.Manage(c, views.ManageView{Error: tokenShapeMessage}))
+		return s.render(w, r, http.StatusBadRequest, c, views.Manage(c, views.ManageView{Error: store.ErrorMessage(err)}))
 	}
 	if err := s.db.RemoveByToken(r.Context(), tok); err != nil {
 		return err
@@ -64,8 +49,8 @@ func (s *Server) handleRemovalAPI(w http.ResponseWriter, r *http.Request) error 
 	}
 	noStore(w)
 	tok := strings.ToLower(strings.TrimSpace(body.Token))
-	if !validRemovalToken(tok) {
-		return invalid(tokenShapeMessage)
+	if err := store.CheckRemovalToken(tok); err != nil {
+		return err
 	}
 	if err := s.db.RemoveByToken(r.Context(), tok); err != nil {
 		return err

@@ -24,22 +24,22 @@ type signupForm struct {
 	field string
 }
 
-// Validate checks every field with a message for the one at fault. The
-// email is normalized in place.
+// Validate checks every field with store's message for the one at fault.
+// The email is normalized in place.
 func (f *signupForm) Validate() error {
-	if f.Honeypot != "" {
+	if err := store.CheckHoneypot(f.Honeypot); err != nil {
 		f.field = "form"
-		return invalid("This form could not be accepted. Please reload the page and try again.")
+		return err
 	}
-	if u, err := uuid.Parse(f.RequestKey); err != nil || len(f.RequestKey) != 36 {
+	key, err := store.CheckRequestKey(f.RequestKey)
+	if err != nil {
 		f.field = "form"
-		return invalid("This form is missing its request key. Reload the page and try again.")
-	} else {
-		f.RequestKey = u.String()
+		return err
 	}
-	if f.NoticeVersion < 1 {
+	f.RequestKey = key
+	if err := store.CheckNoticeVersion(f.NoticeVersion); err != nil {
 		f.field = "form"
-		return invalid("This form is missing its notice version. Reload the page and try again.")
+		return err
 	}
 	norm, err := store.NormalizeEmail(f.Email)
 	if err != nil {
@@ -47,9 +47,9 @@ func (f *signupForm) Validate() error {
 		return err
 	}
 	f.Email = norm
-	if !f.Permission {
+	if err := store.CheckPermission(f.Permission); err != nil {
 		f.field = "permission"
-		return invalid("Tick the box to confirm your choice to join under this notice.")
+		return err
 	}
 	return nil
 }

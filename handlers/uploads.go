@@ -124,8 +124,8 @@ func readUpload(r *http.Request) (*upload, error) {
 			return nil, invalid("The upload could not be read.")
 		}
 	}
-	if !gotFile || len(up.data) == 0 {
-		return nil, invalid("Choose a file to upload.")
+	if err := store.CheckUploadChosen(len(up.data)); err != nil {
+		return nil, err
 	}
 	if up.name == "" {
 		up.name = assetNameFrom(filename)
@@ -157,12 +157,10 @@ func assetNameFrom(filename string) string {
 // store accepts; the type the client claims is never trusted.
 func sniffAssetType(data []byte) (string, error) {
 	ct, _, _ := strings.Cut(http.DetectContentType(data), ";")
-	for _, ok := range store.AssetTypes {
-		if ct == ok {
-			return ct, nil
-		}
+	if err := store.CheckAssetType(ct); err != nil {
+		return "", err
 	}
-	return "", invalid("Upload a PNG, JPEG, GIF or WebP image, or a PDF.")
+	return ct, nil
 }
 
 // storeUpload reads, checks and stores an upload, returning what was stored.

@@ -186,8 +186,7 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID, 
 	// replay answers a committed key from its receipt: the invitation's
 	// metadata for the same binding, a conflict for another.
 	replay := func(tx *Tx, p *Program) (bool, error) {
-		binding := bind(db.bindingKey, "issue_invitation", p.ID, entryID, strconv.FormatInt(Millis(expiresAt), 10))
-		target, err := ownerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", binding)
+		target, err := ownerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", db.issueBinding(p.ID, entryID, expiresAt))
 		if err != nil || target == "" {
 			return err != nil, err
 		}
@@ -213,69 +212,100 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID, 
 		if done, err := replay(tx, p); done {
 			return err
 		}
-		binding := bind(db.bindingKey, "issue_invitation", p.ID, entryID, strconv.FormatInt(Millis(expiresAt), 10))
 		if p.RetiredAt != nil {
 			return Errorf(ECONFLICT, "This program is retired.")
 		}
-		e, err := entryByID(ctx, tx, p.ID, entryID)
+		e, err := db.invitableEntry(ctx, tx, p, entryID)
 		if err != nil {
 			return err
 		}
-		if e.State == StateInvited {
-			cur, err := scanInvitation(tx.QueryRowContext(ctx, `SELECT `+invitationColumns+` FROM invitations i
-				WHERE i.entry_id = ? AND i.program_id = ? AND i.state = 'issued'`, e.ID, p.ID))
-			if err != nil {
-				return fmt.Errorf("read current invitation: %w", err)
-			}
-			expired, err := db.expireIfDue(ctx, tx, p, cur)
-			if err != nil {
-				return err
-			}
-			if !expired {
-				return Errorf(ECONFLICT, "This entry already has a live invitation. Revoke it before issuing a new one.")
-			}
-			e.State = StateSelected
-		}
-		if e.State != StateSelected {
-			return Errorf(ECONFLICT, "Only a selected entry can be invited; this one is %s.", e.State)
-		}
-		var grants int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM grants WHERE entry_id = ?`, e.ID).Scan(&grants); err != nil {
-			return fmt.Errorf("check grant: %w", err)
-		}
-		if grants > 0 {
-			return Errorf(ECONFLICT, "This entry already redeemed an invitation; a new cycle needs a new program.")
-		}
-		if !expiresAt.After(tx.Now) || expiresAt.After(tx.Now.Add(time.Duration(p.MaxInvitationDays)*24*time.Hour)) {
-			return Errorf(EINVALID, "The expiry must be in the future and within %d days.", p.MaxInvitationDays)
-		}
-		used, err := seatsInUse(ctx, tx, p.ID)
-		if err != nil {
+		if err := checkInvitationRoom(ctx, tx, p, expiresAt); err != nil {
 			return err
 		}
-		if used >= p.SeatCap {
-			return Errorf(ECONFLICT, "All %d seats are taken by active grants and live invitations.", p.SeatCap)
-		}
-		code, digest := newInvitationCode()
-		inv := &Invitation{ID: uuid.NewString(), ProgramID: p.ID, EntryID: e.ID, State: InviteIssued,
-			IssuedAt: tx.Now, ExpiresAt: expiresAt}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO invitations (id, program_id, entry_id, token_sha256, state, issued_at, expires_at)
-			VALUES (?, ?, ?, ?, 'issued', ?, ?)`, inv.ID, p.ID, e.ID, digest, Millis(tx.Now), Millis(expiresAt)); err != nil {
-			return fmt.Errorf("insert invitation: %w", err)
-		}
-		if err := db.setEntryState(ctx, tx, p.ID, e.ID, StateInvited, false); err != nil {
-			return err
-		}
-		if err := insertOwnerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", binding, inv.ID); err != nil {
-			return err
-		}
-		if err := appendEvent(ctx, tx, p.ID, e.ID, a, EventInviteIssued, Details{"invitationId": inv.ID}); err != nil {
-			return err
-		}
-		res = &IssueResult{Invitation: inv, Code: code}
-		return nil
+		res, err = db.issue(ctx, tx, a, p, e, requestKey, db.issueBinding(p.ID, entryID, expiresAt), expiresAt)
+		return err
 	})
 	return res, err
+}
+
+// issueBinding is the HMAC that binds an issue's request key to its fields.
+func (db *DB) issueBinding(programID, entryID string, expiresAt time.Time) []byte {
+	return bind(db.bindingKey, "issue_invitation", programID, entryID, strconv.FormatInt(Millis(expiresAt), 10))
+}
+
+// invitableEntry reads the entry an invitation is about to be issued for
+// and checks that it may have one: selected, or invited with an issued
+// invitation that has expired (which it expires now), and never granted.
+func (db *DB) invitableEntry(ctx context.Context, tx *Tx, p *Program, entryID string) (*Entry, error) {
+	e, err := entryByID(ctx, tx, p.ID, entryID)
+	if err != nil {
+		return nil, err
+	}
+	if e.State == StateInvited {
+		cur, err := scanInvitation(tx.QueryRowContext(ctx, `SELECT `+invitationColumns+` FROM invitations i
+			WHERE i.entry_id = ? AND i.program_id = ? AND i.state = 'issued'`, e.ID, p.ID))
+		if err != nil {
+			return nil, fmt.Errorf("read current invitation: %w", err)
+		}
+		expired, err := db.expireIfDue(ctx, tx, p, cur)
+		if err != nil {
+			return nil, err
+		}
+		if !expired {
+			return nil, Errorf(ECONFLICT, "This entry already has a live invitation. Revoke it before issuing a new one.")
+		}
+		e.State = StateSelected
+	}
+	if e.State != StateSelected {
+		return nil, Errorf(ECONFLICT, "Only a selected entry can be invited; this one is %s.", e.State)
+	}
+	var grants int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM grants WHERE entry_id = ?`, e.ID).Scan(&grants); err != nil {
+		return nil, fmt.Errorf("check grant: %w", err)
+	}
+	if grants > 0 {
+		return nil, Errorf(ECONFLICT, "This entry already redeemed an invitation; a new cycle needs a new program.")
+	}
+	return e, nil
+}
+
+// checkInvitationRoom checks that an invitation expiring at expiresAt may
+// be issued now: the expiry within the program's limit and a seat free.
+func checkInvitationRoom(ctx context.Context, tx *Tx, p *Program, expiresAt time.Time) error {
+	if !expiresAt.After(tx.Now) || expiresAt.After(tx.Now.Add(time.Duration(p.MaxInvitationDays)*24*time.Hour)) {
+		return Errorf(EINVALID, "The expiry must be in the future and within %d days.", p.MaxInvitationDays)
+	}
+	used, err := seatsInUse(ctx, tx, p.ID)
+	if err != nil {
+		return err
+	}
+	if used >= p.SeatCap {
+		return Errorf(ECONFLICT, "All %d seats are taken by active grants and live invitations.", p.SeatCap)
+	}
+	return nil
+}
+
+// issue writes a new invitation for e with its code's digest, moves e to
+// invited, and stores the request's receipt and the issue event.
+func (db *DB) issue(ctx context.Context, tx *Tx, a Actor, p *Program, e *Entry, requestKey string, binding []byte,
+	expiresAt time.Time) (*IssueResult, error) {
+	code, digest := newInvitationCode()
+	inv := &Invitation{ID: uuid.NewString(), ProgramID: p.ID, EntryID: e.ID, State: InviteIssued,
+		IssuedAt: tx.Now, ExpiresAt: expiresAt}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO invitations (id, program_id, entry_id, token_sha256, state, issued_at, expires_at)
+		VALUES (?, ?, ?, ?, 'issued', ?, ?)`, inv.ID, p.ID, e.ID, digest, Millis(tx.Now), Millis(expiresAt)); err != nil {
+		return nil, fmt.Errorf("insert invitation: %w", err)
+	}
+	if err := db.setEntryState(ctx, tx, p.ID, e.ID, StateInvited, false); err != nil {
+		return nil, err
+	}
+	if err := insertOwnerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", binding, inv.ID); err != nil {
+		return nil, err
+	}
+	if err := appendEvent(ctx, tx, p.ID, e.ID, a, EventInviteIssued, Details{"invitationId": inv.ID}); err != nil {
+		return nil, err
+	}
+	return &IssueResult{Invitation: inv, Code: code}, nil
 }
 
 // ownerReplay runs replay on a read snapshot, for the program owned

@@ -203,39 +203,15 @@ func isRefusal(err error) bool {
 // attempt, when there is one, is meant to stay; any other error is a
 // failed statement.
 func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupResult, error) {
-	// Everything admission decides on is read in one statement, after the
-	// lock: the program and its notice, the stored receipt for this key, the
-	// current hour's bucket and whether the address is already listed. The
-	// decisions below still follow the order in docs/signup.md; reading a
-	// value that a refusal does not use has no effect.
-	bucket := Millis(hourStart(tx.Now))
-	var (
-		programID, noticeID                      string
-		open, wsActive, retired, listed          bool
-		queueCap, hourlyCap, occupied, noticeVer int
-		admitted                                 int
-		stored                                   []byte
-	)
-	err := tx.QueryRowContext(ctx, `SELECT p.id, p.signup_open, w.active, p.retired_at IS NOT NULL,
-			p.queue_cap, p.hourly_cap, p.occupied, coalesce(p.current_notice_id, ''), coalesce(n.version, 0),
-			(SELECT r.binding_hmac FROM signup_receipts r WHERE r.program_id = p.id AND r.request_key = ?2),
-			coalesce((SELECT h.admitted_count FROM intake_hours h WHERE h.program_id = p.id AND h.bucket_start = ?3), 0),
-			EXISTS (SELECT 1 FROM entries e WHERE e.program_id = p.id AND e.email_key = ?4)
-		FROM programs p JOIN workspaces w ON w.id = p.workspace_id
-		LEFT JOIN notices n ON n.id = p.current_notice_id
-		WHERE p.public_slug = ?1`, req.Slug, req.RequestKey, bucket, req.Email).
-		Scan(&programID, &open, &wsActive, &retired, &queueCap, &hourlyCap, &occupied, &noticeID, &noticeVer,
-			&stored, &admitted, &listed)
-	found := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("read program: %w", err)
+	st, err := readSignupState(ctx, tx, req)
+	if err != nil {
+		return nil, err
 	}
-
 	// rule: the key is read again after the lock, before any count or
 	// state check: a committed key answers from its receipt alone.
-	binding := db.signupBinding(programID, req)
-	if found && stored != nil {
-		return answerFromReceipt(binding, stored)
+	binding := db.signupBinding(st.programID, req)
+	if st.found && st.stored != nil {
+		return answerFromReceipt(binding, st.stored)
 	}
 
 	// A genuinely new key: its attempt counts against the network's hourly
@@ -246,64 +222,102 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 			return nil, err // over the limit: refused and not counted
 		}
 	}
-	if !found || noticeID == "" {
-		return nil, Errorf(ENOTFOUND, "Not found.")
+	if err := st.refusal(req); err != nil {
+		return nil, err
 	}
 
-	// tx.Now was read after the lock was taken.
-	if !open || !wsActive || retired {
-		return nil, Errorf(ECONFLICT, "This waitlist is not accepting signups right now.")
-	}
-	if req.NoticeVersion != noticeVer {
-		return nil, Errorf(ECONFLICT, "The notice changed since you opened this page. Please read the current notice and submit again.")
-	}
-
-	// rule (docs/signup.md#order-of-admission): both caps before dedupe, so
-	// a full cap reveals nothing.
-	if occupied >= queueCap || admitted >= hourlyCap {
-		return nil, Errorf(ERATELIMITED, "This waitlist is full right now. Please try again later.")
-	}
-
-	insertReceipt := func() error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO signup_receipts (program_id, request_key, binding_hmac, response_code, accepted_at)
-			VALUES (?, ?, ?, 202, ?)`, programID, req.RequestKey, binding, Millis(tx.Now))
-		if err != nil {
-			return fmt.Errorf("insert receipt: %w", err)
-		}
-		return nil
-	}
-
-	if listed {
+	if st.listed {
 		// A duplicate: the original entry, notice and choice stay as they
 		// are, and the answer carries a decoy token that removes nothing.
-		if err := insertReceipt(); err != nil {
+		if err := insertSignupReceipt(ctx, tx, st.programID, req.RequestKey, binding); err != nil {
 			return nil, err
 		}
 		decoy, _ := newRemovalToken()
 		return &SignupResult{RemovalToken: decoy}, nil
 	}
+	return db.admitEntry(ctx, tx, st, req, binding)
+}
 
+// signupState is everything admission decides on, read in one statement
+// after the lock.
+type signupState struct {
+	found                                    bool // the slug names a program
+	programID, noticeID                      string
+	open, wsActive, retired, listed          bool
+	queueCap, hourlyCap, occupied, noticeVer int
+	// bucket is the current hour (Unix ms) and admitted its signups so far.
+	bucket   int64
+	admitted int
+	// stored is the receipt's binding for this request key, nil if none.
+	stored []byte
+}
+
+// readSignupState reads, in one statement after the lock, the program and
+// its notice, the stored receipt for this key, the current hour's bucket
+// and whether the address is already listed. The decisions in signup still
+// follow the order in docs/signup.md; reading a value that a refusal does
+// not use has no effect.
+func readSignupState(ctx context.Context, tx *Tx, req SignupRequest) (*signupState, error) {
+	st := &signupState{bucket: Millis(hourStart(tx.Now))}
+	err := tx.QueryRowContext(ctx, `SELECT p.id, p.signup_open, w.active, p.retired_at IS NOT NULL,
+			p.queue_cap, p.hourly_cap, p.occupied, coalesce(p.current_notice_id, ''), coalesce(n.version, 0),
+			(SELECT r.binding_hmac FROM signup_receipts r WHERE r.program_id = p.id AND r.request_key = ?2),
+			coalesce((SELECT h.admitted_count FROM intake_hours h WHERE h.program_id = p.id AND h.bucket_start = ?3), 0),
+			EXISTS (SELECT 1 FROM entries e WHERE e.program_id = p.id AND e.email_key = ?4)
+		FROM programs p JOIN workspaces w ON w.id = p.workspace_id
+		LEFT JOIN notices n ON n.id = p.current_notice_id
+		WHERE p.public_slug = ?1`, req.Slug, req.RequestKey, st.bucket, req.Email).
+		Scan(&st.programID, &st.open, &st.wsActive, &st.retired, &st.queueCap, &st.hourlyCap, &st.occupied,
+			&st.noticeID, &st.noticeVer, &st.stored, &st.admitted, &st.listed)
+	st.found = err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read program: %w", err)
+	}
+	return st, nil
+}
+
+// refusal is admission's answer to a new key before anything is written:
+// nil when the signup may go ahead (as a new entry or a duplicate).
+func (st *signupState) refusal(req SignupRequest) error {
+	if !st.found || st.noticeID == "" {
+		return Errorf(ENOTFOUND, "Not found.")
+	}
+	// tx.Now was read after the lock was taken.
+	if !st.open || !st.wsActive || st.retired {
+		return Errorf(ECONFLICT, "This waitlist is not accepting signups right now.")
+	}
+	if req.NoticeVersion != st.noticeVer {
+		return Errorf(ECONFLICT, "The notice changed since you opened this page. Please read the current notice and submit again.")
+	}
+	// rule (docs/signup.md#order-of-admission): both caps before dedupe, so
+	// a full cap reveals nothing.
+	if st.occupied >= st.queueCap || st.admitted >= st.hourlyCap {
+		return Errorf(ERATELIMITED, "This waitlist is full right now. Please try again later.")
+	}
+	return nil
+}
+
+// insertSignupReceipt stores the receipt that answers a later submission
+// of the same request key.
+func insertSignupReceipt(ctx context.Context, tx *Tx, programID, requestKey string, binding []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO signup_receipts (program_id, request_key, binding_hmac, response_code, accepted_at)
+		VALUES (?, ?, ?, 202, ?)`, programID, requestKey, binding, Millis(tx.Now))
+	if err != nil {
+		return fmt.Errorf("insert receipt: %w", err)
+	}
+	return nil
+}
+
+// admitEntry writes a new waiting entry: the hour's count first, then the
+// entry, its receipt and its signup event.
+func (db *DB) admitEntry(ctx context.Context, tx *Tx, st *signupState, req SignupRequest, binding []byte) (*SignupResult, error) {
 	tok, hash := newRemovalToken()
 	entryID, err := newEntryID()
 	if err != nil {
 		return nil, err
 	}
-	// rule (docs/ARCHITECTURE.md#what-the-api-promises): the hour bucket
-	// only moves while it stays within the cap. It was read below the cap
-	// under this transaction's lock, so the guard never refuses; if it did,
-	// this is still the first write and nothing is written.
-	res, err := tx.ExecContext(ctx, `INSERT INTO intake_hours (program_id, bucket_start, admitted_count) VALUES (?, ?, 1)
-		ON CONFLICT (program_id, bucket_start) DO UPDATE SET admitted_count = admitted_count + 1 WHERE admitted_count < ?`,
-		programID, bucket, hourlyCap)
-	var counted int64
-	if err == nil {
-		counted, err = res.RowsAffected()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("count hour: %w", err)
-	}
-	if counted == 0 {
-		return nil, Errorf(ERATELIMITED, "This waitlist is full right now. Please try again later.")
+	if err := countSignupHour(ctx, tx, st); err != nil {
+		return nil, err
 	}
 	// The entry is born waiting: its erasure date comes from the same rule
 	// every later state change applies (eraseAfter), in the same statement.
@@ -313,17 +327,39 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state,
 			created_at, updated_at, removal_hash, erase_after) VALUES (?, ?, ?, ?, ?, 'waiting', ?, ?, ?, ?)`,
-		entryID, programID, req.Email, noticeID, Millis(tx.Now), Millis(tx.Now), Millis(tx.Now), hash, erase); err != nil {
+		entryID, st.programID, req.Email, st.noticeID, Millis(tx.Now), Millis(tx.Now), Millis(tx.Now), hash, erase); err != nil {
 		return nil, fmt.Errorf("insert entry: %w", err)
 	}
-	if err := insertReceipt(); err != nil {
+	if err := insertSignupReceipt(ctx, tx, st.programID, req.RequestKey, binding); err != nil {
 		return nil, err
 	}
-	if err := appendEvent(ctx, tx, programID, entryID, Actor{Kind: ActorPublic}, EventSignup,
+	if err := appendEvent(ctx, tx, st.programID, entryID, Actor{Kind: ActorPublic}, EventSignup,
 		Details{"noticeVersion": req.NoticeVersion}); err != nil {
 		return nil, err
 	}
 	return &SignupResult{RemovalToken: tok}, nil
+}
+
+// countSignupHour counts the signup in its hour. rule
+// (docs/ARCHITECTURE.md#what-the-api-promises): the hour bucket only moves
+// while it stays within the cap. It was read below the cap under this
+// transaction's lock, so the guard never refuses; if it did, this is still
+// the first write and nothing is written.
+func countSignupHour(ctx context.Context, tx *Tx, st *signupState) error {
+	res, err := tx.ExecContext(ctx, `INSERT INTO intake_hours (program_id, bucket_start, admitted_count) VALUES (?, ?, 1)
+		ON CONFLICT (program_id, bucket_start) DO UPDATE SET admitted_count = admitted_count + 1 WHERE admitted_count < ?`,
+		st.programID, st.bucket, st.hourlyCap)
+	var counted int64
+	if err == nil {
+		counted, err = res.RowsAffected()
+	}
+	if err != nil {
+		return fmt.Errorf("count hour: %w", err)
+	}
+	if counted == 0 {
+		return Errorf(ERATELIMITED, "This waitlist is full right now. Please try again later.")
+	}
+	return nil
 }
 
 // newEntryID returns a time-ordered UUID (version 7) for a new entry. Entries

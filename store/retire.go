@@ -170,6 +170,27 @@ func (db *DB) finishRetirements(ctx context.Context) error {
 	return nil
 }
 
+// revokeRetiredChunk revokes up to chunk of a retired program's issued
+// invitations and up to chunk of its active grants, at the retirement's
+// instant, and reports how many of each it revoked.
+func revokeRetiredChunk(ctx context.Context, tx *Tx, programID string, retiredAt int64, chunk int) (invites, grants int64, err error) {
+	res, err := tx.ExecContext(ctx, `UPDATE invitations SET state = 'revoked', terminal_at = ?
+		WHERE rowid IN (SELECT rowid FROM invitations WHERE program_id = ? AND state = 'issued' LIMIT ?)`,
+		retiredAt, programID, chunk)
+	if err != nil {
+		return 0, 0, fmt.Errorf("revoke invitations: %w", err)
+	}
+	invites, _ = res.RowsAffected()
+	res, err = tx.ExecContext(ctx, `UPDATE grants SET active = 0, revoked_at = ?
+		WHERE rowid IN (SELECT rowid FROM grants WHERE program_id = ? AND active = 1 LIMIT ?)`,
+		retiredAt, programID, chunk)
+	if err != nil {
+		return 0, 0, fmt.Errorf("revoke grants: %w", err)
+	}
+	grants, _ = res.RowsAffected()
+	return invites, grants, nil
+}
+
 // retireStep does one step of a pending retirement, of up to chunk rows
 // per table, and reports whether the retirement is now complete.
 func (db *DB) retireStep(ctx context.Context, tx *Tx, programID string, chunk int) (bool, error) {
@@ -192,20 +213,10 @@ func (db *DB) retireStep(ctx context.Context, tx *Tx, programID string, chunk in
 	retired := Millis(*pol.eraseAfter(StateWaiting, true, at))
 	revoked := Millis(*pol.eraseAfter(StateRevoked, true, at))
 
-	res, err := tx.ExecContext(ctx, `UPDATE invitations SET state = 'revoked', terminal_at = ?
-		WHERE rowid IN (SELECT rowid FROM invitations WHERE program_id = ? AND state = 'issued' LIMIT ?)`,
-		retiredAt.Int64, programID, chunk)
+	invites, grants, err := revokeRetiredChunk(ctx, tx, programID, retiredAt.Int64, chunk)
 	if err != nil {
-		return false, fmt.Errorf("revoke invitations: %w", err)
+		return false, err
 	}
-	invites, _ := res.RowsAffected()
-	res, err = tx.ExecContext(ctx, `UPDATE grants SET active = 0, revoked_at = ?
-		WHERE rowid IN (SELECT rowid FROM grants WHERE program_id = ? AND active = 1 LIMIT ?)`,
-		retiredAt.Int64, programID, chunk)
-	if err != nil {
-		return false, fmt.Errorf("revoke grants: %w", err)
-	}
-	grants, _ := res.RowsAffected()
 
 	// The entries after the cursor, in (created_at, id) order: find the
 	// last of this step's chunk, or learn that the rest fits in it.

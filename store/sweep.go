@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -24,11 +25,16 @@ const (
 // a tombstone, removal hash cleared, no row deleted) and deletes expired
 // attempt counters. It returns how many entries it erased.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
-	// A retirement's erasure dates must be set before anything is swept,
-	// or an interrupted retirement could leave entries to be erased late.
-	if err := db.finishRetirements(ctx); err != nil {
-		return 0, err
-	}
+	// A retirement's erasure dates are set before anything is swept, or
+	// an interrupted retirement could leave entries to be erased late. If
+	// that fails, what is already due is still erased on time.
+	retireErr := db.finishRetirements(ctx)
+	total, err := db.sweepDue(ctx)
+	return total, errors.Join(retireErr, err)
+}
+
+// sweepDue erases the entries that are due, in bounded transactions.
+func (db *DB) sweepDue(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		n, more := 0, false

@@ -87,15 +87,11 @@ func (s *Server) handleRedeem(w http.ResponseWriter, r *http.Request) error {
 // failed redemption (404) and a rate limit (429) show the form again with
 // one message per status; the submitted code is never echoed back.
 func (s *Server) handleRedeemPost(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(r); err != nil {
-		return err
-	}
-	code, err := formValue(r, "code")
+	in, err := readRedeemForm(r)
 	if err != nil {
 		return err
 	}
-	// A pasted code often brings a space or a line break along.
-	red, err := s.redeem(r, strings.TrimSpace(code))
+	red, err := s.redeem(r, in.Code)
 	if err != nil {
 		status, _, message := classify(err)
 		switch status {
@@ -112,9 +108,20 @@ func (s *Server) handleRedeemPost(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// redeemRequest is the JSON body of a redemption.
+// redeemRequest is a redemption, from the form or the JSON body.
 type redeemRequest struct {
 	Code string `json:"code"`
+}
+
+// readRedeemForm reads the redeem form. A pasted code often brings a space
+// or a line break along.
+func readRedeemForm(r *http.Request) (redeemRequest, error) {
+	f, err := readForm(r)
+	if err != nil {
+		return redeemRequest{}, err
+	}
+	in := redeemRequest{Code: strings.TrimSpace(f.get("code"))}
+	return in, f.err
 }
 
 // redeemJSON is the JSON answer to a successful redemption.

@@ -16,17 +16,32 @@ func (s *Server) handleManage(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, r, http.StatusOK, c, views.Manage(c, views.ManageView{}))
 }
 
+// removalRequest is a removal by token, from the form or the JSON body.
+type removalRequest struct {
+	Token string `json:"token"`
+}
+
+// readRemovalForm reads the removal form.
+func readRemovalForm(r *http.Request) (removalRequest, error) {
+	f, err := readForm(r)
+	if err != nil {
+		return removalRequest{}, err
+	}
+	return removalRequest{Token: f.get("token")}, f.err
+}
+
+// removalToken is the request's token as stored: a pasted token may bring
+// spaces along, or capitals.
+func removalToken(in removalRequest) string { return strings.ToLower(strings.TrimSpace(in.Token)) }
+
 // handleRemovePost removes an entry by token (form). The answer is the same
 // whether or not the token matched.
 func (s *Server) handleRemovePost(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(r); err != nil {
-		return err
-	}
-	tok, err := formValue(r, "token")
+	in, err := readRemovalForm(r)
 	if err != nil {
 		return err
 	}
-	tok = strings.ToLower(strings.TrimSpace(tok))
+	tok := removalToken(in)
 	noStore(w)
 	if err := store.CheckRemovalToken(tok); err != nil {
 		c := s.chrome(w, r, "Remove my entry")
@@ -41,14 +56,12 @@ func (s *Server) handleRemovePost(w http.ResponseWriter, r *http.Request) error 
 
 // handleRemovalAPI removes an entry by token (JSON).
 func (s *Server) handleRemovalAPI(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		Token string `json:"token"`
-	}
-	if err := decodeJSON(r, &body); err != nil {
+	var in removalRequest
+	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
 	noStore(w)
-	tok := strings.ToLower(strings.TrimSpace(body.Token))
+	tok := removalToken(in)
 	if err := store.CheckRemovalToken(tok); err != nil {
 		return err
 	}

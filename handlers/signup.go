@@ -21,34 +21,43 @@ type signupForm struct {
 	// Honeypot is a field people never see; bots fill it.
 	Honeypot string
 	// field says which field a validation error belongs to.
-	field string
+	field signupField
 }
+
+// signupField is where the signup page shows a validation message.
+type signupField int
+
+const (
+	fieldForm signupField = iota // above the form
+	fieldEmail
+	fieldPermission
+)
 
 // Validate checks every field with store's message for the one at fault.
 // The email is normalized in place.
 func (f *signupForm) Validate() error {
 	if err := store.CheckHoneypot(f.Honeypot); err != nil {
-		f.field = "form"
+		f.field = fieldForm
 		return err
 	}
 	key, err := store.CheckRequestKey(f.RequestKey)
 	if err != nil {
-		f.field = "form"
+		f.field = fieldForm
 		return err
 	}
 	f.RequestKey = key
 	if err := store.CheckNoticeVersion(f.NoticeVersion); err != nil {
-		f.field = "form"
+		f.field = fieldForm
 		return err
 	}
 	norm, err := store.NormalizeEmail(f.Email)
 	if err != nil {
-		f.field = "email"
+		f.field = fieldEmail
 		return err
 	}
 	f.Email = norm
 	if err := store.CheckPermission(f.Permission); err != nil {
-		f.field = "permission"
+		f.field = fieldPermission
 		return err
 	}
 	return nil
@@ -167,9 +176,9 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 	}
 	v.Email, v.Permission = submittedEmail, f.Permission
 	switch {
-	case status == http.StatusBadRequest && f.field == "email":
+	case status == http.StatusBadRequest && f.field == fieldEmail:
 		v.EmailError = message
-	case status == http.StatusBadRequest && f.field == "permission":
+	case status == http.StatusBadRequest && f.field == fieldPermission:
 		v.PermissionError = message
 	default:
 		v.Message = message

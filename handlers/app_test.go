@@ -20,40 +20,16 @@ import (
 	"time"
 
 	"admit/internal/clerkfake"
-	"admit/internal/dbtest"
 	"admit/internal/identity"
+	"admit/internal/testutil"
 	"admit/store"
 )
-
-// testClock is the injectable store clock.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // testApp is the real server on a loopback port over a temp-file database.
 type testApp struct {
 	URL   string
 	DB    *store.DB
-	Clock *testClock
+	Clock *testutil.Clock
 	Clerk *clerkfake.Fake // nil in development mode
 	Dev   *identity.DevIdentity
 	Srv   *Server
@@ -132,7 +108,7 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	if cfg.dataDir == "" {
 		cfg.dataDir = tb.TempDir()
 	}
-	clock := &testClock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
 	db, err := store.Open(ctx, filepath.Join(cfg.dataDir, "admit.db"),
 		store.Options{BindingKey: testKey(120), Retention: cfg.retention, Now: clock.Now})
 	if err != nil {
@@ -341,23 +317,13 @@ func (c *testClient) SendJSON(method, path, body string, headers ...string) (*te
 // prove that a request stored, removed and changed nothing — a counter
 // bumped or a state changed on an existing row included, which row counts
 // would miss.
-func dbFingerprint(tb testing.TB, db *store.DB) dbtest.Fingerprint {
+func dbFingerprint(tb testing.TB, db *store.DB) testutil.Fingerprint {
 	tb.Helper()
-	ctx := context.Background()
-	var fp dbtest.Fingerprint
-	err := db.View(ctx, func(tx *store.Tx) error {
-		var err error
-		fp, err = dbtest.Take(ctx, tx)
-		return err
-	})
-	if err != nil {
-		tb.Fatalf("fingerprint: %v", err)
-	}
-	return fp
+	return testutil.MustFingerprint(tb, db.View)
 }
 
 // sameRows reports whether two fingerprints are equal.
-func sameRows(a, b dbtest.Fingerprint) bool { return maps.Equal(a, b) }
+func sameRows(a, b testutil.Fingerprint) bool { return maps.Equal(a, b) }
 
 // mustInsertEntry puts email on program p's list through the store's own
 // operations — a signup (opening the program's signup for it if closed,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"admit/internal/dbtest"
+	"admit/internal/testutil"
 	"admit/store"
 
 	"github.com/google/uuid"
@@ -51,7 +51,7 @@ func TestSignup_ReplayAtTheNetworkLimitIs202AndCountsNothing(t *testing.T) {
 // acknowledged signup key (JSON and form) or owner action key answers as
 // before.
 func TestReplays_AnswerWhileTheDiskIsFull(t *testing.T) {
-	dir, fill := dbtest.MustFullDisk(t)
+	dir, fill := testutil.MustFullDisk(t)
 	app := MustStartApp(t, withDataDir(dir))
 	c := app.NewClient(t)
 	jsonKey, formKey := uuid.NewString(), uuid.NewString()

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"admit/internal/dbtest"
+	"admit/internal/testutil"
 	"admit/store"
 
 	"github.com/google/uuid"
@@ -171,10 +171,10 @@ func appCount(tb testing.TB, app *testApp, query string, args ...any) int {
 }
 
 // wantNoChange fails the test if any row of any table changed.
-func wantNoChange(tb testing.TB, what string, app *testApp, before dbtest.Fingerprint) {
+func wantNoChange(tb testing.TB, what string, app *testApp, before testutil.Fingerprint) {
 	tb.Helper()
 	if after := dbFingerprint(tb, app.DB); !sameRows(before, after) {
-		tb.Fatalf("%s changed the database:%s", what, dbtest.Describe(before, after))
+		tb.Fatalf("%s changed the database:%s", what, testutil.Describe(before, after))
 	}
 }
 
@@ -187,11 +187,11 @@ func networkAttempts(tb testing.TB, app *testApp) int {
 // wantOnlyAttemptsCounted fails the test unless the only change since
 // before is n more attempts counted against the networks' hourly limits:
 // a denied signup stores nothing but its counted attempt.
-func wantOnlyAttemptsCounted(tb testing.TB, what string, app *testApp, before dbtest.Fingerprint, attemptsBefore, n int) {
+func wantOnlyAttemptsCounted(tb testing.TB, what string, app *testApp, before testutil.Fingerprint, attemptsBefore, n int) {
 	tb.Helper()
 	after := dbFingerprint(tb, app.DB)
-	if changed := dbtest.Changed(before, after); len(changed) > 1 || (len(changed) == 1 && changed[0] != "network_counters") {
-		tb.Fatalf("%s changed more than the attempt counter:%s", what, dbtest.Describe(before, after))
+	if changed := testutil.Changed(before, after); len(changed) > 1 || (len(changed) == 1 && changed[0] != "network_counters") {
+		tb.Fatalf("%s changed more than the attempt counter:%s", what, testutil.Describe(before, after))
 	}
 	if got, want := networkAttempts(tb, app), attemptsBefore+n; got != want {
 		tb.Fatalf("%s: network attempts=%d, want %d", what, got, want)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"admit/internal/testutil"
 )
 
 // accessFixture is one workspace with an owner, on a database with a fake
@@ -21,7 +23,7 @@ import (
 // the same audited store operations as the owner console.
 type accessFixture struct {
 	db    *DB
-	clock *fakeClock
+	clock *testutil.Clock
 	owner Actor
 	ws    *Workspace
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"admit/internal/testutil"
 )
 
 // schemaSnapshot is everything a migration could change: the schema objects
@@ -69,7 +71,7 @@ func mustSchemaSnapshot(t *testing.T, db *DB) schemaSnapshot {
 
 func TestOpen_MigrationsApplyTwiceWithoutChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "admit.db")
-	clock := newFakeClock(testEpoch)
+	clock := testutil.NewClock(testEpoch)
 
 	first, err := Open(context.Background(), path, Options{BindingKey: signupTestKey, Now: clock.Now})
 	if err != nil {

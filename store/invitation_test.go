@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"admit/internal/testutil"
 )
 
 // mustIssueOK issues an invitation and fails the test on error.
@@ -29,7 +31,7 @@ func TestIssueInvitation_TwoConcurrentIssuesForTheLastSeatExactlyOneSucceeds(t *
 	for round := 0; round < 10; round++ {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "admit.db")
-		clock := newFakeClock(testEpoch)
+		clock := testutil.NewClock(testEpoch)
 		// Two stores on one file: two writer connections contending for
 		// the database lock, as two processes would.
 		db1, db2 := mustOpenAt(t, path, clock), mustOpenAt(t, path, clock)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"admit/internal/testutil"
 )
 
 // queueRow is what the pagination test knows about one inserted entry.
@@ -271,7 +273,7 @@ func TestQueue_RejectsBadFiltersAndForeignOwners(t *testing.T) {
 // ownerKit is a program with a notice, for the transition tests.
 type ownerKit struct {
 	db     *DB
-	clock  *fakeClock
+	clock  *testutil.Clock
 	a      Actor
 	p      *Program
 	notice *Notice

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"admit/internal/dbtest"
+	"admit/internal/testutil"
 
 	"github.com/google/uuid"
 )
@@ -106,8 +106,8 @@ func TestSignup_DenialAtACapStoresNothingButItsCountedAttempt(t *testing.T) {
 // new signup fails and nothing is acknowledged, but a replay of an
 // acknowledged signup key, and of owner action keys, still answers.
 func TestReplays_AnswerWhileEveryWriteFails(t *testing.T) {
-	dir, fill := dbtest.MustFullDisk(t)
-	db := mustOpenAt(t, filepath.Join(dir, "admit.db"), newFakeClock(testEpoch))
+	dir, fill := testutil.MustFullDisk(t)
+	db := mustOpenAt(t, filepath.Join(dir, "admit.db"), testutil.NewClock(testEpoch))
 	ctx := context.Background()
 	sp := mustSignupProgram(t, db, "full-disk", 100, 100)
 	key := bytes.Repeat([]byte{4}, 32)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"admit/internal/testutil"
 )
 
 // testRetention uses a different period per state so a mix-up shows.
@@ -25,14 +27,14 @@ var testRetention = Retention{
 // lifecycleFixture is an open program with signups and the owner's actor.
 type lifecycleFixture struct {
 	db    *DB
-	clock *fakeClock
+	clock *testutil.Clock
 	owner Actor
 	p     *Program
 }
 
 func newLifecycleFixture(t *testing.T) *lifecycleFixture {
 	t.Helper()
-	clock := newFakeClock(testEpoch)
+	clock := testutil.NewClock(testEpoch)
 	db := mustOpenWith(t, filepath.Join(t.TempDir(), "admit.db"), Options{BindingKey: signupTestKey, Retention: testRetention, Now: clock.Now})
 	owner, w := mustOwner(t, db)
 	p := mustProgram(t, db, owner, w, "lifecycle")

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"admit/internal/testutil"
 )
 
 // pausedBatcher replaces db's signup batcher with one whose loop has not
@@ -165,7 +167,7 @@ func TestSignup_CancelledWhileQueuedStoresNothing(t *testing.T) {
 
 func TestSignup_AfterCloseFailsInsteadOfWaiting(t *testing.T) {
 	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "admit.db"),
-		Options{BindingKey: signupTestKey, Now: newFakeClock(testEpoch).Now})
+		Options{BindingKey: signupTestKey, Now: testutil.NewClock(testEpoch).Now})
 	if err != nil {
 		t.Fatal(err)
 	}

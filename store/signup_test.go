@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"admit/internal/dbtest"
+	"admit/internal/testutil"
 
 	"github.com/google/uuid"
 )
@@ -95,26 +95,16 @@ func wantCode(tb testing.TB, what string, err error, code string) {
 // dbFingerprint digests every row of every table: equal fingerprints
 // before and after mean nothing was stored, removed or changed — a counter
 // bumped on an existing row or a state change included.
-func dbFingerprint(tb testing.TB, db *DB) dbtest.Fingerprint {
+func dbFingerprint(tb testing.TB, db *DB) testutil.Fingerprint {
 	tb.Helper()
-	ctx := context.Background()
-	var fp dbtest.Fingerprint
-	err := db.View(ctx, func(tx *Tx) error {
-		var err error
-		fp, err = dbtest.Take(ctx, tx)
-		return err
-	})
-	if err != nil {
-		tb.Fatalf("fingerprint: %v", err)
-	}
-	return fp
+	return testutil.MustFingerprint(tb, db.View)
 }
 
 // wantUnchanged fails the test if any row of any table changed since before.
-func wantUnchanged(tb testing.TB, what string, db *DB, before dbtest.Fingerprint) {
+func wantUnchanged(tb testing.TB, what string, db *DB, before testutil.Fingerprint) {
 	tb.Helper()
 	if after := dbFingerprint(tb, db); !maps.Equal(before, after) {
-		tb.Fatalf("%s changed the database:%s", what, dbtest.Describe(before, after))
+		tb.Fatalf("%s changed the database:%s", what, testutil.Describe(before, after))
 	}
 }
 
@@ -148,11 +138,11 @@ func attemptsByKey(tb testing.TB, db *DB) map[string]int {
 // wantOnlyAttemptsCounted fails the test unless the only change since
 // before is n more attempts on the counter with the given key: a denial
 // stores nothing but its counted attempt.
-func wantOnlyAttemptsCounted(tb testing.TB, what string, db *DB, before dbtest.Fingerprint, counters map[string]int, key []byte, n int) {
+func wantOnlyAttemptsCounted(tb testing.TB, what string, db *DB, before testutil.Fingerprint, counters map[string]int, key []byte, n int) {
 	tb.Helper()
 	after := dbFingerprint(tb, db)
-	if changed := dbtest.Changed(before, after); len(changed) > 1 || (len(changed) == 1 && changed[0] != "network_counters") {
-		tb.Fatalf("%s changed more than the attempt counter:%s", what, dbtest.Describe(before, after))
+	if changed := testutil.Changed(before, after); len(changed) > 1 || (len(changed) == 1 && changed[0] != "network_counters") {
+		tb.Fatalf("%s changed more than the attempt counter:%s", what, testutil.Describe(before, after))
 	}
 	want := maps.Clone(counters)
 	want[string(key)] += n

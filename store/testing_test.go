@@ -3,48 +3,17 @@ package store
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+
+	"admit/internal/testutil"
 )
 
 // testEpoch is where every fake clock starts: a fixed instant, so stored
 // timestamps are predictable.
 var testEpoch = time.Date(2025, time.March, 10, 9, 0, 0, 0, time.UTC)
-
-// fakeClock is a controllable clock for DB.Now. It is safe for concurrent use,
-// so a test may advance it while another goroutine's transaction waits.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// newFakeClock returns a clock stopped at t.
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-// Now returns the clock's current instant.
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Set moves the clock to t.
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-// Add advances the clock by d and returns the new instant.
-func (c *fakeClock) Add(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	return c.t
-}
 
 // MustOpenDB opens a fresh database in a temp file (never :memory:) with its
 // clock stopped at testEpoch, and closes it when the test ends.
@@ -55,16 +24,16 @@ func MustOpenDB(tb testing.TB) *DB {
 }
 
 // mustOpenDBWithClock is MustOpenDB that also returns the fake clock.
-func mustOpenDBWithClock(tb testing.TB) (*DB, *fakeClock) {
+func mustOpenDBWithClock(tb testing.TB) (*DB, *testutil.Clock) {
 	tb.Helper()
-	clock := newFakeClock(testEpoch)
+	clock := testutil.NewClock(testEpoch)
 	return mustOpenAt(tb, filepath.Join(tb.TempDir(), "admit.db"), clock), clock
 }
 
 // mustOpenAt opens (migrating) the database file at path with the given
 // clock, and closes it when the test ends. Two calls on one path give two
 // independent *DB, each with its own writer connection.
-func mustOpenAt(tb testing.TB, path string, clock *fakeClock) *DB {
+func mustOpenAt(tb testing.TB, path string, clock *testutil.Clock) *DB {
 	tb.Helper()
 	return mustOpenWith(tb, path, Options{BindingKey: signupTestKey, Now: clock.Now})
 }

@@ -1,4 +1,4 @@
-package dbtest
+package testutil
 
 import (
 	"context"
@@ -59,5 +59,37 @@ func TestFingerprint_SeesEveryChangeToARowNotOnlyCounts(t *testing.T) {
 	}
 	if got := Changed(base, take()); len(got) != 0 {
 		t.Fatalf("after undoing every change: %v changed", got)
+	}
+}
+
+// MustFingerprint reads through the view it is given, as a *store.DB's
+// View passes its transaction.
+func TestMustFingerprint_ReadsThroughTheView(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "fp.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	views := 0
+	view := func(ctx context.Context, fn func(*sql.Tx) error) error {
+		views++
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		return fn(tx)
+	}
+	fp := MustFingerprint(t, view)
+	want, err := Take(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if views != 1 || len(Changed(fp, want)) != 0 || fp["t"] == "" {
+		t.Fatalf("MustFingerprint=%v after %d views, want %v from one", fp, views, want)
 	}
 }

@@ -1,7 +1,7 @@
-// Package dbtest holds test helpers for admit's database that both the
-// store's tests and the handlers' tests use. Only tests import it, so it
-// never ships in the binary.
-package dbtest
+// Package testutil holds the helpers that both the store's tests and the
+// handlers' tests use: the test clock, the table fingerprint and a full
+// disk. Only tests import it, so it never ships in the binary.
+package testutil
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"testing"
 )
 
 // Querier runs a query: a *sql.Tx, a *sql.DB, or anything embedding one.
@@ -24,6 +25,23 @@ type Querier interface {
 // a counter moving on an existing row or a state change shows, where row
 // counts would not.
 type Fingerprint map[string]string
+
+// MustFingerprint fingerprints the database in one read transaction of
+// view (a *store.DB's View), failing the test on error.
+func MustFingerprint[T Querier](tb testing.TB, view func(context.Context, func(T) error) error) Fingerprint {
+	tb.Helper()
+	ctx := context.Background()
+	var fp Fingerprint
+	err := view(ctx, func(q T) error {
+		var err error
+		fp, err = Take(ctx, q)
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("fingerprint: %v", err)
+	}
+	return fp
+}
 
 // Take fingerprints every table of the database q reads (SQLite's own
 // tables left out). Rows are digested in a fixed order independent of how

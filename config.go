@@ -41,6 +41,9 @@ type Config struct {
 	// RequestIDHeader names the trusted proxy header carrying a request ID
 	// (ADMIT_REQUEST_ID_HEADER, e.g. X-Request-ID); empty: admit makes them.
 	RequestIDHeader string
+	// MetricsAddr, when set (ADMIT_METRICS_ADDR), is a loopback or private
+	// host:port where a separate listener serves Prometheus metrics.
+	MetricsAddr string
 
 	partiesDerived bool
 }
@@ -83,6 +86,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		ClerkIssuer:         r.env("CLERK_ISSUER", ""),
 		ClientIPHeader:      r.env("ADMIT_CLIENT_IP_HEADER", ""),
 		RequestIDHeader:     r.env("ADMIT_REQUEST_ID_HEADER", ""),
+		MetricsAddr:         r.env("ADMIT_METRICS_ADDR", ""),
 		DevOwnerEmail:       r.env("ADMIT_DEV_OWNER_EMAIL", "owner@example.test"),
 		PprofAddr:           r.env("ADMIT_PPROF_ADDR", ""),
 	}
@@ -93,6 +97,11 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	r.checkPprof(c.PprofAddr)
 	if c.ClientIPHeader != "" && strings.ContainsAny(c.ClientIPHeader, " :\t") {
 		r.bad("ADMIT_CLIENT_IP_HEADER=%q is not a header name", c.ClientIPHeader)
+	}
+	if c.MetricsAddr != "" {
+		if err := checkMetricsAddr(c.MetricsAddr, c.Addr, r.env("ADMIT_METRICS_ALLOW_PUBLIC", "") == "1"); err != nil {
+			r.errs = append(r.errs, err)
+		}
 	}
 	if c.RequestIDHeader != "" && strings.ContainsAny(c.RequestIDHeader, " :\t") {
 		r.bad("ADMIT_REQUEST_ID_HEADER=%q is not a header name", c.RequestIDHeader)

@@ -14,6 +14,9 @@ require (
 	github.com/gorilla/sessions v1.4.0
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/pressly/goose/v3 v3.30.0
+	github.com/prometheus/client_golang v1.17.0
+	github.com/prometheus/client_model v0.6.2
+	github.com/prometheus/common v0.45.0
 	github.com/superfly/ltx v0.5.2
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/tools v0.52.0
@@ -66,9 +69,6 @@ require (
 	github.com/natefinch/atomic v1.0.1 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
-	github.com/prometheus/client_golang v1.17.0 // indirect
-	github.com/prometheus/client_model v0.6.2 // indirect
-	github.com/prometheus/common v0.45.0 // indirect
 	github.com/prometheus/procfs v0.23.0 // indirect
 	github.com/psanford/sqlite3vfs v0.0.0-20260519004904-f9180fa2acc9 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect

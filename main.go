@@ -145,7 +145,8 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	cfg, keys, db, err := openDBWith(ctx, getenv, serveStoreOptions(backupCfg))
+	m := newServeMetrics(getenv)
+	cfg, keys, db, err := openDBWith(ctx, getenv, m.storeOptions(serveStoreOptions(backupCfg)))
 	if err != nil {
 		return err
 	}
@@ -183,6 +184,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		PublicURL:           cfg.PublicURL,
 		ClientIPHeader:      cfg.ClientIPHeader,
 		RequestIDHeader:     cfg.RequestIDHeader,
+		Requests:            m.requestObserver(),
 		NetworkHourlyLimit:  cfg.NetworkHourlyLimit,
 		ClerkPublishableKey: cfg.ClerkPublishableKey,
 		Keys:                keys,
@@ -201,6 +203,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		fmt.Fprintf(stdout, "development sign-in: %s/sign-in (the demo owner signs in as ADMIT_DEV_OWNER_EMAIL, default owner@example.test)\n", base)
 	}
 
+	stopMetrics, err := m.start(cfg, db, repl, stdout, logger)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	if cfg.PprofAddr != "" {
 		stopPprof, err := startPprof(cfg.PprofAddr, logger)
 		if err != nil {

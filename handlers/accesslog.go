@@ -22,13 +22,16 @@ func (s *Server) withRequestLog(mux *http.ServeMux, next http.Handler) http.Hand
 		rec := &accessRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 
-		route := s.routePattern(mux, r)
+		route, method, took := s.routePattern(mux, r), logMethod(r.Method), time.Since(start)
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("method", logMethod(r.Method)),
+			slog.String("method", method),
 			slog.String("route", route),
 			slog.Int("status", rec.status),
-			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+			slog.Float64("duration_ms", float64(took.Microseconds())/1000),
 			slog.Int64("bytes", rec.bytes))
+		if s.opts.Requests != nil {
+			s.opts.Requests.Request(method, route, rec.status, took)
+		}
 	})
 }
 

@@ -50,6 +50,8 @@ type Options struct {
 	// BackupStatus reports the continuous backup for the owner console; nil
 	// means no replica is configured.
 	BackupStatus func() (BackupStatus, error)
+	// Requests, when set, is told about every request (metrics).
+	Requests RequestObserver
 	// RequestIDHeader names a trusted proxy header carrying the request ID
 	// (ADMIT_REQUEST_ID_HEADER); empty means admit makes every ID.
 	RequestIDHeader string

@@ -68,6 +68,7 @@ func (f *signupForm) Validate() error {
 // transaction.
 func (s *Server) admit(r *http.Request, slug string, f *signupForm) (*store.SignupResult, error) {
 	if err := f.Validate(); err != nil {
+		s.db.ObserveInvalidSignup()
 		return nil, err
 	}
 	network := s.clientNetwork(r)

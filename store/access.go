@@ -70,11 +70,14 @@ func (db *DB) Redeem(ctx context.Context, userID string, verifiedEmails []string
 		return nil
 	})
 	if err != nil {
+		db.obs.RedemptionFailed(redemptionReason(err))
 		return nil, err
 	}
 	if answer != nil {
+		db.obs.RedemptionFailed(redemptionReason(answer))
 		return nil, answer
 	}
+	db.obs.Invitation("redeemed")
 	return out, nil
 }
 

@@ -60,6 +60,8 @@ type DB struct {
 	// personal data that the eraser has not yet flushed from the WAL
 	// (see RunEraser); further erasures before it runs share the signal.
 	erasures chan struct{}
+	// obs is told what the store does, for metrics.
+	obs Observer
 	// health says whether writes reach the disk, for readiness.
 	health writeHealth
 	// txHeld, when set (by benchmarks), is told how long each write
@@ -114,6 +116,8 @@ type Options struct {
 	// before Litestream resumed: every restore point from then on, until
 	// the next full snapshot, was corrupt (RELIABILITY.md).
 	NoAutoCheckpoint bool
+	// Observer is told what the store does, for metrics; nil observes nothing.
+	Observer Observer
 }
 
 // dsn builds a modernc.org/sqlite DSN with the default Options.
@@ -173,7 +177,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	db := &DB{Path: path, Now: opt.Now, retention: opt.Retention,
 		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1),
-		erasures: make(chan struct{}, 1)}
+		erasures: make(chan struct{}, 1), obs: observer(opt.Observer)}
 	if err := checkPragmas(ctx, w, false); err != nil {
 		w.Close()
 		return nil, err
@@ -264,6 +268,7 @@ func (db *DB) Close() error {
 // Update runs fn in a write transaction. BEGIN IMMEDIATE takes the database
 // write lock first; Tx.Now is read after it is held. fn's error rolls back.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
+	asked := time.Now()
 	select {
 	case db.wgate <- struct{}{}:
 	default:
@@ -283,6 +288,7 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 		return fmt.Errorf("begin immediate: %w", err)
 	}
 	began := time.Now()
+	db.obs.WriteLockWait(began.Sub(asked))
 	tx := &Tx{Tx: sqlTx, Now: db.Now().UTC(), cache: db.wstmts}
 	var work time.Duration
 	err = func() error {

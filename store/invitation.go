@@ -225,6 +225,9 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID, 
 		res, err = db.issue(ctx, tx, a, p, e, requestKey, db.issueBinding(p.ID, entryID, expiresAt), expiresAt)
 		return err
 	})
+	if err == nil && !res.Replay {
+		db.obs.Invitation("issued")
+	}
 	return res, err
 }
 
@@ -455,6 +458,9 @@ func (db *DB) RevokeInvitation(ctx context.Context, a Actor, invitationID string
 		out, err = invitationByID(ctx, tx, inv.ID)
 		return err
 	})
+	if err == nil {
+		db.obs.Invitation("revoked")
+	}
 	return out, err
 }
 

@@ -49,6 +49,8 @@ type SignupResult struct {
 	RemovalToken string
 	// Replay reports a same-key retry answered from its stored receipt.
 	Replay bool
+	// duplicate reports an address already listed, for metrics only.
+	duplicate bool
 }
 
 // Validate checks the request's fields.
@@ -125,7 +127,8 @@ func hourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 // Concurrent signups share one commit (group commit, see signupBatcher):
 // each runs in turn, exactly as if alone, and each answer is given only
 // after the commit that holds it has returned.
-func (db *DB) Signup(ctx context.Context, req SignupRequest) (*SignupResult, error) {
+func (db *DB) Signup(ctx context.Context, req SignupRequest) (res *SignupResult, err error) {
+	defer func() { db.obs.Signup(signupOutcome(res, err)) }()
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -233,7 +236,7 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 			return nil, err
 		}
 		decoy, _ := newRemovalToken()
-		return &SignupResult{RemovalToken: decoy}, nil
+		return &SignupResult{RemovalToken: decoy, duplicate: true}, nil
 	}
 	return db.admitEntry(ctx, tx, st, req, binding)
 }
@@ -292,7 +295,7 @@ func (st *signupState) refusal(req SignupRequest) error {
 	// rule (docs/signup.md#order-of-admission): both caps before dedupe, so
 	// a full cap reveals nothing.
 	if st.occupied >= st.queueCap || st.admitted >= st.hourlyCap {
-		return Errorf(ERATELIMITED, "This waitlist is full right now. Please try again later.")
+		return Errorf(ERATELIMITED, fullMessage)
 	}
 	return nil
 }
@@ -357,7 +360,7 @@ func countSignupHour(ctx context.Context, tx *Tx, st *signupState) error {
 		return fmt.Errorf("count hour: %w", err)
 	}
 	if counted == 0 {
-		return Errorf(ERATELIMITED, "This waitlist is full right now. Please try again later.")
+		return Errorf(ERATELIMITED, fullMessage)
 	}
 	return nil
 }

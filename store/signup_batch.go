@@ -188,6 +188,9 @@ func (b *signupBatcher) run(batch []*signupCall) {
 			}
 			return nil
 		})
+		if err == nil {
+			b.db.obs.SignupBatch(len(batch))
+		}
 		if failed >= 0 && errors.Is(err, errSignupFailed) {
 			dropped[failed] = true // answered with its own error; the rest run again
 			continue

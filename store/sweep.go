@@ -76,10 +76,12 @@ func (db *DB) sweepDue(ctx context.Context) (int, error) {
 			return nil
 		})
 		if err != nil {
+			db.obs.Sweep(total)
 			return total, err
 		}
 		total += n
 		if !more {
+			db.obs.Sweep(total)
 			return total, nil
 		}
 	}

@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Observer is told what the store does, for metrics. Its methods are
+// called after the fact (a signup's outcome once its commit returned), from
+// any goroutine, and must return quickly. Every argument is a count, a
+// duration or one of the fixed names listed with the method: never an
+// address, token, code or user ID.
+type Observer interface {
+	// WriteLockWait is how long a write transaction waited for the write
+	// lock (admit's gate and BEGIN IMMEDIATE) before it began.
+	WriteLockWait(d time.Duration)
+	// SignupBatch is the number of signups that shared one commit.
+	SignupBatch(n int)
+	// Signup is one signup's outcome: accepted, duplicate, replay, cap,
+	// network_limit, invalid, conflict, not_found or error.
+	Signup(outcome string)
+	// Invitation is an invitation issued, redeemed or revoked.
+	Invitation(event string)
+	// RedemptionFailed is a refused redemption: invalid, not_found,
+	// conflict, rate_limited or error (the store error's code).
+	RedemptionFailed(reason string)
+	// Sweep is one retention sweep and the entries it erased.
+	Sweep(erased int)
+}
+
+// nopObserver observes nothing.
+type nopObserver struct{}
+
+func (nopObserver) WriteLockWait(time.Duration) {}
+func (nopObserver) SignupBatch(int)             {}
+func (nopObserver) Signup(string)               {}
+func (nopObserver) Invitation(string)           {}
+func (nopObserver) RedemptionFailed(string)     {}
+func (nopObserver) Sweep(int)                   {}
+
+// observer returns o, or one that observes nothing.
+func observer(o Observer) Observer {
+	if o == nil {
+		return nopObserver{}
+	}
+	return o
+}
+
+// Signup outcome names.
+const (
+	OutcomeAccepted     = "accepted"
+	OutcomeDuplicate    = "duplicate"
+	OutcomeReplay       = "replay"
+	OutcomeCap          = "cap"
+	OutcomeNetworkLimit = "network_limit"
+	OutcomeInvalid      = "invalid"
+	OutcomeConflict     = "conflict"
+	OutcomeNotFound     = "not_found"
+	OutcomeError        = "error"
+)
+
+// SignupOutcomes are every outcome Observer.Signup is told.
+var SignupOutcomes = []string{OutcomeAccepted, OutcomeDuplicate, OutcomeReplay, OutcomeCap, OutcomeNetworkLimit,
+	OutcomeInvalid, OutcomeConflict, OutcomeNotFound, OutcomeError}
+
+// fullMessage refuses a signup because a cap (queue or hourly) is reached.
+const fullMessage = "This waitlist is full right now. Please try again later."
+
+// signupOutcome names what Signup answered.
+func signupOutcome(res *SignupResult, err error) string {
+	switch {
+	case err == nil && res.Replay:
+		return OutcomeReplay
+	case err == nil && res.duplicate:
+		return OutcomeDuplicate
+	case err == nil:
+		return OutcomeAccepted
+	}
+	switch ErrorCode(err) {
+	case EINVALID:
+		return OutcomeInvalid
+	case ECONFLICT:
+		return OutcomeConflict
+	case ENOTFOUND:
+		return OutcomeNotFound
+	case ERATELIMITED:
+		if ErrorMessage(err) == fullMessage {
+			return OutcomeCap
+		}
+		return OutcomeNetworkLimit
+	}
+	return OutcomeError
+}
+
+// redemptionReason names a refused redemption by its error code.
+func redemptionReason(err error) string {
+	switch c := ErrorCode(err); c {
+	case EINVALID, ENOTFOUND, ECONFLICT:
+		return c
+	case ERATELIMITED:
+		return "rate_limited"
+	}
+	return OutcomeError
+}
+
+// ProgramCounts is one program's queue for metrics, by program ID: no
+// name, slug or address.
+type ProgramCounts struct {
+	ID string
+	// Occupied counts the entries that hold a queue place; QueueCap bounds it.
+	Occupied, QueueCap int
+	// States counts the entries not yet erased by state.
+	States map[string]int
+}
+
+// ProgramCounts returns every program's counts, retired programs included.
+func (db *DB) ProgramCounts(ctx context.Context) ([]ProgramCounts, error) {
+	var out []ProgramCounts
+	index := map[string]int{}
+	err := db.View(ctx, func(tx *Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id, occupied, queue_cap FROM programs ORDER BY id`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c ProgramCounts
+			if err := rows.Scan(&c.ID, &c.Occupied, &c.QueueCap); err != nil {
+				return err
+			}
+			c.States = map[string]int{}
+			index[c.ID] = len(out)
+			out = append(out, c)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		states, err := tx.QueryContext(ctx, `SELECT program_id, state, count(*) FROM entries
+			WHERE erased_at IS NULL GROUP BY program_id, state`)
+		if err != nil {
+			return err
+		}
+		defer states.Close()
+		for states.Next() {
+			var p, st string
+			var n int
+			if err := states.Scan(&p, &st, &n); err != nil {
+				return err
+			}
+			if i, ok := index[p]; ok {
+				out[i].States[st] = n
+			}
+		}
+		return states.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("program counts: %w", err)
+	}
+	return out, nil
+}
+
+// ObserveInvalidSignup counts a signup refused as invalid before it
+// reached Signup (the HTTP layer validates the form first).
+func (db *DB) ObserveInvalidSignup() { db.obs.Signup(OutcomeInvalid) }

@@ -188,34 +188,6 @@ func TestParseFlags_RejectsOutOfBoundsValues(t *testing.T) {
 	}
 }
 
-func TestParseListening_ReadsTheServerAddress(t *testing.T) {
-	for line, want := range map[string]string{
-		"listening on http://127.0.0.1:43211":     "http://127.0.0.1:43211",
-		"  listening on http://[::1]:8080  ":      "http://[::1]:8080",
-		"development sign-in: http://127.0.0.1:1": "",
-		"listening on 127.0.0.1:80":               "",
-		"listening on http://127.0.0.1":           "",
-	} {
-		got, ok := parseListening(line)
-		if got != want || ok != (want != "") {
-			t.Errorf("parseListening(%q)=%q,%v, want %q", line, got, ok, want)
-		}
-	}
-}
-
-func TestCheckLoopback_RefusesAnyOtherAddress(t *testing.T) {
-	for _, base := range []string{"http://127.0.0.1:8080", "http://[::1]:8080"} {
-		if err := checkLoopback(base); err != nil {
-			t.Errorf("checkLoopback(%q)=%v, want nil", base, err)
-		}
-	}
-	for _, base := range []string{"http://10.0.0.1:8080", "http://example.com:80", "http://0.0.0.0:80"} {
-		if err := checkLoopback(base); err == nil {
-			t.Errorf("checkLoopback(%q) accepted it", base)
-		}
-	}
-}
-
 func TestParseVmHWM_ReadsKilobytes(t *testing.T) {
 	status := "Name:\tadmit\nVmPeak:\t 1300000 kB\nVmHWM:\t   45678 kB\nVmRSS:\t   40000 kB\n"
 	got, err := parseVmHWM(status)

@@ -138,7 +138,9 @@ func clientFrom(tb testing.TB, proxy *httptest.Server, ip string) *http.Client {
 	tb.Helper()
 	tr := proxy.Client().Transport.(*http.Transport).Clone()
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return d.DialContext(ctx, network, addr)
+	}
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Transport: tr, Jar: jar, Timeout: 10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

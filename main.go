@@ -197,12 +197,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		return err
 	}
 
-	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "listening on %s\n", base)
-	if cfg.DevMode() {
-		fmt.Fprintf(stdout, "development sign-in: %s/sign-in (the demo owner signs in as ADMIT_DEV_OWNER_EMAIL, default owner@example.test)\n", base)
-	}
-
+	announce(stdout, cfg, ln.Addr())
 	stopMetrics, err := m.start(cfg, db, repl, stdout, logger)
 	if err != nil {
 		return err
@@ -216,6 +211,16 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		defer stopPprof()
 	}
 	return serveHTTP(ctx, srv, ln, logger)
+}
+
+// announce prints the address admit listens on and, with the development
+// identity, where to sign in.
+func announce(stdout io.Writer, cfg *Config, addr net.Addr) {
+	base := "http://" + addr.String()
+	fmt.Fprintf(stdout, "listening on %s\n", base)
+	if cfg.DevMode() {
+		fmt.Fprintf(stdout, "development sign-in: %s/sign-in (the demo owner signs in as ADMIT_DEV_OWNER_EMAIL, default owner@example.test)\n", base)
+	}
 }
 
 // startErasure starts the sweeper and the eraser and returns the function

@@ -44,3 +44,10 @@ soak *FLAGS:
 # must stay within ±3. About half a minute.
 bench-timing *FLAGS:
     go run ./cmd/loadgen -scenarios timing {{FLAGS}}
+
+# Release binaries (docs/DEPLOY.md#release-builds): static, -trimpath, no
+# build ID, the version stamped (VERSION=v1.2.0, default git describe), for
+# linux/amd64, linux/arm64, darwin/amd64 and darwin/arm64, into dist/ with
+# SHA256SUMS. Flags pass through, e.g. `just release -targets linux/arm64`.
+release *FLAGS:
+    go run ./cmd/release {{FLAGS}}

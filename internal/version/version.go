@@ -15,6 +15,12 @@ import (
 // over the module version when the build has no tag to derive one from.
 var stamped string
 
+// stampedRevision, stampedTime and stampedModified ("true" or "false") are
+// set by the release build from git when the toolchain cannot read the
+// checkout itself (a git worktree, whose .git is a file); the toolchain's
+// own VCS stamp wins when present.
+var stampedRevision, stampedTime, stampedModified string
+
 // Info describes the running build. Its JSON form is the version object
 // /healthz answers.
 type Info struct {
@@ -67,6 +73,9 @@ func fromBuildInfo(bi *debug.BuildInfo) Info {
 	}
 	if stamped != "" {
 		info.Version = stamped
+	}
+	if info.Revision == "" && stampedRevision != "" {
+		info.Revision, info.Time, info.Modified = stampedRevision, stampedTime, stampedModified == "true"
 	}
 	return info
 }

@@ -50,3 +50,17 @@ func TestFromBuildInfo_NoBuildInfoIsDevelWithRuntimeGo(t *testing.T) {
 		t.Fatalf("String()=%q", s)
 	}
 }
+
+func TestFromBuildInfo_ReleaseStampFillsInMissingVCS(t *testing.T) {
+	defer func(a, b, c string) { stampedRevision, stampedTime, stampedModified = a, b, c }(stampedRevision, stampedTime, stampedModified)
+	stampedRevision, stampedTime, stampedModified = "abc123", "2026-12-01T00:19:37Z", "true"
+	got := fromBuildInfo(&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}})
+	if got.Revision != "abc123" || got.Time != "2026-12-01T00:19:37Z" || !got.Modified {
+		t.Fatalf("got %+v, want the release stamp's commit", got)
+	}
+	// The toolchain's own stamp wins.
+	got = fromBuildInfo(&debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "def456"}}})
+	if got.Revision != "def456" || got.Modified {
+		t.Fatalf("got %+v, want the toolchain's commit", got)
+	}
+}

@@ -249,3 +249,28 @@ func TestCheckMetricsAddr_OnlyLoopbackOrPrivateUnlessAllowed(t *testing.T) {
 		t.Errorf("LoadConfig accepted metrics on all interfaces: %v", err)
 	}
 }
+
+func TestMetrics_BackupLagSyncAndDrillWhileReplicating(t *testing.T) {
+	b := MustBackupEnv(t)
+	b.Env["ADMIT_METRICS_ADDR"] = "127.0.0.1:0"
+	srv := MustRunServe(t, b.Env)
+	mu := metricsURL(t, srv)
+	start := float64(time.Now().Add(-time.Minute).Unix())
+	// The drill right after start and the first sync show within seconds.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := mustScrape(t, mu)
+		synced, verified := s.value("admit_backup_last_sync_timestamp_seconds"), s.value("admit_backup_drill_last_success_timestamp_seconds")
+		if synced > start && verified > start && s.value("admit_backup_drill_ok") == 1 {
+			if lag := s.value("admit_backup_lag_seconds"); lag < 0 || lag > 60 {
+				t.Fatalf("backup lag %v s", lag)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s: last sync %v, last verified %v, drill ok %v (want both after %v and ok 1)",
+				synced, verified, s.value("admit_backup_drill_ok"), start)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

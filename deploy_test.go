@@ -85,7 +85,7 @@ func TestDeploy_SystemdUnitVerifies(t *testing.T) {
 func TestDeploy_ProxyFilesSetWhatAdmitReads(t *testing.T) {
 	for file, wants := range map[string][]string{
 		"Caddyfile":  {"reverse_proxy 127.0.0.1:8080", "header_up X-Real-IP {remote_host}", "header_up X-Request-ID {http.request.uuid}"},
-		"nginx.conf": {"proxy_pass http://127.0.0.1:8080;", "proxy_set_header Host $host;", "proxy_set_header X-Real-IP $remote_addr;", "proxy_set_header X-Request-ID $request_id;", "listen 443 ssl;"},
+		"nginx.conf": {"proxy_pass http://127.0.0.1:8080;", "proxy_set_header Host $host;", "proxy_set_header X-Real-IP $remote_addr;", "proxy_set_header X-Request-ID $request_id;", "listen 443 ssl http2;"},
 		"admit.env":  {"ADMIT_PUBLIC_URL=https://", "ADMIT_CLIENT_IP_HEADER=X-Real-IP", "ADMIT_REQUEST_ID_HEADER=X-Request-ID", "ADMIT_METRICS_ADDR=127.0.0.1:"},
 	} {
 		text := readDeployFile(t, file)
@@ -239,4 +239,53 @@ func demoNoticeVersionVia(tb testing.TB, c *http.Client, base string) int {
 		tb.Fatalf("GET demo program through the proxy: %d (%v)", resp.StatusCode, err)
 	}
 	return v.Notice.Version
+}
+
+// TestDeploy_ProxyConfigurationsParse runs `nginx -t` on deploy/nginx.conf
+// (inside a minimal nginx.conf, with a throwaway certificate) and `caddy
+// validate` on deploy/Caddyfile, each where installed.
+func TestDeploy_ProxyConfigurationsParse(t *testing.T) {
+	t.Run("nginx", func(t *testing.T) {
+		nginx, err := exec.LookPath("nginx")
+		if err != nil {
+			t.Skip("nginx is not installed")
+		}
+		openssl, err := exec.LookPath("openssl")
+		if err != nil {
+			t.Skip("openssl is not installed")
+		}
+		dir := t.TempDir()
+		cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		if out, err := exec.Command(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+			"-days", "1", "-subj", "/CN=waitlist.example.com").CombinedOutput(); err != nil {
+			t.Fatalf("openssl: %v\n%s", err, out)
+		}
+		site := strings.NewReplacer("/etc/letsencrypt/live/waitlist.example.com/fullchain.pem", cert,
+			"/etc/letsencrypt/live/waitlist.example.com/privkey.pem", key).Replace(readDeployFile(t, "nginx.conf"))
+		sitePath := filepath.Join(dir, "site.conf")
+		conf := "pid " + dir + "/nginx.pid;\nerror_log " + dir + "/error.log;\nevents {}\nhttp {\n  access_log off;\n" +
+			"  client_body_temp_path " + dir + "/body;\n  proxy_temp_path " + dir + "/proxy;\n  include " + sitePath + ";\n}\n"
+		mainPath := filepath.Join(dir, "nginx.conf")
+		if err := os.WriteFile(sitePath, []byte(site), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(mainPath, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(nginx, "-t", "-c", mainPath, "-p", dir).CombinedOutput(); err != nil {
+			t.Fatalf("nginx -t: %v\n%s", err, out)
+		}
+	})
+	t.Run("caddy", func(t *testing.T) {
+		caddy, err := exec.LookPath("caddy")
+		if err != nil {
+			t.Skip("caddy is not installed")
+		}
+		home := t.TempDir()
+		cmd := exec.Command(caddy, "validate", "--config", filepath.Join("deploy", "Caddyfile"), "--adapter", "caddyfile")
+		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME="+home, "XDG_CONFIG_HOME="+home)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Valid configuration") {
+			t.Fatalf("caddy validate: %v\n%s", err, out)
+		}
+	})
 }

@@ -85,7 +85,7 @@ func TestDeploy_SystemdUnitVerifies(t *testing.T) {
 func TestDeploy_ProxyFilesSetWhatAdmitReads(t *testing.T) {
 	for file, wants := range map[string][]string{
 		"Caddyfile":  {"reverse_proxy 127.0.0.1:8080", "header_up X-Real-IP {remote_host}", "header_up X-Request-ID {http.request.uuid}"},
-		"nginx.conf": {"proxy_pass http://127.0.0.1:8080;", "proxy_set_header Host $host;", "proxy_set_header X-Real-IP $remote_addr;", "proxy_set_header X-Request-ID $request_id;", "listen 443 ssl http2;"},
+		"nginx.conf": {"proxy_pass http://127.0.0.1:8080;", "proxy_set_header Host $host;", "proxy_set_header X-Real-IP $remote_addr;", "proxy_set_header X-Request-ID $request_id;", "listen 443 ssl http2;", "gzip off;"},
 		"admit.env":  {"ADMIT_PUBLIC_URL=https://", "ADMIT_CLIENT_IP_HEADER=X-Real-IP", "ADMIT_REQUEST_ID_HEADER=X-Request-ID", "ADMIT_METRICS_ADDR=127.0.0.1:"},
 	} {
 		text := readDeployFile(t, file)

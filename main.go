@@ -71,7 +71,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return restoreCmd(ctx, args, getenv, stdout)
 	case "backup":
 		return backupCmd(ctx, args, getenv, stdout)
-	case "version":
+	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, version.Get())
 		return nil
 	case "help", "-h", "--help":

@@ -325,7 +325,7 @@ func TestRestoreCmd_DamagedNewestLTXRestoresTheNewestIntactStateAndSaysWhatItSki
 	if err := srv.Stop(t); err != nil {
 		t.Fatalf("serve: %v", err)
 	}
-	damaged := replicatest.DamageLatest(t, b.ReplicaDir)
+	damaged := replicatest.DamageLatest(t, b.ReplicaDir, replicatest.LocalDir(b.DBPath))
 	minTXID, maxTXID, err := ltx.ParseFilename(filepath.Base(damaged))
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func TestServe_RestoreDrillCatchesADamagedReplicaAndTheSnapshotRepairsIt(t *test
 		t.Fatalf("/readyz=%d (%s) with a restorable backup", code, reason)
 	}
 
-	replicatest.DamageLatest(t, b.ReplicaDir)
+	replicatest.DamageLatest(t, b.ReplicaDir, replicatest.LocalDir(b.DBPath))
 	damaged := time.Now()
 	for {
 		code, reason := readyz(t, srv.URL)

@@ -101,7 +101,7 @@ func TestDrill_DamagedReplicaFailsForcesASnapshotAndTheNextDrillPasses(t *testin
 
 	e.mustSignup(t, db, 1)
 	mustSync(t, r)
-	replicatest.DamageLatest(t, e.ReplicaDir)
+	replicatest.DamageLatest(t, e.ReplicaDir, replicatest.LocalDir(e.DBPath))
 	damaged := time.Now()
 	res = mustDrill(t, r, db)
 	if res.OK() || !strings.Contains(res.Problem, "fails its check") {

@@ -51,7 +51,7 @@ func TestRestore_DamagedNewestLTXRestoresTheNewestIntactState(t *testing.T) {
 		t.Fatalf("undamaged restore has %d entries, want %d", got, want)
 	}
 
-	damaged := replicatest.DamageLatest(t, e.ReplicaDir)
+	damaged := replicatest.DamageLatest(t, e.ReplicaDir, replicatest.LocalDir(e.DBPath))
 	minTXID, maxTXID, err := ltx.ParseFilename(filepath.Base(damaged))
 	if err != nil || maxTXID != newest {
 		t.Fatalf("damaged %s, want the file ending at %s", damaged, newest)

@@ -46,16 +46,27 @@ func LatestL0(tb testing.TB, replicaDir string) string {
 // a restore of that transaction decodes but fails PRAGMA integrity_check
 // whichever of the files Litestream's restore plan picks. The files keep
 // their names and modification times. It returns the level-0 file's path.
-func DamageLatest(tb testing.TB, replicaDir string) string {
+//
+// localDirs are Litestream's local directories of the live database (see
+// LocalDir): their copies of the same transaction are damaged too, as when
+// Litestream itself wrote a bad file and shipped it. Otherwise a compaction
+// running after the damage would rebuild a sound higher-level file from the
+// intact local copy, and the replica would heal at a moment set by the
+// compaction schedule.
+func DamageLatest(tb testing.TB, replicaDir string, localDirs ...string) string {
 	tb.Helper()
 	path := LatestL0(tb, replicaDir)
 	_, newest, err := ltx.ParseFilename(filepath.Base(path))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	paths, err := filepath.Glob(filepath.Join(replicaDir, "ltx", "*", "*.ltx"))
-	if err != nil {
-		tb.Fatal(err)
+	var paths []string
+	for _, root := range append([]string{replicaDir}, localDirs...) {
+		found, err := filepath.Glob(filepath.Join(root, "ltx", "*", "*.ltx"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		paths = append(paths, found...)
 	}
 	for _, p := range paths {
 		if _, maxTXID, err := ltx.ParseFilename(filepath.Base(p)); err == nil && maxTXID == newest {
@@ -151,4 +162,10 @@ func DamageFile(tb testing.TB, path string) {
 	if err := os.Chtimes(path, info.ModTime(), info.ModTime()); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// LocalDir is Litestream's local directory for the database at dbPath,
+// where it keeps its own copies of the LTX files it ships.
+func LocalDir(dbPath string) string {
+	return filepath.Join(filepath.Dir(dbPath), "."+filepath.Base(dbPath)+"-litestream")
 }

@@ -373,9 +373,9 @@ func mustInsertEntry(tb testing.TB, db *store.DB, p *store.Program, email, state
 	switch state {
 	case store.StateWaiting:
 	case store.StateSelected:
-		_, err = db.SelectEntry(ctx, owner, p.ID, id, "owner_discretion")
+		_, err = db.SelectEntry(ctx, owner, p.ID, id, store.Decision{Reason: "owner_discretion"})
 	case store.StateDeclined:
-		_, err = db.DeclineEntry(ctx, owner, p.ID, id, "other")
+		_, err = db.DeclineEntry(ctx, owner, p.ID, id, store.Decision{Reason: "other"})
 	default:
 		tb.Fatalf("mustInsertEntry: %q is reached by other operations", state)
 	}

@@ -131,14 +131,14 @@ func mustMatrixFixture(t *testing.T, app *testApp) matrixFixture {
 func mustGrantEntry(t *testing.T, k accessKit, p *store.Program, entryID, email string) string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := k.app.DB.SelectEntry(ctx, k.owner, p.ID, entryID, "meets_policy"); err != nil {
+	if _, err := k.app.DB.SelectEntry(ctx, k.owner, p.ID, entryID, store.Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := k.app.DB.IssueInvitation(ctx, k.owner, p.ID, entryID, uuid.NewString(), k.app.Clock.Now().Add(48*time.Hour))
+	res, err := k.app.DB.IssueInvitation(ctx, k.owner, p.ID, entryID, store.NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: k.app.Clock.Now().Add(48 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, uuid.NewString(), "sms", ""); err != nil {
+	if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, store.DeliveryRecord{RequestKey: uuid.NewString(), Channel: "sms"}); err != nil {
 		t.Fatal(err)
 	}
 	red, err := k.app.DB.Redeem(ctx, identity.DevUserID(email), []string{email}, res.Code)

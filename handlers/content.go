@@ -7,26 +7,18 @@ import (
 	"strconv"
 )
 
-// contentEdit is a private-content edit, from the form or PUT …/content;
-// expectedRevision is 0 when there is no content yet.
-type contentEdit struct {
-	ExpectedRevision *int64 `json:"expectedRevision"`
-	Body             string `json:"body"`
-}
-
 // readContentForm reads the private-content form.
-func readContentForm(r *http.Request) (views.ContentForm, contentEdit, error) {
+func readContentForm(r *http.Request) (views.ContentForm, store.ContentEdit, error) {
 	f, err := readForm(r)
 	if err != nil {
-		return views.ContentForm{}, contentEdit{}, err
+		return views.ContentForm{}, store.ContentEdit{}, err
 	}
 	form := views.ContentForm{ExpectedRevision: f.get("expectedRevision"), Body: f.get("body")}
-	edit := contentEdit{Body: form.Body}
+	edit := store.ContentEdit{Body: form.Body}
 	if f.err != nil {
 		return form, edit, f.err
 	}
-	rev, err := store.FormRevision(form.ExpectedRevision)
-	edit.ExpectedRevision = &rev
+	edit.ExpectedRevision, err = store.FormRevision(form.ExpectedRevision)
 	return form, edit, err
 }
 
@@ -49,7 +41,7 @@ func (s *Server) handleContent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return failed(err)
 	}
-	rev, err := s.db.PutContent(r.Context(), ownerActor(r), r.PathValue("id"), *edit.ExpectedRevision, edit.Body)
+	rev, err := s.db.PutContent(r.Context(), ownerActor(r), r.PathValue("id"), edit)
 	if err != nil {
 		return failed(err)
 	}
@@ -57,17 +49,25 @@ func (s *Server) handleContent(w http.ResponseWriter, r *http.Request) error {
 	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
 }
 
+// putContentJSON is PUT …/content: the store's edit, with the expected
+// revision (this field shadows the embedded one) told missing from 0.
+type putContentJSON struct {
+	store.ContentEdit
+	ExpectedRevision *int64 `json:"expectedRevision"`
+}
+
 // handlePutContentAPI replaces the private content: 200 {revision}.
 func (s *Server) handlePutContentAPI(w http.ResponseWriter, r *http.Request) error {
-	var edit contentEdit
-	if err := decodeJSON(r, &edit); err != nil {
+	var body putContentJSON
+	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	rev, err := store.RequireRevision(edit.ExpectedRevision, "0 when there is no content yet")
-	if err != nil {
+	edit := body.ContentEdit
+	var err error
+	if edit.ExpectedRevision, err = store.RequireRevision(body.ExpectedRevision, "0 when there is no content yet"); err != nil {
 		return err
 	}
-	rev, err = s.db.PutContent(r.Context(), ownerActor(r), r.PathValue("id"), rev, edit.Body)
+	rev, err := s.db.PutContent(r.Context(), ownerActor(r), r.PathValue("id"), edit)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func dlSelectedEntry(tb testing.TB, app *testApp, email string) string {
 	}); err != nil {
 		tb.Fatalf("find entry: %v", err)
 	}
-	if _, err := app.DB.SelectEntry(ctx, ownerActorOf(app.OwnerID), app.Demo.ID, id, "meets_policy"); err != nil {
+	if _, err := app.DB.SelectEntry(ctx, ownerActorOf(app.OwnerID), app.Demo.ID, id, store.Decision{Reason: "meets_policy"}); err != nil {
 		tb.Fatalf("select: %v", err)
 	}
 	return id

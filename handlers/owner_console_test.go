@@ -194,7 +194,7 @@ func TestOwnerConsole_RefusedFormsKeepTheInput(t *testing.T) {
 	sel := mustInsertEntry(t, app.DB, app.Demo, "keep2@example.com", "selected")
 	rev := itoa(int(app.Demo.Revision))
 	// Change the program behind the form's back, for the conflicts.
-	if _, err := app.DB.PutContent(context.Background(), ownerActorOf(app.OwnerID), pid, 1, "Saved by someone else."); err != nil {
+	if _, err := app.DB.PutContent(context.Background(), ownerActorOf(app.OwnerID), pid, store.ContentEdit{ExpectedRevision: 1, Body: "Saved by someone else."}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -111,42 +111,37 @@ func (s *Server) handleEntryAPI(w http.ResponseWriter, r *http.Request) error {
 // entryAction is one of the owner's decisions on an entry: the store
 // operation and the confirmation a form shows after it.
 type entryAction struct {
-	do   func(db *store.DB, r *http.Request, reason string) (*store.Entry, error)
+	do   func(db *store.DB, r *http.Request, d store.Decision) (*store.Entry, error)
 	done string
 }
 
 // The owner's three decisions, each taking a reason code. Routes name them
 // as values, so a misspelt action does not compile.
 var (
-	selectAction = entryAction{func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
-		return db.SelectEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
+	selectAction = entryAction{func(db *store.DB, r *http.Request, d store.Decision) (*store.Entry, error) {
+		return db.SelectEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), d)
 	}, "Entry selected. You can now issue an invitation."}
-	declineAction = entryAction{func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
-		return db.DeclineEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
+	declineAction = entryAction{func(db *store.DB, r *http.Request, d store.Decision) (*store.Entry, error) {
+		return db.DeclineEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), d)
 	}, "Entry declined."}
-	withdrawAction = entryAction{func(db *store.DB, r *http.Request, reason string) (*store.Entry, error) {
-		return db.WithdrawEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), reason)
+	withdrawAction = entryAction{func(db *store.DB, r *http.Request, d store.Decision) (*store.Entry, error) {
+		return db.WithdrawEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), d)
 	}, "Entry withdrawn; any invitation and access it had are revoked."}
 )
 
-// reasonJSON is the body of select, decline and withdraw.
-type reasonJSON struct {
-	Reason string `json:"reason"`
-}
-
-// readReasonForm reads a decision's form: its reason code.
-func readReasonForm(r *http.Request) (reasonJSON, error) {
+// readDecisionForm reads a decision's form: its reason code.
+func readDecisionForm(r *http.Request) (store.Decision, error) {
 	f, err := readForm(r)
 	if err != nil {
-		return reasonJSON{}, err
+		return store.Decision{}, err
 	}
-	return reasonJSON{Reason: f.get("reason")}, f.err
+	return store.Decision{Reason: f.get("reason")}, f.err
 }
 
 // handleEntryAction is the form for one decision: 303 back to the entry.
 func (s *Server) handleEntryAction(act entryAction) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		in, err := readReasonForm(r)
+		in, err := readDecisionForm(r)
 		failed := func(err error) error {
 			return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
 				v.ActionError, v.Reason = msg, in.Reason
@@ -155,7 +150,7 @@ func (s *Server) handleEntryAction(act entryAction) handlerFunc {
 		if err != nil {
 			return failed(err)
 		}
-		if _, err := act.do(s.db, r, in.Reason); err != nil {
+		if _, err := act.do(s.db, r, in); err != nil {
 			return failed(err)
 		}
 		s.setFlash(w, r, act.done)
@@ -163,14 +158,15 @@ func (s *Server) handleEntryAction(act entryAction) handlerFunc {
 	}
 }
 
-// handleEntryActionAPI is one decision: 200 entry.
+// handleEntryActionAPI is one decision, its body the store's Decision:
+// 200 entry.
 func (s *Server) handleEntryActionAPI(act entryAction) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		var body reasonJSON
-		if err := decodeJSON(r, &body); err != nil {
+		var d store.Decision
+		if err := decodeJSON(r, &d); err != nil {
 			return err
 		}
-		e, err := act.do(s.db, r, body.Reason)
+		e, err := act.do(s.db, r, d)
 		if err != nil {
 			return err
 		}

@@ -133,7 +133,7 @@ func owEntryState(tb testing.TB, app *testApp, entryID string) string {
 func owIssue(tb testing.TB, app *testApp, programID, entryID string) *store.IssueResult {
 	tb.Helper()
 	res, err := app.DB.IssueInvitation(context.Background(), ownerActorOf(app.OwnerID), programID, entryID,
-		owKey(), app.Clock.Now().Add(24*time.Hour))
+		store.NewInvitation{RequestKey: owKey(), ExpiresAt: app.Clock.Now().Add(24 * time.Hour)})
 	if err != nil {
 		tb.Fatalf("issue: %v", err)
 	}
@@ -146,7 +146,7 @@ func owGrant(tb testing.TB, app *testApp, programID, entryID, email, userID stri
 	tb.Helper()
 	ctx := context.Background()
 	res := owIssue(tb, app, programID, entryID)
-	if _, err := app.DB.RecordDelivery(ctx, ownerActorOf(app.OwnerID), res.Invitation.ID, owKey(), "email", ""); err != nil {
+	if _, err := app.DB.RecordDelivery(ctx, ownerActorOf(app.OwnerID), res.Invitation.ID, store.DeliveryRecord{RequestKey: owKey(), Channel: "email"}); err != nil {
 		tb.Fatalf("record delivery: %v", err)
 	}
 	red, err := app.DB.Redeem(ctx, userID, []string{email}, res.Code)

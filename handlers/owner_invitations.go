@@ -39,22 +39,15 @@ func (s *Server) issuedView(r *http.Request, res *store.IssueResult) (*views.Iss
 		Delivery: views.DeliveryForm{InvitationID: res.Invitation.ID, RequestKey: uuid.NewString()}}, nil
 }
 
-// issueRequest is an invitation to issue: the request key and the expiry,
-// from the form or the JSON route.
-type issueRequest struct {
-	RequestKey string
-	ExpiresAt  time.Time
-}
-
 // readIssueForm reads the issue form: a request key, and the expiry as a
 // date and a time of day.
-func readIssueForm(r *http.Request) (views.IssueForm, issueRequest, error) {
+func readIssueForm(r *http.Request) (views.IssueForm, store.NewInvitation, error) {
 	f, err := readForm(r)
 	if err != nil {
-		return views.IssueForm{}, issueRequest{}, err
+		return views.IssueForm{}, store.NewInvitation{}, err
 	}
 	form := views.IssueForm{RequestKey: strings.TrimSpace(f.get("requestKey")), ExpiresOn: f.get("expiresOn"), Time: f.get("time")}
-	in := issueRequest{RequestKey: form.RequestKey}
+	in := store.NewInvitation{RequestKey: form.RequestKey}
 	if f.err != nil {
 		return form, in, f.err
 	}
@@ -86,7 +79,7 @@ func (s *Server) handleIssueInvitation(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return failed(err)
 	}
-	res, err := s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), in.RequestKey, in.ExpiresAt)
+	res, err := s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), in)
 	if err != nil {
 		return failed(err)
 	}
@@ -99,10 +92,12 @@ func (s *Server) handleIssueInvitation(w http.ResponseWriter, r *http.Request) e
 	return s.render(w, r, http.StatusOK, c, views.IssuedPage(c, *v))
 }
 
-// issueJSON is POST …/entries/{entryId}/invitations.
+// issueJSON is POST …/entries/{entryId}/invitations: the store's input,
+// with the expiry as the RFC 3339 text it is sent as (this field shadows
+// the embedded one), parsed with the store's message.
 type issueJSON struct {
-	RequestKey string `json:"requestKey"`
-	ExpiresAt  string `json:"expiresAt"`
+	store.NewInvitation
+	ExpiresAt string `json:"expiresAt"`
 }
 
 // handleIssueInvitationAPI issues a code: 201 {invitation, code} the first
@@ -112,12 +107,12 @@ func (s *Server) handleIssueInvitationAPI(w http.ResponseWriter, r *http.Request
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	at, err := store.ExpiryInstant(body.ExpiresAt)
-	if err != nil {
+	in := body.NewInvitation
+	var err error
+	if in.ExpiresAt, err = store.ExpiryInstant(body.ExpiresAt); err != nil {
 		return err
 	}
-	in := issueRequest{RequestKey: body.RequestKey, ExpiresAt: at}
-	res, err := s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), in.RequestKey, in.ExpiresAt)
+	res, err := s.db.IssueInvitation(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), in)
 	if err != nil {
 		return err
 	}
@@ -160,14 +155,14 @@ func entryPath(r *http.Request) string {
 // readDeliveryForm reads the record-a-send form for invitation invID. Each
 // field's rule is checked here too, so its message shows beside it; the
 // store applies the same rules again.
-func readDeliveryForm(r *http.Request, invID string) (views.DeliveryForm, deliveryJSON, error) {
+func readDeliveryForm(r *http.Request, invID string) (views.DeliveryForm, store.DeliveryRecord, error) {
 	f, err := readForm(r)
 	if err != nil {
-		return views.DeliveryForm{InvitationID: invID}, deliveryJSON{}, err
+		return views.DeliveryForm{InvitationID: invID}, store.DeliveryRecord{}, err
 	}
 	form := views.DeliveryForm{InvitationID: invID, RequestKey: strings.TrimSpace(f.get("requestKey")),
 		Channel: strings.TrimSpace(f.get("channel")), Reference: f.get("reference")}
-	in := deliveryJSON{RequestKey: form.RequestKey, Channel: form.Channel, Reference: form.Reference}
+	in := store.DeliveryRecord{RequestKey: form.RequestKey, Channel: form.Channel, Reference: form.Reference}
 	if f.err != nil {
 		return form, in, f.err
 	}
@@ -203,7 +198,7 @@ func (s *Server) handleRecordDelivery(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return failed(err)
 	}
-	if _, err := s.db.RecordDelivery(r.Context(), ownerActor(r), invID, in.RequestKey, in.Channel, in.Reference); err != nil {
+	if _, err := s.db.RecordDelivery(r.Context(), ownerActor(r), invID, in); err != nil {
 		return failed(err)
 	}
 	s.setFlash(w, r, "Send recorded. The code can now be redeemed until it expires.")
@@ -244,20 +239,14 @@ func (s *Server) handleRevokeGrant(w http.ResponseWriter, r *http.Request) error
 	return redirect(w, r, entryPath(r))
 }
 
-// deliveryJSON is POST /api/owner/invitations/{id}/delivery-record.
-type deliveryJSON struct {
-	RequestKey string `json:"requestKey"`
-	Channel    string `json:"channel"`
-	Reference  string `json:"reference"`
-}
-
-// handleRecordDeliveryAPI records the owner's claim of a send: 200 Invitation.
+// handleRecordDeliveryAPI records the owner's claim of a send
+// (POST /api/owner/invitations/{id}/delivery-record): 200 Invitation.
 func (s *Server) handleRecordDeliveryAPI(w http.ResponseWriter, r *http.Request) error {
-	var body deliveryJSON
-	if err := decodeJSON(r, &body); err != nil {
+	var rec store.DeliveryRecord
+	if err := decodeJSON(r, &rec); err != nil {
 		return err
 	}
-	inv, err := s.db.RecordDelivery(r.Context(), ownerActor(r), r.PathValue("id"), body.RequestKey, body.Channel, body.Reference)
+	inv, err := s.db.RecordDelivery(r.Context(), ownerActor(r), r.PathValue("id"), rec)
 	if err != nil {
 		return err
 	}

@@ -137,18 +137,12 @@ func queueReturn(programID, next string) string {
 	return base
 }
 
-// bulkSelectJSON is POST …/entries/select.
-type bulkSelectJSON struct {
-	EntryIDs []string `json:"entryIds"`
-	Reason   string   `json:"reason"`
-}
-
 // readBulkSelectForm reads the queue's select form: the chosen entries and
 // the reason, and the queue page to return to.
-func readBulkSelectForm(r *http.Request) (next string, in bulkSelectJSON, err error) {
+func readBulkSelectForm(r *http.Request) (next string, in store.Selection, err error) {
 	f, err := readForm(r)
 	if err != nil {
-		return "", bulkSelectJSON{}, err
+		return "", store.Selection{}, err
 	}
 	in.Reason, next = f.get("reason"), queueReturn(r.PathValue("id"), f.get("next"))
 	in.EntryIDs = r.PostForm["entryIds"]
@@ -179,7 +173,7 @@ func (s *Server) handleBulkSelect(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return failed(err)
 	}
-	done, err := s.db.SelectEntries(r.Context(), ownerActor(r), id, in.EntryIDs, in.Reason)
+	done, err := s.db.SelectEntries(r.Context(), ownerActor(r), id, in)
 	if err != nil {
 		return failed(err)
 	}
@@ -194,14 +188,14 @@ func selectedText(n int) string {
 	return "Selected " + strconv.Itoa(n) + " entries."
 }
 
-// handleBulkSelectAPI selects several waiting entries at once, all or none:
-// 200 {entries}.
+// handleBulkSelectAPI selects several waiting entries at once, all or none
+// (POST …/entries/select): 200 {entries}.
 func (s *Server) handleBulkSelectAPI(w http.ResponseWriter, r *http.Request) error {
-	var body bulkSelectJSON
-	if err := decodeJSON(r, &body); err != nil {
+	var sel store.Selection
+	if err := decodeJSON(r, &sel); err != nil {
 		return err
 	}
-	es, err := s.db.SelectEntries(r.Context(), ownerActor(r), r.PathValue("id"), body.EntryIDs, body.Reason)
+	es, err := s.db.SelectEntries(r.Context(), ownerActor(r), r.PathValue("id"), sel)
 	if err != nil {
 		return err
 	}

@@ -7,24 +7,12 @@ import (
 	"admit/views"
 )
 
-// retireJSON is POST /api/owner/programs/{id}/retire. Confirm must repeat
-// the program's slug: retiring cannot be undone.
+// retireJSON is POST /api/owner/programs/{id}/retire: the store's
+// retirement, with the expected revision (this field shadows the embedded
+// one) told missing from 0.
 type retireJSON struct {
+	store.Retirement
 	ExpectedRevision *int64 `json:"expectedRevision"`
-	Confirm          string `json:"confirm"`
-}
-
-// retire checks the confirmation against the program and retires it.
-func (s *Server) retire(r *http.Request, expectedRevision int64, confirm string) (*store.Program, error) {
-	a := ownerActor(r)
-	p, err := s.db.ProgramByID(r.Context(), a, r.PathValue("id"))
-	if err != nil {
-		return nil, err
-	}
-	if err := store.CheckRetireConfirmation(confirm, p.Slug); err != nil {
-		return nil, err
-	}
-	return s.db.RetireProgram(r.Context(), a, p.ID, expectedRevision)
 }
 
 // handleRetireAPI retires a program: 200 Program, with retiredAt set.
@@ -33,11 +21,12 @@ func (s *Server) handleRetireAPI(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	rev, err := store.RequireRevision(body.ExpectedRevision, "")
-	if err != nil {
+	ret := body.Retirement
+	var err error
+	if ret.ExpectedRevision, err = store.RequireRevision(body.ExpectedRevision, ""); err != nil {
 		return err
 	}
-	p, err := s.retire(r, rev, body.Confirm)
+	p, err := s.db.RetireProgram(r.Context(), ownerActor(r), r.PathValue("id"), ret)
 	if err != nil {
 		return err
 	}
@@ -47,24 +36,23 @@ func (s *Server) handleRetireAPI(w http.ResponseWriter, r *http.Request) error {
 
 // readRetireForm reads the retirement form into the same input as the
 // JSON route.
-func readRetireForm(r *http.Request) (retireJSON, error) {
+func readRetireForm(r *http.Request) (store.Retirement, error) {
 	f, err := readForm(r)
 	if err != nil {
-		return retireJSON{}, err
+		return store.Retirement{}, err
 	}
-	rev, confirm := f.get("expectedRevision"), f.get("confirm")
-	in := retireJSON{Confirm: confirm}
+	rev := f.get("expectedRevision")
+	ret := store.Retirement{Confirm: f.get("confirm")}
 	if f.err != nil {
-		return in, f.err
+		return ret, f.err
 	}
-	n, err := store.FormRevision(rev)
-	in.ExpectedRevision = &n
-	return in, err
+	ret.ExpectedRevision, err = store.FormRevision(rev)
+	return ret, err
 }
 
 // handleRetire is the retirement form on the program page.
 func (s *Server) handleRetire(w http.ResponseWriter, r *http.Request) error {
-	in, err := readRetireForm(r)
+	ret, err := readRetireForm(r)
 	failed := func(err error) error {
 		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) {
 			v.RetireError = msg
@@ -73,7 +61,7 @@ func (s *Server) handleRetire(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return failed(err)
 	}
-	if _, err := s.retire(r, *in.ExpectedRevision, in.Confirm); err != nil {
+	if _, err := s.db.RetireProgram(r.Context(), ownerActor(r), r.PathValue("id"), ret); err != nil {
 		return failed(err)
 	}
 	s.setFlash(w, r, "The program is retired. Its entries' addresses will be erased on schedule.")

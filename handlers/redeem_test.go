@@ -54,7 +54,7 @@ func (k accessKit) program(tb testing.TB, slug, body string) *store.Program {
 		ContactText: "One code by hand if selected.", RetentionText: "Until the program is retired."}); err != nil {
 		tb.Fatalf("publish notice: %v", err)
 	}
-	if _, err := db.PutContent(ctx, k.owner, p.ID, 0, body); err != nil {
+	if _, err := db.PutContent(ctx, k.owner, p.ID, store.ContentEdit{ExpectedRevision: 0, Body: body}); err != nil {
 		tb.Fatalf("put content: %v", err)
 	}
 	if p, err = db.ProgramByID(ctx, k.owner, p.ID); err != nil {
@@ -101,10 +101,10 @@ func (k accessKit) invite(tb testing.TB, p *store.Program, email string, deliver
 	tb.Helper()
 	ctx := context.Background()
 	entryID := k.entry(tb, p, email)
-	if _, err := k.app.DB.SelectEntry(ctx, k.owner, p.ID, entryID, "meets_policy"); err != nil {
+	if _, err := k.app.DB.SelectEntry(ctx, k.owner, p.ID, entryID, store.Decision{Reason: "meets_policy"}); err != nil {
 		tb.Fatalf("select: %v", err)
 	}
-	res, err := k.app.DB.IssueInvitation(ctx, k.owner, p.ID, entryID, uuid.NewString(), k.app.Clock.Now().Add(7*24*time.Hour))
+	res, err := k.app.DB.IssueInvitation(ctx, k.owner, p.ID, entryID, store.NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: k.app.Clock.Now().Add(7 * 24 * time.Hour)})
 	if err != nil {
 		tb.Fatalf("issue: %v", err)
 	}
@@ -112,7 +112,7 @@ func (k accessKit) invite(tb testing.TB, p *store.Program, email string, deliver
 		tb.Fatal("issue returned no code")
 	}
 	if deliver {
-		if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
+		if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, store.DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"}); err != nil {
 			tb.Fatalf("record delivery: %v", err)
 		}
 	}

@@ -44,7 +44,7 @@ func (f *accessFixture) program(tb testing.TB, slug, body string) *Program {
 	ctx := context.Background()
 	p := mustProgram(tb, f.db, f.owner, f.ws, slug)
 	mustNotice(tb, f.db, f.owner, p.ID)
-	if _, err := f.db.PutContent(ctx, f.owner, p.ID, 0, body); err != nil {
+	if _, err := f.db.PutContent(ctx, f.owner, p.ID, ContentEdit{ExpectedRevision: 0, Body: body}); err != nil {
 		tb.Fatalf("put content: %v", err)
 	}
 	return mustSetProgram(tb, f.db, f.owner, p.ID, func(s *ProgramSettings) {
@@ -74,15 +74,15 @@ func (f *accessFixture) invite(tb testing.TB, p *Program, email string, deliver 
 	if err != nil {
 		tb.Fatalf("find entry: %v", err)
 	}
-	if _, err := f.db.SelectEntry(ctx, f.owner, p.ID, entryID, "meets_policy"); err != nil {
+	if _, err := f.db.SelectEntry(ctx, f.owner, p.ID, entryID, Decision{Reason: "meets_policy"}); err != nil {
 		tb.Fatalf("select: %v", err)
 	}
-	res, err := f.db.IssueInvitation(ctx, f.owner, p.ID, entryID, uuid.NewString(), f.clock.Now().Add(7*24*time.Hour))
+	res, err := f.db.IssueInvitation(ctx, f.owner, p.ID, entryID, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: f.clock.Now().Add(7 * 24 * time.Hour)})
 	if err != nil {
 		tb.Fatalf("issue: %v", err)
 	}
 	if deliver {
-		if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
+		if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"}); err != nil {
 			tb.Fatalf("record delivery: %v", err)
 		}
 	}
@@ -152,11 +152,11 @@ func TestIssueInvitation_CodeIsShownOnceAndOnlyItsDigestIsStored(t *testing.T) {
 	mustUpdate(t, f.db, func(tx *Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT id FROM entries WHERE program_id = ?`, p.ID).Scan(&entryID)
 	})
-	if _, err := f.db.SelectEntry(ctx, f.owner, p.ID, entryID, "meets_policy"); err != nil {
+	if _, err := f.db.SelectEntry(ctx, f.owner, p.ID, entryID, Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
 	key, expires := uuid.NewString(), f.clock.Now().Add(48*time.Hour)
-	first, err := f.db.IssueInvitation(ctx, f.owner, p.ID, entryID, key, expires)
+	first, err := f.db.IssueInvitation(ctx, f.owner, p.ID, entryID, NewInvitation{RequestKey: key, ExpiresAt: expires})
 	if err != nil {
 		t.Fatalf("issue: %v", err)
 	}
@@ -169,7 +169,7 @@ func TestIssueInvitation_CodeIsShownOnceAndOnlyItsDigestIsStored(t *testing.T) {
 	}
 
 	// The same key and binding replay the metadata, never the code.
-	again, err := f.db.IssueInvitation(ctx, f.owner, p.ID, entryID, key, expires)
+	again, err := f.db.IssueInvitation(ctx, f.owner, p.ID, entryID, NewInvitation{RequestKey: key, ExpiresAt: expires})
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
@@ -381,7 +381,7 @@ func TestRedeem_EveryFailureIsTheSameNotFoundAndChangesNothing(t *testing.T) {
 		{"program retired", func(t *testing.T, f *accessFixture, p *Program) (string, string, []string) {
 			code, _, _ := f.invite(t, p, email, true)
 			cur := mustProgramByID(t, f.db, f.owner, p.ID)
-			if _, err := f.db.RetireProgram(ctx, f.owner, p.ID, cur.Revision); err != nil {
+			if _, err := f.db.RetireProgram(ctx, f.owner, p.ID, Retirement{ExpectedRevision: cur.Revision, Confirm: cur.Slug}); err != nil {
 				t.Fatalf("retire: %v", err)
 			}
 			return code, "user_a", []string{email}

@@ -370,7 +370,7 @@ func BenchmarkRetireProgram(b *testing.B) {
 				p := mustProgramByID(b, db, sp.Owner, sp.Program.ID)
 				db.txHeld = h.record
 				b.StartTimer()
-				if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, p.Revision); err != nil {
+				if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 					b.Fatalf("retire: %v", err)
 				}
 				b.StopTimer()
@@ -402,7 +402,7 @@ func BenchmarkSweepRetiredProgram(b *testing.B) {
 				sp := mustSignupProgram(b, db, "bench-sweep", benchCap, benchCap)
 				mustSeedEntries(b, db, sp.Program.ID, sp.Notice.ID, n)
 				p := mustProgramByID(b, db, sp.Owner, sp.Program.ID)
-				if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, p.Revision); err != nil {
+				if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 					b.Fatalf("retire: %v", err)
 				}
 				clock.Add(db.RetentionPolicy().RetiredProgram)

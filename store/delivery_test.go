@@ -19,14 +19,14 @@ import (
 func (f *lifecycleFixture) sentWithReference(t *testing.T, entryID, reference string) (string, string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, entryID, "meets_policy"); err != nil {
+	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, entryID, Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, entryID, uuid.NewString(), f.clock.Now().Add(24*time.Hour))
+	res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, entryID, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: f.clock.Now().Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, uuid.NewString(), ChannelChat, reference); err != nil {
+	if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: ChannelChat, Reference: reference}); err != nil {
 		t.Fatalf("record delivery: %v", err)
 	}
 	return res.Invitation.ID, res.Code
@@ -48,22 +48,22 @@ func TestRecordDelivery_ChannelIsOneOfTheCodes(t *testing.T) {
 	for _, code := range DeliveryChannels {
 		t.Run(code, func(t *testing.T) {
 			id, _ := f.join(t, "to-"+code+"@example.com")
-			if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, id, "meets_policy"); err != nil {
+			if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, id, Decision{Reason: "meets_policy"}); err != nil {
 				t.Fatal(err)
 			}
-			res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, id, uuid.NewString(), f.clock.Now().Add(time.Hour))
+			res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, id, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: f.clock.Now().Add(time.Hour)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, bad := range []string{"", "Email", "e-mail", "phone", "in person", "email from my work account", "alice@example.com"} {
 				before := historyRows(t, f.db, "invitations")
-				_, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, uuid.NewString(), bad, "")
+				_, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: bad})
 				wantErrorCode(t, "channel "+bad, err, EINVALID)
 				if after := historyRows(t, f.db, "invitations"); !reflect.DeepEqual(before, after) {
 					t.Fatalf("channel %q changed the invitations", bad)
 				}
 			}
-			inv, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, uuid.NewString(), code, "")
+			inv, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: code})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,10 +120,10 @@ func TestRecordDelivery_ReferenceWithPersonalDataIsRefusedAndNothingStored(t *te
 	f := newLifecycleFixture(t)
 	ctx := context.Background()
 	id, _ := f.join(t, "person@example.com")
-	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, id, "meets_policy"); err != nil {
+	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, id, Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, id, uuid.NewString(), f.clock.Now().Add(time.Hour))
+	res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, id, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: f.clock.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestRecordDelivery_ReferenceWithPersonalDataIsRefusedAndNothingStored(t *te
 		before := dbFingerprint(t, f.db)
 		history := historyRows(t, f.db, "audit_events")
 		invitations := historyRows(t, f.db, "invitations")
-		_, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, key, ChannelEmail, ref)
+		_, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, DeliveryRecord{RequestKey: key, Channel: ChannelEmail, Reference: ref})
 		wantErrorCode(t, ref, err, EINVALID)
 		if !reflect.DeepEqual(before, dbFingerprint(t, f.db)) || !reflect.DeepEqual(history, historyRows(t, f.db, "audit_events")) ||
 			!reflect.DeepEqual(invitations, historyRows(t, f.db, "invitations")) {
@@ -141,7 +141,7 @@ func TestRecordDelivery_ReferenceWithPersonalDataIsRefusedAndNothingStored(t *te
 	}
 	// The same request key still records a clean reference: the refused
 	// attempts left no receipt behind.
-	inv, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, key, ChannelEmail, "  ticket 4521 ")
+	inv, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, DeliveryRecord{RequestKey: key, Channel: ChannelEmail, Reference: "  ticket 4521 "})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestErasure_ClearsTheEntrysDeliveryReferences(t *testing.T) {
 			f.mustSweep(t)
 		}, false},
 		{"owner withdrawal, then retention", func(t *testing.T, f *lifecycleFixture, id, _, _, _ string) {
-			if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, id, "applicant_request"); err != nil {
+			if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, id, Decision{Reason: "applicant_request"}); err != nil {
 				t.Fatal(err)
 			}
 			f.clock.Add(testRetention.Withdrawn + time.Hour)
@@ -190,7 +190,7 @@ func TestErasure_ClearsTheEntrysDeliveryReferences(t *testing.T) {
 			if _, err := f.db.RevokeInvitation(ctx, f.owner, invID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.db.DeclineEntry(ctx, f.owner, f.p.ID, id, "capacity"); err != nil {
+			if _, err := f.db.DeclineEntry(ctx, f.owner, f.p.ID, id, Decision{Reason: "capacity"}); err != nil {
 				t.Fatal(err)
 			}
 			f.clock.Add(testRetention.Declined + time.Hour)

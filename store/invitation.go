@@ -172,12 +172,22 @@ func (db *DB) expireIfDue(ctx context.Context, tx *Tx, p *Program, inv *Invitati
 		Details{"invitationId": inv.ID})
 }
 
+// NewInvitation is an invitation to issue: the owner's request key (a
+// canonical UUID, which makes the issue idempotent) and the expiry, within
+// the program's maximum lifetime. JSON carries the expiry as an RFC 3339
+// instant (ExpiryInstant), a form as a day and a time (ExpiryFromForm).
+type NewInvitation struct {
+	RequestKey string    `json:"requestKey"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
 // IssueInvitation issues a one-use code for a selected entry (or an invited
 // one whose issued invitation has expired), reserving a seat. The request
 // key is looked up after the lock and before any state check: the same key
 // and binding return the invitation's metadata without a code; another
 // binding is a conflict.
-func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID, requestKey string, expiresAt time.Time) (*IssueResult, error) {
+func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID string, ni NewInvitation) (*IssueResult, error) {
+	requestKey, expiresAt := ni.RequestKey, ni.ExpiresAt
 	if err := validRequestKey(requestKey); err != nil {
 		return nil, err
 	}
@@ -361,12 +371,22 @@ func insertOwnerReceipt(ctx context.Context, tx *Tx, programID, key, action stri
 	return nil
 }
 
+// DeliveryRecord is the owner's record of sending an invitation's code:
+// a request key (idempotency), the channel (DeliveryChannels) and an
+// optional reference that holds no personal data (CheckDeliveryReference).
+type DeliveryRecord struct {
+	RequestKey string `json:"requestKey"`
+	Channel    string `json:"channel"`
+	Reference  string `json:"reference"`
+}
+
 // RecordDelivery records, once, the owner's statement that they sent the
 // code through their own channel. It records a claim of sending, not a
 // delivery. Idempotent by request key. The channel is one of
 // DeliveryChannels and the reference must pass CheckDeliveryReference: the
 // record holds no personal data, and erasing the entry clears the reference.
-func (db *DB) RecordDelivery(ctx context.Context, a Actor, invitationID, requestKey, channel, reference string) (*Invitation, error) {
+func (db *DB) RecordDelivery(ctx context.Context, a Actor, invitationID string, rec DeliveryRecord) (*Invitation, error) {
+	requestKey, channel, reference := rec.RequestKey, rec.Channel, rec.Reference
 	if err := validRequestKey(requestKey); err != nil {
 		return nil, err
 	}

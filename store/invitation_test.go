@@ -20,7 +20,7 @@ import (
 // mustIssueOK issues an invitation and fails the test on error.
 func (k ownerKit) mustIssueOK(t *testing.T, entryID string, expires time.Time) *IssueResult {
 	t.Helper()
-	res, err := k.db.IssueInvitation(context.Background(), k.a, k.p.ID, entryID, uuid.NewString(), expires)
+	res, err := k.db.IssueInvitation(context.Background(), k.a, k.p.ID, entryID, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: expires})
 	if err != nil {
 		t.Fatalf("issue: %v", err)
 	}
@@ -45,7 +45,7 @@ func TestIssueInvitation_TwoConcurrentIssuesForTheLastSeatExactlyOneSucceeds(t *
 		mustNotice(t, db1, a, p.ID)
 		taken, e1, e2 := mustEntryVia(t, db1, a, p.ID, StateSelected), mustEntryVia(t, db1, a, p.ID, StateSelected),
 			mustEntryVia(t, db1, a, p.ID, StateSelected)
-		if _, err := db1.IssueInvitation(context.Background(), a, p.ID, taken, uuid.NewString(), testEpoch.Add(time.Hour)); err != nil {
+		if _, err := db1.IssueInvitation(context.Background(), a, p.ID, taken, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: testEpoch.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -60,7 +60,7 @@ func TestIssueInvitation_TwoConcurrentIssuesForTheLastSeatExactlyOneSucceeds(t *
 			go func() {
 				defer wg.Done()
 				<-start
-				_, errs[i] = tc.db.IssueInvitation(context.Background(), a, p.ID, tc.entry, uuid.NewString(), testEpoch.Add(time.Hour))
+				_, errs[i] = tc.db.IssueInvitation(context.Background(), a, p.ID, tc.entry, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: testEpoch.Add(time.Hour)})
 			}()
 		}
 		close(start)
@@ -127,7 +127,7 @@ func TestIssueInvitation_SameKeyReplaysMetadataWithoutCodeEvenAfterStateChanges(
 	var first *IssueResult
 	if got := auditDelta(t, k.db, func() {
 		var err error
-		if first, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, key, exp); err != nil {
+		if first, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, NewInvitation{RequestKey: key, ExpiresAt: exp}); err != nil {
 			t.Fatal(err)
 		}
 	}); got != 1 {
@@ -138,7 +138,7 @@ func TestIssueInvitation_SameKeyReplaysMetadataWithoutCodeEvenAfterStateChanges(
 		var res *IssueResult
 		wantUnchangedBy(t, what, k.db, func() {
 			var err error
-			if res, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, key, exp); err != nil {
+			if res, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, NewInvitation{RequestKey: key, ExpiresAt: exp}); err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
 		})
@@ -158,16 +158,16 @@ func TestIssueInvitation_SameKeyReplaysMetadataWithoutCodeEvenAfterStateChanges(
 		t.Fatalf("replay after revoke shows %q", got.Invitation.State)
 	}
 	// Another binding for the same key is a conflict.
-	_, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, e, key, exp.Add(time.Millisecond))
+	_, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, e, NewInvitation{RequestKey: key, ExpiresAt: exp.Add(time.Millisecond)})
 	wantErrorCode(t, "same key, other expiry", err, ECONFLICT)
-	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, other, key, exp)
+	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, other, NewInvitation{RequestKey: key, ExpiresAt: exp})
 	wantErrorCode(t, "same key, other entry", err, ECONFLICT)
 	if n := mustCount(t, k.db, `SELECT count(*) FROM invitations WHERE program_id = ?`, k.p.ID); n != 1 {
 		t.Fatalf("invitations=%d, want 1", n)
 	}
-	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, "NOT-A-UUID", exp)
+	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, NewInvitation{RequestKey: "NOT-A-UUID", ExpiresAt: exp})
 	wantErrorCode(t, "malformed key", err, EINVALID)
-	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, strings.ToUpper(uuid.NewString()), exp)
+	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, e, NewInvitation{RequestKey: strings.ToUpper(uuid.NewString()), ExpiresAt: exp})
 	wantErrorCode(t, "uppercase key", err, EINVALID)
 }
 
@@ -182,7 +182,7 @@ func TestIssueInvitation_ExpiryIsJudgedByTheTransactionClock(t *testing.T) {
 		name string
 		at   time.Time
 	}{{"now", now}, {"past", now.Add(-time.Second)}, {"a millisecond past the maximum", max.Add(time.Millisecond)}} {
-		_, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, a, uuid.NewString(), tc.at)
+		_, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, a, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: tc.at})
 		wantErrorCode(t, "expiry "+tc.name, err, EINVALID)
 	}
 	exp := now.Add(time.Hour)
@@ -190,14 +190,14 @@ func TestIssueInvitation_ExpiryIsJudgedByTheTransactionClock(t *testing.T) {
 
 	// One millisecond before expiry the seat is taken and the code live.
 	k.clock.Set(exp.Add(-time.Millisecond))
-	_, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, b, uuid.NewString(), exp.Add(time.Hour))
+	_, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, b, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: exp.Add(time.Hour)})
 	wantErrorCode(t, "the only seat is taken", err, ECONFLICT)
-	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, a, uuid.NewString(), exp.Add(time.Hour))
+	_, err = k.db.IssueInvitation(ctx, k.a, k.p.ID, a, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: exp.Add(time.Hour)})
 	wantErrorCode(t, "reissue while live", err, ECONFLICT)
 
 	// At the expiry instant: no send can be recorded, the seat is free.
 	k.clock.Set(exp)
-	_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), "email", "")
+	_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"})
 	wantErrorCode(t, "record a send at expiry", err, ECONFLICT)
 	p := mustProgramByID(t, k.db, k.a, k.p.ID)
 	one := 1
@@ -233,7 +233,7 @@ func TestRecordDelivery_OnceAndIdempotentByKey(t *testing.T) {
 	var inv *Invitation
 	if got := auditDelta(t, k.db, func() {
 		var err error
-		if inv, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, key, "  email  ", "msg 4"); err != nil {
+		if inv, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, DeliveryRecord{RequestKey: key, Channel: "  email  ", Reference: "msg 4"}); err != nil {
 			t.Fatal(err)
 		}
 	}); got != 1 {
@@ -243,23 +243,23 @@ func TestRecordDelivery_OnceAndIdempotentByKey(t *testing.T) {
 		t.Fatalf("read-back %+v", inv)
 	}
 	wantUnchangedBy(t, "replay", k.db, func() {
-		again, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, key, "email", "msg 4")
+		again, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, DeliveryRecord{RequestKey: key, Channel: "email", Reference: "msg 4"})
 		if err != nil || again.DeliveryChannel != "email" {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
 	})
-	_, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, key, "sms", "")
+	_, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, DeliveryRecord{RequestKey: key, Channel: "sms"})
 	wantErrorCode(t, "same key, other channel", err, ECONFLICT)
-	_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), "sms", "")
+	_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: "sms"})
 	wantErrorCode(t, "second record", err, ECONFLICT)
 	for _, tc := range []struct{ name, channel, ref string }{
 		{"empty channel", " ", ""}, {"long channel", strings.Repeat("c", 81), ""}, {"long reference", "email", strings.Repeat("r", 161)},
 	} {
-		_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), tc.channel, tc.ref)
+		_, err = k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: tc.channel, Reference: tc.ref})
 		wantErrorCode(t, tc.name, err, EINVALID)
 	}
 	stranger, _ := mustOwner(t, k.db)
-	_, err = k.db.RecordDelivery(ctx, stranger, res.Invitation.ID, uuid.NewString(), "email", "")
+	_, err = k.db.RecordDelivery(ctx, stranger, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"})
 	wantErrorCode(t, "foreign owner", err, ENOTFOUND)
 }
 
@@ -296,7 +296,7 @@ func TestRevokeGrant_EndsAccessOnceAndOnlyForItsOwner(t *testing.T) {
 	mustUpdate(t, k.db, func(tx *Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT email_key FROM entries WHERE id = ?`, e).Scan(&email)
 	})
-	if _, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
+	if _, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"}); err != nil {
 		t.Fatal(err)
 	}
 	red, err := k.db.Redeem(ctx, "user_grant", []string{email}, res.Code)

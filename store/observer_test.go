@@ -112,7 +112,7 @@ func TestObserver_IsToldEveryOutcomeOnceAfterItsCommit(t *testing.T) {
 
 	// A withdrawn entry is erased by the sweep once its retention passed.
 	entry := mustEntryVia(t, db, a, p.ID, StateWaiting)
-	if _, err := db.WithdrawEntry(ctx, a, p.ID, entry, "applicant_request"); err != nil {
+	if _, err := db.WithdrawEntry(ctx, a, p.ID, entry, Decision{Reason: "applicant_request"}); err != nil {
 		t.Fatalf("withdraw: %v", err)
 	}
 	clock.Add(DefaultRetention.Withdrawn + time.Hour)

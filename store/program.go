@@ -335,9 +335,17 @@ func seatsInUse(ctx context.Context, tx *Tx, programID string) (int, error) {
 	return n, nil
 }
 
+// ContentEdit replaces a program's private content: the new body, and the
+// revision it was edited from (0 when there is no content yet).
+type ContentEdit struct {
+	ExpectedRevision int64  `json:"expectedRevision"`
+	Body             string `json:"body"`
+}
+
 // PutContent replaces a program's private content if it is still at the
 // expected revision (0 when there is none yet). It returns the new revision.
-func (db *DB) PutContent(ctx context.Context, a Actor, programID string, expectedRevision int64, body string) (int64, error) {
+func (db *DB) PutContent(ctx context.Context, a Actor, programID string, edit ContentEdit) (int64, error) {
+	expectedRevision, body := edit.ExpectedRevision, edit.Body
 	if !textBetween(body, 1, 20000) {
 		return 0, Errorf(EINVALID, "The private content must be 1–20000 characters.")
 	}

@@ -312,7 +312,7 @@ func TestUpdateProgram_EnablingAccessNeedsContent(t *testing.T) {
 		t.Fatal("access enabled without content")
 	}
 
-	if _, err := db.PutContent(ctx, a, p.ID, 0, "The private page."); err != nil {
+	if _, err := db.PutContent(ctx, a, p.ID, ContentEdit{ExpectedRevision: 0, Body: "The private page."}); err != nil {
 		t.Fatalf("put content: %v", err)
 	}
 	p = mustProgramByID(t, db, a, p.ID)
@@ -358,7 +358,9 @@ func TestPutContent_RevisionConflict(t *testing.T) {
 		var rev int64
 		var err error
 		before := dbFingerprint(t, db)
-		added := auditDelta(t, db, func() { rev, err = db.PutContent(ctx, a, p.ID, tc.expected, tc.body) })
+		added := auditDelta(t, db, func() {
+			rev, err = db.PutContent(ctx, a, p.ID, ContentEdit{ExpectedRevision: tc.expected, Body: tc.body})
+		})
 		wantErrorCode(t, tc.body, err, tc.wantErrorCode)
 		if tc.wantErrorCode != "" {
 			wantUnchanged(t, fmt.Sprintf("step %d, a refused content write", i), db, before)
@@ -371,7 +373,7 @@ func TestPutContent_RevisionConflict(t *testing.T) {
 	if got, want := body(), "Second."; got != want {
 		t.Fatalf("body=%q, want %q", got, want)
 	}
-	_, err := db.PutContent(ctx, stranger, p.ID, 2, "Hijack.")
+	_, err := db.PutContent(ctx, stranger, p.ID, ContentEdit{ExpectedRevision: 2, Body: "Hijack."})
 	wantErrorCode(t, "foreign program", err, ENOTFOUND)
 	if got, want := body(), "Second."; got != want {
 		t.Fatalf("body after foreign write=%q, want %q", got, want)
@@ -395,7 +397,10 @@ func TestProgramMutations_AuditOnceWithoutPersonalData(t *testing.T) {
 	}{
 		{"create", func() (err error) { p, err = db.CreateProgram(ctx, owner, newTestProgram(w, "audited")); return err }},
 		{"notice", func() error { _, err := db.PublishNotice(ctx, owner, p.ID, testNotice); return err }},
-		{"content", func() error { _, err := db.PutContent(ctx, owner, p.ID, 0, "Private."); return err }},
+		{"content", func() error {
+			_, err := db.PutContent(ctx, owner, p.ID, ContentEdit{ExpectedRevision: 0, Body: "Private."})
+			return err
+		}},
 		{"open", func() error {
 			cur := mustProgramByID(t, db, owner, p.ID)
 			_, err := db.UpdateProgram(ctx, owner, p.ID, ProgramSettings{ExpectedRevision: cur.Revision, SignupOpen: &yes, AccessEnabled: &yes})

@@ -275,8 +275,23 @@ func (db *DB) transition(ctx context.Context, tx *Tx, a Actor, p *Program, entry
 	return entryByID(ctx, tx, p.ID, e.ID)
 }
 
+// Decision is an owner's decision on one entry (select, decline or
+// withdraw): the reason code it is recorded with, from the decision's list
+// (SelectReasons, DeclineReasons, WithdrawReasons).
+type Decision struct {
+	Reason string `json:"reason"`
+}
+
+// Selection is a bulk select: up to MaxPageSize waiting entries and the
+// reason, from SelectReasons, recorded for each.
+type Selection struct {
+	EntryIDs []string `json:"entryIds"`
+	Reason   string   `json:"reason"`
+}
+
 // SelectEntry marks a waiting entry selected, recording the owner's reason.
-func (db *DB) SelectEntry(ctx context.Context, a Actor, programID, entryID, reason string) (*Entry, error) {
+func (db *DB) SelectEntry(ctx context.Context, a Actor, programID, entryID string, d Decision) (*Entry, error) {
+	reason := d.Reason
 	if !oneOf(reason, SelectReasons) {
 		return nil, Errorf(EINVALID, "Choose a reason for selecting: %s.", strings.Join(SelectReasons, ", "))
 	}
@@ -294,7 +309,8 @@ func (db *DB) SelectEntry(ctx context.Context, a Actor, programID, entryID, reas
 
 // SelectEntries selects several waiting entries in one transaction: all of
 // them or, if any is no longer waiting, none.
-func (db *DB) SelectEntries(ctx context.Context, a Actor, programID string, entryIDs []string, reason string) ([]Entry, error) {
+func (db *DB) SelectEntries(ctx context.Context, a Actor, programID string, sel Selection) ([]Entry, error) {
+	entryIDs, reason := sel.EntryIDs, sel.Reason
 	if !oneOf(reason, SelectReasons) {
 		return nil, Errorf(EINVALID, "Choose a reason for selecting: %s.", strings.Join(SelectReasons, ", "))
 	}
@@ -328,7 +344,8 @@ func (db *DB) SelectEntries(ctx context.Context, a Actor, programID string, entr
 
 // DeclineEntry declines a waiting or selected entry that has no issued
 // invitation and no grant.
-func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID, reason string) (*Entry, error) {
+func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID string, d Decision) (*Entry, error) {
+	reason := d.Reason
 	if !oneOf(reason, DeclineReasons) {
 		return nil, Errorf(EINVALID, "Choose a reason for declining: %s.", strings.Join(DeclineReasons, ", "))
 	}
@@ -373,7 +390,8 @@ func (db *DB) withdraw(ctx context.Context, tx *Tx, a Actor, p *Program, entryID
 }
 
 // WithdrawEntry withdraws an entry on the applicant's documented request.
-func (db *DB) WithdrawEntry(ctx context.Context, a Actor, programID, entryID, reason string) (*Entry, error) {
+func (db *DB) WithdrawEntry(ctx context.Context, a Actor, programID, entryID string, d Decision) (*Entry, error) {
+	reason := d.Reason
 	if !oneOf(reason, WithdrawReasons) {
 		return nil, Errorf(EINVALID, "An owner withdraws an entry only on the applicant's request (reason applicant_request).")
 	}

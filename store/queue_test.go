@@ -316,7 +316,7 @@ func TestSelectEntries_AllOrNoneWithOneAuditEventEach(t *testing.T) {
 	w1, w2, sel := k.entry(t, StateWaiting), k.entry(t, StateWaiting), k.entry(t, StateSelected)
 
 	wantUnchangedBy(t, "a refused bulk select", k.db, func() {
-		_, err := k.db.SelectEntries(ctx, k.a, k.p.ID, []string{w1, sel, w2}, "meets_policy")
+		_, err := k.db.SelectEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: []string{w1, sel, w2}, Reason: "meets_policy"})
 		wantErrorCode(t, "one not waiting", err, ECONFLICT)
 	})
 	if k.state(t, w1) != StateWaiting || k.state(t, w2) != StateWaiting {
@@ -325,7 +325,7 @@ func TestSelectEntries_AllOrNoneWithOneAuditEventEach(t *testing.T) {
 	var out []Entry
 	if got := auditDelta(t, k.db, func() {
 		var err error
-		out, err = k.db.SelectEntries(ctx, k.a, k.p.ID, []string{w1, w2, w1}, "priority_cohort")
+		out, err = k.db.SelectEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: []string{w1, w2, w1}, Reason: "priority_cohort"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,9 +339,9 @@ func TestSelectEntries_AllOrNoneWithOneAuditEventEach(t *testing.T) {
 		AND json_extract(details, '$.reason') = 'priority_cohort' AND json_extract(details, '$.from') = 'waiting'`); n != 2 {
 		t.Fatalf("selected events with reason and prior state=%d, want 2", n)
 	}
-	_, err := k.db.SelectEntries(ctx, k.a, k.p.ID, nil, "meets_policy")
+	_, err := k.db.SelectEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: nil, Reason: "meets_policy"})
 	wantErrorCode(t, "nothing chosen", err, EINVALID)
-	_, err = k.db.SelectEntries(ctx, k.a, k.p.ID, []string{w1}, "free text")
+	_, err = k.db.SelectEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: []string{w1}, Reason: "free text"})
 	wantErrorCode(t, "unknown reason", err, EINVALID)
 }
 
@@ -349,14 +349,14 @@ func TestDeclineEntry_RefusedWithAnIssuedInvitation(t *testing.T) {
 	k := mustOwnerKit(t, "decline-rules", 5)
 	ctx := context.Background()
 	e := k.entry(t, StateSelected)
-	if _, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, e, uuid.NewString(), k.clock.Now().Add(time.Hour)); err != nil {
+	if _, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, e, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: k.clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := k.db.DeclineEntry(ctx, k.a, k.p.ID, e, "capacity")
+	_, err := k.db.DeclineEntry(ctx, k.a, k.p.ID, e, Decision{Reason: "capacity"})
 	wantErrorCode(t, "decline an invited entry", err, ECONFLICT)
 	w := k.entry(t, StateWaiting)
 	if got := auditDelta(t, k.db, func() {
-		d, err := k.db.DeclineEntry(ctx, k.a, k.p.ID, w, "not_eligible")
+		d, err := k.db.DeclineEntry(ctx, k.a, k.p.ID, w, Decision{Reason: "not_eligible"})
 		if err != nil || d.State != StateDeclined || d.EraseAfter == nil {
 			t.Fatalf("decline: %+v %v (a declined address is scheduled for erasure)", d, err)
 		}
@@ -369,7 +369,7 @@ func TestWithdrawEntry_RevokesInvitationAndGrantAtOnceAndRepeatsQuietly(t *testi
 	k := mustOwnerKit(t, "withdraw-all", 5)
 	ctx := context.Background()
 	e := k.entry(t, StateSelected)
-	res, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, e, uuid.NewString(), k.clock.Now().Add(time.Hour))
+	res, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, e, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: k.clock.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,14 +377,14 @@ func TestWithdrawEntry_RevokesInvitationAndGrantAtOnceAndRepeatsQuietly(t *testi
 	mustUpdate(t, k.db, func(tx *Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT email_key FROM entries WHERE id = ?`, e).Scan(&email)
 	})
-	if _, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
+	if _, err := k.db.RecordDelivery(ctx, k.a, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.db.Redeem(ctx, "user_withdraw", []string{email}, res.Code); err != nil {
 		t.Fatalf("redeem: %v", err)
 	}
 	if got := auditDelta(t, k.db, func() {
-		out, err := k.db.WithdrawEntry(ctx, k.a, k.p.ID, e, "applicant_request")
+		out, err := k.db.WithdrawEntry(ctx, k.a, k.p.ID, e, Decision{Reason: "applicant_request"})
 		if err != nil || out.State != StateWithdrawn {
 			t.Fatalf("withdraw: %+v %v", out, err)
 		}
@@ -395,12 +395,12 @@ func TestWithdrawEntry_RevokesInvitationAndGrantAtOnceAndRepeatsQuietly(t *testi
 		t.Fatal("the grant is still active after withdrawal")
 	}
 	wantUnchangedBy(t, "a repeated withdrawal", k.db, func() {
-		out, err := k.db.WithdrawEntry(ctx, k.a, k.p.ID, e, "applicant_request")
+		out, err := k.db.WithdrawEntry(ctx, k.a, k.p.ID, e, Decision{Reason: "applicant_request"})
 		if err != nil || out.State != StateWithdrawn {
 			t.Fatalf("repeat: %+v %v", out, err)
 		}
 	})
-	_, err = k.db.WithdrawEntry(ctx, k.a, k.p.ID, e, "owner_discretion")
+	_, err = k.db.WithdrawEntry(ctx, k.a, k.p.ID, e, Decision{Reason: "owner_discretion"})
 	wantErrorCode(t, "withdraw without the applicant's request", err, EINVALID)
 }
 
@@ -412,10 +412,10 @@ func TestOwnerOperations_ForeignOwnerSeesNothingAndChangesNothing(t *testing.T) 
 	before := mustCount(t, k.db, `SELECT count(*) FROM audit_events`)
 	checks := map[string]error{}
 	_, checks["detail"] = k.db.EntryDetail(ctx, stranger, k.p.ID, w)
-	_, checks["select"] = k.db.SelectEntry(ctx, stranger, k.p.ID, w, "meets_policy")
-	_, checks["bulk"] = k.db.SelectEntries(ctx, stranger, k.p.ID, []string{w}, "meets_policy")
-	_, checks["decline"] = k.db.DeclineEntry(ctx, stranger, k.p.ID, w, "capacity")
-	_, checks["withdraw"] = k.db.WithdrawEntry(ctx, stranger, k.p.ID, w, "applicant_request")
+	_, checks["select"] = k.db.SelectEntry(ctx, stranger, k.p.ID, w, Decision{Reason: "meets_policy"})
+	_, checks["bulk"] = k.db.SelectEntries(ctx, stranger, k.p.ID, Selection{EntryIDs: []string{w}, Reason: "meets_policy"})
+	_, checks["decline"] = k.db.DeclineEntry(ctx, stranger, k.p.ID, w, Decision{Reason: "capacity"})
+	_, checks["withdraw"] = k.db.WithdrawEntry(ctx, stranger, k.p.ID, w, Decision{Reason: "applicant_request"})
 	_, checks["events"] = k.db.ProgramEvents(ctx, stranger, k.p.ID, "", 0)
 	checks["export"] = k.db.ExportQueue(ctx, stranger, k.p.ID, func(Entry) error { return nil })
 	_, _, checks["content"] = k.db.OwnerContent(ctx, stranger, k.p.ID)

@@ -68,14 +68,14 @@ func entryEvents(tb testing.TB, db *DB, entryID string) (types, details []string
 func mustRedeemedGrant(tb testing.TB, db *DB, sp signupProgram, entryID, email, userID string) (invitationID, grantID string) {
 	tb.Helper()
 	ctx := context.Background()
-	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, "meets_policy"); err != nil {
+	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, Decision{Reason: "meets_policy"}); err != nil {
 		tb.Fatalf("select: %v", err)
 	}
-	res, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, uuid.NewString(), db.Now().Add(24*time.Hour))
+	res, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: db.Now().Add(24 * time.Hour)})
 	if err != nil {
 		tb.Fatalf("issue: %v", err)
 	}
-	if _, err := db.RecordDelivery(ctx, sp.Owner, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
+	if _, err := db.RecordDelivery(ctx, sp.Owner, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"}); err != nil {
 		tb.Fatalf("record delivery: %v", err)
 	}
 	red, err := db.Redeem(ctx, userID, []string{email}, res.Code)
@@ -101,10 +101,10 @@ func TestRemoveByToken_ErasesTheEmailWithdrawsAndRevokesAccess(t *testing.T) {
 	invitedEmail := "invited.leaving@example.com"
 	invitedRes := mustSignup(t, db, sp.signupReq(invitedEmail))
 	invitedID := mustEntrySnapshot(t, db, sp.Program.ID, invitedEmail).ID
-	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, invitedID, "meets_policy"); err != nil {
+	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, invitedID, Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatalf("select: %v", err)
 	}
-	issued, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, invitedID, uuid.NewString(), clock.Now().Add(24*time.Hour))
+	issued, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, invitedID, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: clock.Now().Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatalf("issue: %v", err)
 	}

@@ -127,16 +127,16 @@ func TestReplays_AnswerWhileEveryWriteFails(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, "meets_policy"); err != nil {
+	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
 	issueKey, deliveryKey := uuid.NewString(), uuid.NewString()
 	exp := testEpoch.Add(48 * time.Hour)
-	issued, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, issueKey, exp)
+	issued, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, NewInvitation{RequestKey: issueKey, ExpiresAt: exp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.RecordDelivery(ctx, sp.Owner, issued.Invitation.ID, deliveryKey, "email", ""); err != nil {
+	if _, err := db.RecordDelivery(ctx, sp.Owner, issued.Invitation.ID, DeliveryRecord{RequestKey: deliveryKey, Channel: "email"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -148,7 +148,7 @@ func TestReplays_AnswerWhileEveryWriteFails(t *testing.T) {
 	if res, err := db.Signup(ctx, fresh); err == nil || ErrorCode(err) != EINTERNAL {
 		t.Fatalf("a new signup on a full disk: %+v, %v; want an internal error", res, err)
 	}
-	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, "meets_policy"); err == nil {
+	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, Decision{Reason: "meets_policy"}); err == nil {
 		t.Fatal("an owner write on a full disk succeeded")
 	}
 
@@ -161,11 +161,11 @@ func TestReplays_AnswerWhileEveryWriteFails(t *testing.T) {
 			t.Fatalf("signup replay on a full disk: %+v", res)
 		}
 	}
-	rep, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, issueKey, exp)
+	rep, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, NewInvitation{RequestKey: issueKey, ExpiresAt: exp})
 	if err != nil || !rep.Replay || rep.Code != "" || rep.Invitation.ID != issued.Invitation.ID {
 		t.Fatalf("issue replay on a full disk: %+v, %v", rep, err)
 	}
-	inv, err := db.RecordDelivery(ctx, sp.Owner, issued.Invitation.ID, deliveryKey, "email", "")
+	inv, err := db.RecordDelivery(ctx, sp.Owner, issued.Invitation.ID, DeliveryRecord{RequestKey: deliveryKey, Channel: "email"})
 	if err != nil || inv.DeliveryRecordedAt == nil {
 		t.Fatalf("delivery record replay on a full disk: %+v, %v", inv, err)
 	}
@@ -187,37 +187,37 @@ func TestOwnerReplays_AnswerAfterTheProgramIsRetired(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, "meets_policy"); err != nil {
+	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
 	issueKey, deliveryKey := uuid.NewString(), uuid.NewString()
 	exp := testEpoch.Add(48 * time.Hour)
-	issued, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, issueKey, exp)
+	issued, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, NewInvitation{RequestKey: issueKey, ExpiresAt: exp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.RecordDelivery(ctx, sp.Owner, issued.Invitation.ID, deliveryKey, "email", ""); err != nil {
+	if _, err := db.RecordDelivery(ctx, sp.Owner, issued.Invitation.ID, DeliveryRecord{RequestKey: deliveryKey, Channel: "email"}); err != nil {
 		t.Fatal(err)
 	}
 	p := mustProgramByID(t, db, sp.Owner, sp.Program.ID)
-	if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, p.Revision); err != nil {
+	if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 		t.Fatal(err)
 	}
 
 	before := dbFingerprint(t, db)
-	rep, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, issueKey, exp)
+	rep, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, NewInvitation{RequestKey: issueKey, ExpiresAt: exp})
 	if err != nil || !rep.Replay || rep.Code != "" || rep.Invitation.ID != issued.Invitation.ID {
 		t.Fatalf("issue replay after retirement: %+v, %v", rep, err)
 	}
 	if rep.Invitation.State != InviteRevoked {
 		t.Fatalf("issue replay shows the invitation %s, want it as it now is (revoked)", rep.Invitation.State)
 	}
-	inv, err := db.RecordDelivery(ctx, sp.Owner, issued.Invitation.ID, deliveryKey, "email", "")
+	inv, err := db.RecordDelivery(ctx, sp.Owner, issued.Invitation.ID, DeliveryRecord{RequestKey: deliveryKey, Channel: "email"})
 	if err != nil || inv.ID != issued.Invitation.ID || inv.DeliveryRecordedAt == nil {
 		t.Fatalf("delivery replay after retirement: %+v, %v", inv, err)
 	}
 	// A new key is refused: the program is retired.
-	_, err = db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, uuid.NewString(), exp)
+	_, err = db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: exp})
 	wantCode(t, "a new issue after retirement", err, ECONFLICT)
 	wantUnchanged(t, "owner replays after retirement", db, before)
 }

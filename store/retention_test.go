@@ -40,7 +40,7 @@ func newLifecycleFixture(t *testing.T) *lifecycleFixture {
 	p := mustProgram(t, db, owner, w, "lifecycle")
 	mustNotice(t, db, owner, p.ID)
 	ctx := context.Background()
-	if _, err := db.PutContent(ctx, owner, p.ID, 0, "Private text."); err != nil {
+	if _, err := db.PutContent(ctx, owner, p.ID, ContentEdit{ExpectedRevision: 0, Body: "Private text."}); err != nil {
 		t.Fatal(err)
 	}
 	p = mustProgramByID(t, db, owner, p.ID)
@@ -72,14 +72,14 @@ func (f *lifecycleFixture) join(t *testing.T, email string) (string, string) {
 func (f *lifecycleFixture) activate(t *testing.T, entryID, email string) string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, entryID, "meets_policy"); err != nil {
+	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, entryID, Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, entryID, uuid.NewString(), f.clock.Now().Add(24*time.Hour))
+	res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, entryID, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: f.clock.Now().Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
+	if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"}); err != nil {
 		t.Fatal(err)
 	}
 	red, err := f.db.Redeem(ctx, "user_"+entryID[:8], []string{email}, res.Code)
@@ -111,12 +111,12 @@ func TestRetention_ErasesEachStateExactlyAtItsPolicy(t *testing.T) {
 		act func(t *testing.T, f *lifecycleFixture, entryID, email string)
 	}{
 		{"withdrawn", testRetention.Withdrawn, func(t *testing.T, f *lifecycleFixture, id, _ string) {
-			if _, err := f.db.WithdrawEntry(context.Background(), f.owner, f.p.ID, id, "applicant_request"); err != nil {
+			if _, err := f.db.WithdrawEntry(context.Background(), f.owner, f.p.ID, id, Decision{Reason: "applicant_request"}); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"declined", testRetention.Declined, func(t *testing.T, f *lifecycleFixture, id, _ string) {
-			if _, err := f.db.DeclineEntry(context.Background(), f.owner, f.p.ID, id, "not_eligible"); err != nil {
+			if _, err := f.db.DeclineEntry(context.Background(), f.owner, f.p.ID, id, Decision{Reason: "not_eligible"}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -134,7 +134,7 @@ func TestRetention_ErasesEachStateExactlyAtItsPolicy(t *testing.T) {
 			f.retire(t)
 		}},
 		{"selected in a retired program", testRetention.RetiredProgram, func(t *testing.T, f *lifecycleFixture, id, _ string) {
-			if _, err := f.db.SelectEntry(context.Background(), f.owner, f.p.ID, id, "meets_policy"); err != nil {
+			if _, err := f.db.SelectEntry(context.Background(), f.owner, f.p.ID, id, Decision{Reason: "meets_policy"}); err != nil {
 				t.Fatal(err)
 			}
 			f.retire(t)
@@ -176,7 +176,7 @@ func TestRetention_ErasesEachStateExactlyAtItsPolicy(t *testing.T) {
 func (f *lifecycleFixture) retire(t *testing.T) {
 	t.Helper()
 	p := mustProgramByID(t, f.db, f.owner, f.p.ID)
-	if _, err := f.db.RetireProgram(context.Background(), f.owner, p.ID, p.Revision); err != nil {
+	if _, err := f.db.RetireProgram(context.Background(), f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 		t.Fatalf("retire: %v", err)
 	}
 }
@@ -199,17 +199,17 @@ func TestRetireProgram_RevokesAccessAndNeverPostponesErasure(t *testing.T) {
 	f := newLifecycleFixture(t)
 	ctx := context.Background()
 	withdrawn, _ := f.join(t, "early@example.com")
-	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, withdrawn, "applicant_request"); err != nil {
+	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, withdrawn, Decision{Reason: "applicant_request"}); err != nil {
 		t.Fatal(err)
 	}
 	withdrawnAt := f.clock.Now()
 	active, _ := f.join(t, "active@example.com")
 	grant := f.activate(t, active, "active@example.com")
 	invited, _ := f.join(t, "invited@example.com")
-	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, invited, "meets_policy"); err != nil {
+	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, invited, Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, invited, uuid.NewString(), f.clock.Now().Add(time.Hour)); err != nil {
+	if _, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, invited, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: f.clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -249,7 +249,7 @@ func TestRetireProgram_RevokesAccessAndNeverPostponesErasure(t *testing.T) {
 		t.Fatalf("signup after retirement: %v", err)
 	}
 	p = mustProgramByID(t, f.db, f.owner, f.p.ID)
-	if _, err := f.db.RetireProgram(ctx, f.owner, p.ID, p.Revision); ErrorCode(err) != ECONFLICT {
+	if _, err := f.db.RetireProgram(ctx, f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); ErrorCode(err) != ECONFLICT {
 		t.Fatalf("second retirement: %v", err)
 	}
 }
@@ -330,7 +330,7 @@ func TestErasure_SweepLeavesTheDatabaseAndWALFilesWithoutAManualCheckpoint(t *te
 	canary := "canary-swept-4d1e@example.com"
 	id, _ := f.join(t, canary)
 	f.join(t, "kept-9a8b@example.com")
-	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, id, "applicant_request"); err != nil {
+	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, id, Decision{Reason: "applicant_request"}); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Add(testRetention.Withdrawn + time.Minute)
@@ -344,7 +344,7 @@ func TestRunSweeper_ErasesDueEntriesAtStart(t *testing.T) {
 	f := newLifecycleFixture(t)
 	ctx := context.Background()
 	id, _ := f.join(t, "due@example.com")
-	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, id, "applicant_request"); err != nil {
+	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, id, Decision{Reason: "applicant_request"}); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Add(testRetention.Withdrawn + time.Minute)

@@ -52,6 +52,14 @@ func nextRetireChunk(chunk int, took time.Duration) int {
 	return max(minRetireChunk, min(next, 2*chunk, maxRetireChunk))
 }
 
+// Retirement is an owner's request to retire a program: the revision they
+// saw, and the program's slug typed again to confirm (CheckRetireConfirmation),
+// since retiring cannot be undone.
+type Retirement struct {
+	ExpectedRevision int64  `json:"expectedRevision"`
+	Confirm          string `json:"confirm"`
+}
+
 // RetireProgram ends a program for good: signup closed, access disabled,
 // issued invitations and active grants revoked, and every entry scheduled
 // for erasure after the retired-program period, so no state keeps an email
@@ -59,8 +67,8 @@ func nextRetireChunk(chunk int, took time.Duration) int {
 // bookkeeping then runs in short transactions before RetireProgram returns,
 // to its end even if ctx is cancelled. If that part fails, the program is
 // retired all the same and the next sweep finishes it.
-func (db *DB) RetireProgram(ctx context.Context, a Actor, programID string, expectedRevision int64) (*Program, error) {
-	p, err := db.beginRetirement(ctx, a, programID, expectedRevision)
+func (db *DB) RetireProgram(ctx context.Context, a Actor, programID string, ret Retirement) (*Program, error) {
+	p, err := db.beginRetirement(ctx, a, programID, ret)
 	if err != nil {
 		return nil, err
 	}
@@ -71,17 +79,20 @@ func (db *DB) RetireProgram(ctx context.Context, a Actor, programID string, expe
 }
 
 // beginRetirement is the retirement's one visible transaction.
-func (db *DB) beginRetirement(ctx context.Context, a Actor, programID string, expectedRevision int64) (*Program, error) {
+func (db *DB) beginRetirement(ctx context.Context, a Actor, programID string, ret Retirement) (*Program, error) {
 	var p *Program
 	err := db.Update(ctx, func(tx *Tx) error {
 		var err error
 		if p, err = ownedProgram(ctx, tx, a, programID); err != nil {
 			return err
 		}
+		if err := CheckRetireConfirmation(ret.Confirm, p.Slug); err != nil {
+			return err
+		}
 		if p.RetiredAt != nil {
 			return Errorf(ECONFLICT, "This program is already retired.")
 		}
-		if p.Revision != expectedRevision {
+		if p.Revision != ret.ExpectedRevision {
 			return Errorf(ECONFLICT, "The program changed since you loaded it. Reload and try again.")
 		}
 		// What the retirement ends, counted by index: no invitation is

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,28 +31,28 @@ func newRetireFixture(t *testing.T) *retireFixture {
 	f := &retireFixture{lifecycleFixture: newLifecycleFixture(t)}
 	ctx := context.Background()
 	f.withdrawn, _ = f.join(t, "withdrawn@example.com")
-	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, f.withdrawn, "applicant_request"); err != nil {
+	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, f.withdrawn, Decision{Reason: "applicant_request"}); err != nil {
 		t.Fatal(err)
 	}
 	f.withdrawnErase = f.clock.Now().Add(testRetention.Withdrawn)
 	f.clock.Add(time.Hour)
 	f.waiting, _ = f.join(t, "waiting@example.com")
 	f.selected, _ = f.join(t, "selected@example.com")
-	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, f.selected, "meets_policy"); err != nil {
+	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, f.selected, Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
 	f.active, _ = f.join(t, "active@example.com")
 	f.activate(t, f.active, "active@example.com")
 	f.activeUser = "user_" + f.active[:8]
 	f.invited, _ = f.join(t, "invited@example.com")
-	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, f.invited, "meets_policy"); err != nil {
+	if _, err := f.db.SelectEntry(ctx, f.owner, f.p.ID, f.invited, Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, f.invited, uuid.NewString(), f.clock.Now().Add(10*24*time.Hour))
+	res, err := f.db.IssueInvitation(ctx, f.owner, f.p.ID, f.invited, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: f.clock.Now().Add(10 * 24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, uuid.NewString(), "email", ""); err != nil {
+	if _, err := f.db.RecordDelivery(ctx, f.owner, res.Invitation.ID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"}); err != nil {
 		t.Fatal(err)
 	}
 	f.invitedCode = res.Code
@@ -82,7 +84,7 @@ func TestRetireProgram_StepsDateEverythingFromTheRetirementNotFromWhenTheyRun(t 
 	ctx := context.Background()
 	p := mustProgramByID(t, f.db, f.owner, f.p.ID)
 	retiredAt := f.clock.Add(24 * time.Hour)
-	if _, err := f.db.beginRetirement(ctx, f.owner, p.ID, p.Revision); err != nil {
+	if _, err := f.db.beginRetirement(ctx, f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 		t.Fatal(err)
 	}
 	// Each step runs a day after the one before: a step that dated from
@@ -155,7 +157,7 @@ func TestRetireProgram_PendingRetirementLetsNobodyInAndTheSweepFinishesIt(t *tes
 	}
 	// The retirement commits and, as if the server stopped right after,
 	// none of its steps runs.
-	if _, err := f.db.beginRetirement(ctx, f.owner, p.ID, p.Revision); err != nil {
+	if _, err := f.db.beginRetirement(ctx, f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustCount(t, f.db, `SELECT count(*) FROM invitations WHERE program_id = ? AND state = 'issued'`, p.ID); got != 1 {
@@ -171,7 +173,7 @@ func TestRetireProgram_PendingRetirementLetsNobodyInAndTheSweepFinishesIt(t *tes
 		NoticeVersion: 1, Permission: true}); ErrorCode(err) != ECONFLICT {
 		t.Errorf("signup while the retirement is pending: %v, want conflict", err)
 	}
-	if _, err := f.db.IssueInvitation(ctx, f.owner, p.ID, f.selected, uuid.NewString(), f.clock.Now().Add(time.Hour)); ErrorCode(err) != ECONFLICT {
+	if _, err := f.db.IssueInvitation(ctx, f.owner, p.ID, f.selected, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: f.clock.Now().Add(time.Hour)}); ErrorCode(err) != ECONFLICT {
 		t.Errorf("invitation issued while the retirement is pending: %v, want conflict", err)
 	}
 	for email, want := range map[string]string{"invited@example.com": StateSelected, "active@example.com": StateRevoked, "waiting@example.com": StateWaiting} {
@@ -236,7 +238,7 @@ func TestRetireProgram_SignupsProceedWhileABigRetirementRuns(t *testing.T) {
 	var returned atomic.Bool
 	retireErr := make(chan error, 1)
 	go func() {
-		_, err := db.RetireProgram(ctx, big.Owner, p.ID, p.Revision)
+		_, err := db.RetireProgram(ctx, big.Owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug})
 		returned.Store(true)
 		retireErr <- err
 	}()
@@ -336,5 +338,27 @@ func TestSweep_ErasesEveryDueEntryInBatches(t *testing.T) {
 	}
 	if got := txs.Load(); got < n/sweepBatch {
 		t.Fatalf("the sweep ran %d transactions for %d entries: batches larger than %d", got, n, sweepBatch)
+	}
+}
+
+func TestRetireProgram_WrongConfirmationIsInvalidAndRetiresNothing(t *testing.T) {
+	f := newRetireFixture(t)
+	ctx := context.Background()
+	p := mustProgramByID(t, f.db, f.owner, f.p.ID)
+	before := dbFingerprint(t, f.db)
+	for _, confirm := range []string{"", "not-" + p.Slug, strings.ToUpper(p.Slug)} {
+		_, err := f.db.RetireProgram(ctx, f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: confirm})
+		wantCode(t, "retire confirmed with "+strconv.Quote(confirm), err, EINVALID)
+	}
+	wantUnchanged(t, "a retirement with the wrong confirmation", f.db, before)
+	// The confirmation is checked only for the owner's own program: another
+	// owner learns nothing about it, whatever they type.
+	stranger := Actor{Kind: ActorOwner, UserID: "user_someone_else"}
+	_, err := f.db.RetireProgram(ctx, stranger, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: "wrong"})
+	wantCode(t, "a stranger's retirement", err, ENOTFOUND)
+	// The slug with surrounding spaces, as typed into the form, retires it.
+	got, err := f.db.RetireProgram(ctx, f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: " " + p.Slug + " "})
+	if err != nil || got.RetiredAt == nil {
+		t.Fatalf("retire with the slug: %+v %v, want retired", got, err)
 	}
 }

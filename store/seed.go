@@ -41,7 +41,7 @@ func (db *DB) SeedDemo(ctx context.Context, ownerUserID string) (seeded bool, er
 	}); err != nil {
 		return false, fmt.Errorf("seed notice: %w", err)
 	}
-	_, err = db.PutContent(ctx, owner, p.ID, 0, "Welcome to the admit demo.\n\nThis text is private: only people whose invitation was redeemed can read it.")
+	_, err = db.PutContent(ctx, owner, p.ID, ContentEdit{ExpectedRevision: 0, Body: "Welcome to the admit demo.\n\nThis text is private: only people whose invitation was redeemed can read it."})
 	if err != nil {
 		return false, fmt.Errorf("seed content: %w", err)
 	}

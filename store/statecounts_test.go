@@ -89,20 +89,23 @@ func TestStateCounts_FollowEveryInsertAndTransition(t *testing.T) {
 		do   func() error
 	}{
 		{"select", func() error {
-			_, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, ids[0], "meets_policy")
+			_, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, ids[0], Decision{Reason: "meets_policy"})
 			return err
 		}},
 		{"select again", func() error {
-			_, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, ids[1], "meets_policy")
+			_, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, ids[1], Decision{Reason: "meets_policy"})
 			return err
 		}},
-		{"decline", func() error { _, err := db.DeclineEntry(ctx, sp.Owner, sp.Program.ID, ids[1], "capacity"); return err }},
+		{"decline", func() error {
+			_, err := db.DeclineEntry(ctx, sp.Owner, sp.Program.ID, ids[1], Decision{Reason: "capacity"})
+			return err
+		}},
 		{"owner withdrawal", func() error {
-			_, err := db.WithdrawEntry(ctx, sp.Owner, sp.Program.ID, ids[2], "applicant_request")
+			_, err := db.WithdrawEntry(ctx, sp.Owner, sp.Program.ID, ids[2], Decision{Reason: "applicant_request"})
 			return err
 		}},
 		{"repeated withdrawal", func() error {
-			_, err := db.WithdrawEntry(ctx, sp.Owner, sp.Program.ID, ids[2], "applicant_request")
+			_, err := db.WithdrawEntry(ctx, sp.Owner, sp.Program.ID, ids[2], Decision{Reason: "applicant_request"})
 			return err
 		}},
 		{"removal by token", func() error { return db.RemoveByToken(ctx, tokens[3]) }},

@@ -163,11 +163,11 @@ func mustEntryVia(tb testing.TB, db *DB, a Actor, programID, state string) strin
 	switch state {
 	case StateWaiting:
 	case StateSelected:
-		_, err = db.SelectEntry(ctx, a, programID, id, "owner_discretion")
+		_, err = db.SelectEntry(ctx, a, programID, id, Decision{Reason: "owner_discretion"})
 	case StateDeclined:
-		_, err = db.DeclineEntry(ctx, a, programID, id, "other")
+		_, err = db.DeclineEntry(ctx, a, programID, id, Decision{Reason: "other"})
 	case StateWithdrawn:
-		_, err = db.WithdrawEntry(ctx, a, programID, id, "applicant_request")
+		_, err = db.WithdrawEntry(ctx, a, programID, id, Decision{Reason: "applicant_request"})
 	default:
 		tb.Fatalf("mustEntryVia: %q is reached by other operations", state)
 	}

@@ -29,9 +29,9 @@ const BusyTimeout = 10 * time.Second
 // read WAL snapshots.
 type DB struct {
 	Path string
-	// Now is the clock (Options.Now). Tx.Now is read from it once, after
-	// the write lock is held.
-	Now func() time.Time
+	// now is the clock (Options.Now), fixed at Open. Tx.Now is read from
+	// it once, after the write lock is held.
+	now func() time.Time
 
 	// retention is the erasure policy in force (Options.Retention).
 	retention Retention
@@ -73,6 +73,10 @@ type DB struct {
 	// every retirement step instead of adapting them to their cost.
 	retireChunk int
 }
+
+// Now reads the database's clock (Options.Now): the instant an answer is
+// judged at outside a transaction, such as an invitation's displayed state.
+func (db *DB) Now() time.Time { return db.now() }
 
 // Tx is a transaction and the instant it runs at.
 type Tx struct {
@@ -175,7 +179,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{Path: path, Now: opt.Now, retention: opt.Retention,
+	db := &DB{Path: path, now: opt.Now, retention: opt.Retention,
 		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1),
 		erasures: make(chan struct{}, 1), obs: observer(opt.Observer)}
 	if err := checkPragmas(ctx, w, false); err != nil {
@@ -289,7 +293,7 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 	}
 	began := time.Now()
 	db.obs.WriteLockWait(began.Sub(asked))
-	tx := &Tx{Tx: sqlTx, Now: db.Now().UTC(), cache: db.wstmts}
+	tx := &Tx{Tx: sqlTx, Now: db.now().UTC(), cache: db.wstmts}
 	var work time.Duration
 	err = func() error {
 		defer sqlTx.Rollback()
@@ -320,7 +324,7 @@ func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
-	tx := &Tx{Tx: sqlTx, Now: db.Now().UTC(), cache: db.rstmts}
+	tx := &Tx{Tx: sqlTx, Now: db.now().UTC(), cache: db.rstmts}
 	err = func() error {
 		defer sqlTx.Rollback()
 		return fn(tx)

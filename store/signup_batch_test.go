@@ -63,7 +63,7 @@ func submitInOrder(tb testing.TB, db *DB, ctxs []context.Context, reqs []SignupR
 }
 
 func TestSignup_QueuedSignupsShareACommitAndEachIsAnsweredAsIfAlone(t *testing.T) {
-	db := MustOpenDB(t)
+	db, clock := mustOpenDBWithClock(t)
 	sp := mustSignupProgram(t, db, "batched", 1000, 1000)
 	start := pausedBatcher(t, db)
 
@@ -93,14 +93,7 @@ func TestSignup_QueuedSignupsShareACommitAndEachIsAnsweredAsIfAlone(t *testing.T
 	}
 	wait := submitInOrder(t, db, ctxs, reqs)
 	// A clock that moves on every reading: one transaction reads it once.
-	var mu sync.Mutex
-	now := testEpoch
-	db.Now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(time.Millisecond)
-		return now
-	}
+	clock.Step(time.Millisecond)
 	start()
 	answers := wait()
 

@@ -14,33 +14,18 @@ import (
 	"time"
 
 	"admit/internal/clerkfake"
+	"admit/internal/testutil"
 )
 
-// clerkTestClock is a settable clock shared by the identity and the fake.
-type clerkTestClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// clerkEpoch is where each test's clock (shared by the identity and the
+// fake) starts.
+var clerkEpoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func newClerkTestClock() *clerkTestClock {
-	return &clerkTestClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *clerkTestClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clerkTestClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newClerkTestClock() *testutil.Clock { return testutil.NewClock(clerkEpoch) }
 
 // mustClerkIdentity returns a ClerkIdentity configured for f, reading time
 // from clock, which also becomes the fake's clock for minted tokens.
-func mustClerkIdentity(tb testing.TB, f *clerkfake.Fake, clock *clerkTestClock) *ClerkIdentity {
+func mustClerkIdentity(tb testing.TB, f *clerkfake.Fake, clock *testutil.Clock) *ClerkIdentity {
 	tb.Helper()
 	f.SetClock(clock.Now)
 	id, err := NewClerkIdentity(ClerkConfig{
@@ -145,71 +130,71 @@ func TestClerkAuthenticate_RejectsEveryInvalidSessionAsSignedOut(t *testing.T) {
 	set := func(name string, v any) func(map[string]any) {
 		return func(c map[string]any) { c[name] = v }
 	}
-	withHeader := func(mod func(h map[string]any)) func(*clerkfake.Fake, *clerkTestClock) *http.Request {
-		return func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+	withHeader := func(mod func(h map[string]any)) func(*clerkfake.Fake, *testutil.Clock) *http.Request {
+		return func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			h := f.Header()
 			mod(h)
 			return clerkBearerRequest(f.MintWith(h, f.Claims(uid), f.Signer()))
 		}
 	}
-	session := func(mods ...func(map[string]any)) func(*clerkfake.Fake, *clerkTestClock) *http.Request {
-		return func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+	session := func(mods ...func(map[string]any)) func(*clerkfake.Fake, *testutil.Clock) *http.Request {
+		return func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			return clerkBearerRequest(f.Session(uid, mods...))
 		}
 	}
 
 	tests := []struct {
 		name       string
-		req        func(f *clerkfake.Fake, clock *clerkTestClock) *http.Request
+		req        func(f *clerkfake.Fake, clock *testutil.Clock) *http.Request
 		wantReason string
 	}{
-		{"no token", func(*clerkfake.Fake, *clerkTestClock) *http.Request {
+		{"no token", func(*clerkfake.Fake, *testutil.Clock) *http.Request {
 			return httptest.NewRequest(http.MethodGet, "/me", nil)
 		}, clerkReasonNoToken},
-		{"empty __session cookie", func(*clerkfake.Fake, *clerkTestClock) *http.Request {
+		{"empty __session cookie", func(*clerkfake.Fake, *testutil.Clock) *http.Request {
 			return clerkCookieRequest("")
 		}, clerkReasonNoToken},
-		{"empty bearer", func(*clerkfake.Fake, *clerkTestClock) *http.Request {
+		{"empty bearer", func(*clerkfake.Fake, *testutil.Clock) *http.Request {
 			return clerkBearerRequest("")
 		}, clerkReasonNoToken},
-		{"basic auth does not fall through to a valid cookie", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"basic auth does not fall through to a valid cookie", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			r := clerkCookieRequest(f.Session(uid))
 			r.SetBasicAuth("admin", "admin")
 			return r
 		}, clerkReasonAuthScheme},
-		{"bearer token without a space", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"bearer token without a space", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			r := httptest.NewRequest(http.MethodGet, "/me", nil)
 			r.Header.Set("Authorization", "Bearer"+f.Session(uid))
 			return r
 		}, clerkReasonAuthScheme},
-		{"two authorization headers", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"two authorization headers", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			r := clerkBearerRequest(f.Session(uid))
 			r.Header.Add("Authorization", "Bearer "+f.Session(uid))
 			return r
 		}, clerkReasonAmbiguous},
-		{"two __session cookies", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"two __session cookies", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			r := clerkCookieRequest(f.Session(uid))
 			r.AddCookie(&http.Cookie{Name: "__session", Value: f.Session("user_2other")})
 			return r
 		}, clerkReasonAmbiguous},
-		{"not a JWT", func(*clerkfake.Fake, *clerkTestClock) *http.Request {
+		{"not a JWT", func(*clerkfake.Fake, *testutil.Clock) *http.Request {
 			return clerkBearerRequest("not-a-token")
 		}, clerkReasonMalformed},
-		{"JWS JSON serialization", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"JWS JSON serialization", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			parts := strings.Split(f.Session(uid), ".")
 			js, _ := json.Marshal(map[string]string{"protected": parts[0], "payload": parts[1], "signature": parts[2]})
 			return clerkBearerRequest(string(js))
 		}, clerkReasonMalformed},
-		{"oversized token", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"oversized token", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			return clerkBearerRequest(f.Session(uid, set("pad", strings.Repeat("a", 9000))))
 		}, clerkReasonMalformed},
-		{"alg none, unsigned", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"alg none, unsigned", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			h := f.Header()
 			h["alg"] = "none"
 			return clerkBearerRequest(f.MintWith(h, f.Claims(uid), clerkfake.Unsigned()))
 		}, clerkReasonAlg},
 		{"alg none, RS256 signature", withHeader(func(h map[string]any) { h["alg"] = "none" }), clerkReasonAlg},
-		{"alg HS256 keyed with the public key PEM", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"alg HS256 keyed with the public key PEM", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			h := f.Header()
 			h["alg"] = "HS256"
 			return clerkBearerRequest(f.MintWith(h, f.Claims(uid), clerkfake.HS256(f.PublicKeyPEM())))
@@ -217,7 +202,7 @@ func TestClerkAuthenticate_RejectsEveryInvalidSessionAsSignedOut(t *testing.T) {
 		{"alg RS512", withHeader(func(h map[string]any) { h["alg"] = "RS512" }), clerkReasonAlg},
 		{"alg lower-case rs256", withHeader(func(h map[string]any) { h["alg"] = "rs256" }), clerkReasonAlg},
 		{"alg missing", withHeader(func(h map[string]any) { delete(h, "alg") }), clerkReasonAlg},
-		{"duplicate alg header", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"duplicate alg header", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			header := []byte(`{"alg":"HS256","kid":"` + f.KeyID() + `","alg":"RS256"}`)
 			payload, _ := json.Marshal(f.Claims(uid))
 			return clerkBearerRequest(clerkfake.MintRaw(header, payload, f.Signer()))
@@ -227,10 +212,10 @@ func TestClerkAuthenticate_RejectsEveryInvalidSessionAsSignedOut(t *testing.T) {
 		{"kid empty", withHeader(func(h map[string]any) { h["kid"] = "" }), clerkReasonKid},
 		{"kid not a string", withHeader(func(h map[string]any) { h["kid"] = 7 }), clerkReasonKid},
 		{"unknown kid", withHeader(func(h map[string]any) { h["kid"] = "ins_unknown" }), clerkReasonUnknownKid},
-		{"another RSA key with the same kid", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"another RSA key with the same kid", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			return clerkBearerRequest(f.MintWith(f.Header(), f.Claims(uid), clerkfake.RS256(t, otherKey)))
 		}, clerkReasonSignature},
-		{"payload swapped under a valid signature", func(f *clerkfake.Fake, _ *clerkTestClock) *http.Request {
+		{"payload swapped under a valid signature", func(f *clerkfake.Fake, _ *testutil.Clock) *http.Request {
 			parts := strings.Split(f.Session("user_2victim"), ".")
 			return clerkBearerRequest(parts[0] + "." + clerkB64JSON(t, f.Claims(uid)) + "." + parts[2])
 		}, clerkReasonSignature},
@@ -246,16 +231,16 @@ func TestClerkAuthenticate_RejectsEveryInvalidSessionAsSignedOut(t *testing.T) {
 		{"sub missing", session(without("sub")), clerkReasonSub},
 		{"sub not a safe ID", session(set("sub", "user_2x/../../jwks")), clerkReasonSub},
 		{"exp missing", session(without("exp")), clerkReasonExpMissing},
-		{"expired", func(f *clerkfake.Fake, clock *clerkTestClock) *http.Request {
+		{"expired", func(f *clerkfake.Fake, clock *testutil.Clock) *http.Request {
 			return clerkBearerRequest(f.Session(uid, set("exp", clock.Now().Add(-10*time.Second).Unix())))
 		}, clerkReasonExpired},
-		{"expired beyond the 5s leeway", func(f *clerkfake.Fake, clock *clerkTestClock) *http.Request {
+		{"expired beyond the 5s leeway", func(f *clerkfake.Fake, clock *testutil.Clock) *http.Request {
 			return clerkBearerRequest(f.Session(uid, set("exp", clock.Now().Add(-6*time.Second).Unix())))
 		}, clerkReasonExpired},
-		{"nbf in the future", func(f *clerkfake.Fake, clock *clerkTestClock) *http.Request {
+		{"nbf in the future", func(f *clerkfake.Fake, clock *testutil.Clock) *http.Request {
 			return clerkBearerRequest(f.Session(uid, set("nbf", clock.Now().Add(10*time.Second).Unix())))
 		}, clerkReasonNotYetValid},
-		{"iat in the future", func(f *clerkfake.Fake, clock *clerkTestClock) *http.Request {
+		{"iat in the future", func(f *clerkfake.Fake, clock *testutil.Clock) *http.Request {
 			return clerkBearerRequest(f.Session(uid, set("iat", clock.Now().Add(10*time.Second).Unix())))
 		}, clerkReasonNotYetValid},
 	}
@@ -316,7 +301,7 @@ func TestClerkAuthenticate_UnknownKidRefetchesAtMostOncePerMinute(t *testing.T) 
 		{30 * time.Second, unknownKid, ErrSignedOut, 3}, // +121s: another minute passed
 	}
 	for i, s := range steps {
-		clock.Advance(s.advance)
+		clock.Add(s.advance)
 		_, err := id.Authenticate(s.req())
 		if s.wantErr == nil && err != nil {
 			t.Fatalf("step %d: err=%v, want nil", i, err)
@@ -371,12 +356,12 @@ func TestClerkAuthenticate_RotatedKeyAcceptedAfterRefetchAndOldKeyDropped(t *tes
 	f.RotateKey()
 
 	// The refetch limit still holds right after a rotation.
-	clock.Advance(time.Second)
+	clock.Add(time.Second)
 	if _, err := id.Authenticate(clerkBearerRequest(f.Session("user_2x"))); clerkRejectionReason(err) != clerkReasonUnknownKid {
 		t.Fatalf("new kid within the minute: err=%v, want %q", err, clerkReasonUnknownKid)
 	}
 
-	clock.Advance(time.Minute)
+	clock.Add(time.Minute)
 	p, err := id.Authenticate(clerkBearerRequest(f.Session("user_2x")))
 	if err != nil {
 		t.Fatalf("new kid after refetch: %v", err)
@@ -417,11 +402,11 @@ func TestClerkAuthenticate_UnreachableJWKSWithUnknownKeyIsUnavailable(t *testing
 
 			// Back up, but the failed attempt still counts toward the limit.
 			tt.fail(f, false)
-			clock.Advance(30 * time.Second)
+			clock.Add(30 * time.Second)
 			if _, err := id.Authenticate(clerkBearerRequest(f.Session("user_2x"))); !errors.Is(err, ErrIdentityUnavailable) {
 				t.Fatalf("within the minute after a failure: err=%v, want ErrIdentityUnavailable", err)
 			}
-			clock.Advance(30 * time.Second)
+			clock.Add(30 * time.Second)
 			if _, err := id.Authenticate(clerkBearerRequest(f.Session("user_2x"))); err != nil {
 				t.Fatalf("after the minute: %v", err)
 			}

@@ -5,22 +5,35 @@ import (
 	"time"
 )
 
-// Clock is a controllable clock for the store (store.Options.Now). It is
+// Clock is a controllable clock for the store (store.Options.Now) and the
+// identity provider's token checks (identity.ClerkConfig.Now). It is
 // safe for concurrent use, so a test may advance it while another
 // goroutine's transaction waits.
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
 }
 
 // NewClock returns a clock stopped at t.
 func NewClock(t time.Time) *Clock { return &Clock{t: t} }
 
-// Now returns the clock's current instant.
+// Now returns the clock's current instant, first advancing it by the step
+// (Step), if one is set.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.t = c.t.Add(c.step)
 	return c.t
+}
+
+// Step makes every later reading advance the clock by d before it
+// answers, so no two readings are equal; 0 stops it again. A test uses
+// it to tell how many times, and in what order, the clock was read.
+func (c *Clock) Step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.step = d
 }
 
 // Set moves the clock to t.

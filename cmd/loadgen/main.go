@@ -88,6 +88,24 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	c := &Config{}
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	scen := c.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	errs := c.checkBounds()
+	var err error
+	if c.Scenarios, err = parseScenarios(*scen); err != nil {
+		errs = append(errs, err)
+	}
+	return c, errors.Join(errs...)
+}
+
+// register defines every flag on fs, filling c, and returns the
+// -scenarios list, which parseScenarios reads.
+func (c *Config) register(fs *flag.FlagSet) *string {
 	fs.StringVar(&c.Src, "src", ".", "admit module `dir` to build")
 	fs.StringVar(&c.Bin, "bin", "", "prebuilt admit `binary` (skips the build)")
 	fs.StringVar(&c.Dir, "dir", "", "work `dir` for the database and ceiling file (default: a new temp dir)")
@@ -105,13 +123,12 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.StringVar(&c.PprofDir, "pprof-dir", "", "write a server CPU profile per scenario to `dir` (needs ADMIT_PPROF_ADDR support)")
 	fs.StringVar(&c.SelfProfile, "self-cpuprofile", "", "write loadgen's own CPU profile to `file`")
 	fs.IntVar(&c.TimingPairs, "timing-pairs", 1000, "new and listed signups per route in the timing scenario")
-	scen := fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ", "))
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
+	return fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ", "))
+}
+
+// checkBounds checks every numeric flag against its range, one error per
+// flag out of range.
+func (c *Config) checkBounds() []error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	for _, d := range []struct {
@@ -150,25 +167,31 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	if c.MaxRequests < 1 || c.MaxRequests > 95000 {
 		bad("-max-requests=%d must be from 1 to 95000 (a program's caps are 100000)", c.MaxRequests)
 	}
-	c.Scenarios = nil
-	for _, s := range strings.Split(*scen, ",") {
+	return errs
+}
+
+// parseScenarios reads -scenarios: known names, each once, returned in the
+// canonical order (allScenarios) whatever order they were named in.
+func parseScenarios(list string) ([]string, error) {
+	var out []string
+	var errs []error
+	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		switch {
 		case s == "":
 		case !slices.Contains(allScenarios, s):
-			bad("-scenarios: unknown scenario %q (want %s)", s, strings.Join(allScenarios, ", "))
-		case !slices.Contains(c.Scenarios, s):
-			c.Scenarios = append(c.Scenarios, s)
+			errs = append(errs, fmt.Errorf("-scenarios: unknown scenario %q (want %s)", s, strings.Join(allScenarios, ", ")))
+		case !slices.Contains(out, s):
+			out = append(out, s)
 		}
 	}
-	if len(c.Scenarios) == 0 {
-		bad("-scenarios names no scenario")
+	if len(out) == 0 {
+		errs = append(errs, errors.New("-scenarios names no scenario"))
 	}
-	// Run in the canonical order whatever order they were named in.
-	slices.SortFunc(c.Scenarios, func(a, b string) int {
+	slices.SortFunc(out, func(a, b string) int {
 		return slices.Index(allScenarios, a) - slices.Index(allScenarios, b)
 	})
-	return c, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // wants reports whether the scenario was chosen.

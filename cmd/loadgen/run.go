@@ -48,43 +48,14 @@ type runner struct {
 
 // run executes the chosen scenarios and writes the report to stdout;
 // progress goes to stderr.
-func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error) {
+func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 	r := &runner{cfg: cfg, log: stderr, runID: uuid.NewString()[:8]}
-	if cfg.Dir != "" {
-		r.work, err = filepath.Abs(cfg.Dir)
-		if err == nil {
-			err = os.MkdirAll(r.work, 0o700)
-		}
-	} else {
-		r.work, err = os.MkdirTemp("", "admit-loadgen-")
-	}
+	cleanup, err := r.prepareWork()
 	if err != nil {
 		return err
 	}
-	if !cfg.Keep {
-		defer os.RemoveAll(r.work)
-	} else {
-		defer fmt.Fprintf(stderr, "work dir kept: %s\n", r.work)
-	}
-	r.dataDir = filepath.Join(r.work, "data")
-	r.logPath = filepath.Join(r.work, "server.log")
-	if err := os.MkdirAll(r.dataDir, 0o700); err != nil {
-		return err
-	}
-	if cfg.PprofDir != "" {
-		if err := os.MkdirAll(cfg.PprofDir, 0o755); err != nil {
-			return err
-		}
-	}
-
-	r.bin = cfg.Bin
-	if r.bin == "" {
-		r.progress("building admit from %s", cfg.Src)
-		if r.bin, err = buildAdmit(ctx, cfg.Src, r.work, stderr); err != nil {
-			return err
-		}
-	}
-	if err := r.start(ctx); err != nil {
+	defer cleanup()
+	if err := r.launch(ctx); err != nil {
 		return err
 	}
 	defer func() {
@@ -92,39 +63,101 @@ func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error)
 			r.srv.stop()
 		}
 	}()
-	r.c = newClient(r.srv.BaseURL, 2*max(cfg.Clients, cfg.OwnerClients, cfg.ReadClients))
+	progs, reader, err := r.setup(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.scenarios(ctx, progs, reader); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("run cut short: %w", err)
+	}
+	r.report(stdout)
+	return nil
+}
+
+// prepareWork makes the work directory (kept or removed by the returned
+// cleanup), its data directory and the profile directory.
+func (r *runner) prepareWork() (cleanup func(), err error) {
+	if r.cfg.Dir != "" {
+		r.work, err = filepath.Abs(r.cfg.Dir)
+		if err == nil {
+			err = os.MkdirAll(r.work, 0o700)
+		}
+	} else {
+		r.work, err = os.MkdirTemp("", "admit-loadgen-")
+	}
+	if err != nil {
+		return nil, err
+	}
+	cleanup = func() { os.RemoveAll(r.work) }
+	if r.cfg.Keep {
+		cleanup = func() { fmt.Fprintf(r.log, "work dir kept: %s\n", r.work) }
+	}
+	r.dataDir = filepath.Join(r.work, "data")
+	r.logPath = filepath.Join(r.work, "server.log")
+	if err := os.MkdirAll(r.dataDir, 0o700); err != nil {
+		return cleanup, err
+	}
+	if r.cfg.PprofDir != "" {
+		if err := os.MkdirAll(r.cfg.PprofDir, 0o755); err != nil {
+			return cleanup, err
+		}
+	}
+	return cleanup, nil
+}
+
+// launch builds admit (unless -bin names one), starts it and signs the
+// owner in.
+func (r *runner) launch(ctx context.Context) (err error) {
+	r.bin = r.cfg.Bin
+	if r.bin == "" {
+		r.progress("building admit from %s", r.cfg.Src)
+		if r.bin, err = buildAdmit(ctx, r.cfg.Src, r.work, r.log); err != nil {
+			return err
+		}
+	}
+	if err := r.start(ctx); err != nil {
+		return err
+	}
+	r.c = newClient(r.srv.BaseURL, 2*max(r.cfg.Clients, r.cfg.OwnerClients, r.cfg.ReadClients))
 	if r.owner, err = r.c.signIn(ctx, ownerEmail); err != nil {
 		return fmt.Errorf("owner sign-in: %w", err)
 	}
+	return nil
+}
 
-	// Setup through the owner API, before anything is measured.
-	progs := map[string]*program{}
+// setup creates each chosen scenario's program through the owner API, and
+// the redeemed recipient the private reads need, before anything is
+// measured.
+func (r *runner) setup(ctx context.Context) (progs map[string]*program, reader *session, err error) {
+	progs = map[string]*program{}
 	for _, name := range []string{"signup", "form", "mixed", "queue", "private", "timing"} {
-		if !cfg.wants(name) {
+		if !r.cfg.wants(name) {
 			continue
 		}
 		slug := "bench-" + name + "-" + r.runID
 		if progs[name], err = createProgram(ctx, r.c, r.owner, slug); err != nil {
-			return fmt.Errorf("create program %s: %w", slug, err)
+			return nil, nil, fmt.Errorf("create program %s: %w", slug, err)
 		}
 	}
-	var reader *session
-	if cfg.wants("private") {
+	if r.cfg.wants("private") {
 		r.progress("setting up a redeemed recipient")
 		if reader, err = setupRecipient(ctx, r.c, r.owner, progs["private"], "reader-"+r.runID+"@example.test"); err != nil {
-			return fmt.Errorf("recipient setup: %w", err)
+			return nil, nil, fmt.Errorf("recipient setup: %w", err)
 		}
 	}
+	return progs, reader, nil
+}
 
+// scenarios runs the chosen scenarios in order.
+func (r *runner) scenarios(ctx context.Context, progs map[string]*program, reader *session) error {
+	cfg := r.cfg
 	if cfg.wants("ceiling") {
-		r.progress("ceiling: raw BEGIN IMMEDIATE INSERT, synchronous=FULL, %v", cfg.Duration)
-		res, err := ceiling(ctx, filepath.Join(r.work, "ceiling.db"), cfg.Duration, cfg.MaxRequests)
-		if err != nil {
-			return fmt.Errorf("ceiling: %w", err)
+		if err := r.measureCeiling(ctx); err != nil {
+			return err
 		}
-		res.DBBytes, res.WALBytes = fileSize(filepath.Join(r.work, "ceiling.db")), fileSize(filepath.Join(r.work, "ceiling.db-wal"))
-		r.ceiling = res
-		r.results = append(r.results, res)
 	}
 	if p := progs["signup"]; p != nil {
 		r.measure(ctx, "a. signup JSON", cfg.Clients, cfg.Duration, r.jsonSignup(p, "json"))
@@ -133,14 +166,9 @@ func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error)
 		r.measure(ctx, "a. signup HTML form", cfg.Clients, cfg.Duration, r.formSignup(p))
 	}
 	if p := progs["mixed"]; p != nil {
-		pool := make([]string, mixedPool)
-		for i := range pool {
-			pool[i] = fmt.Sprintf("pool-%s-%d@example.test", r.runID, i)
-			if err := signup(ctx, r.c, p, pool[i]); err != nil {
-				return fmt.Errorf("mixed pool: %w", err)
-			}
+		if err := r.measureMixed(ctx, p); err != nil {
+			return err
 		}
-		r.measure(ctx, "b. mixed 70/20/10", cfg.Clients, cfg.Duration, r.mixed(p, pool))
 	}
 	if p := progs["timing"]; p != nil {
 		if err := r.timing(ctx, p, cfg.TimingPairs); err != nil {
@@ -153,26 +181,62 @@ func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error)
 		}
 	}
 	if p := progs["private"]; p != nil {
-		base := "/api/me/early-access/" + p.Slug
-		if _, _, err := r.c.do(ctx, request{Method: http.MethodGet, Path: base, Session: reader, Want: http.StatusOK}); err != nil {
-			return fmt.Errorf("the recipient cannot read: %w", err)
+		return r.measurePrivate(ctx, p, reader)
+	}
+	return nil
+}
+
+// measureCeiling measures raw single-row FULL transactions on the same disk.
+func (r *runner) measureCeiling(ctx context.Context) error {
+	r.progress("ceiling: raw BEGIN IMMEDIATE INSERT, synchronous=FULL, %v", r.cfg.Duration)
+	path := filepath.Join(r.work, "ceiling.db")
+	res, err := ceiling(ctx, path, r.cfg.Duration, r.cfg.MaxRequests)
+	if err != nil {
+		return fmt.Errorf("ceiling: %w", err)
+	}
+	res.DBBytes, res.WALBytes = fileSize(path), fileSize(path+"-wal")
+	r.ceiling = res
+	r.results = append(r.results, res)
+	return nil
+}
+
+// measureMixed signs up the pool the duplicates come from, then measures
+// the mixed public traffic.
+func (r *runner) measureMixed(ctx context.Context, p *program) error {
+	pool := make([]string, mixedPool)
+	for i := range pool {
+		pool[i] = fmt.Sprintf("pool-%s-%d@example.test", r.runID, i)
+		if err := signup(ctx, r.c, p, pool[i]); err != nil {
+			return fmt.Errorf("mixed pool: %w", err)
 		}
-		r.measure(ctx, "d. private read API", cfg.ReadClients, cfg.ReadDuration, r.get(reader, base))
-		r.measure(ctx, "d. private read HTML", cfg.ReadClients, cfg.ReadDuration, r.get(reader, "/early-access/"+p.Slug))
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("run cut short: %w", err)
+	r.measure(ctx, "b. mixed 70/20/10", r.cfg.Clients, r.cfg.Duration, r.mixed(p, pool))
+	return nil
+}
+
+// measurePrivate checks the recipient can read, then measures private
+// reads through the API and the page.
+func (r *runner) measurePrivate(ctx context.Context, p *program, reader *session) error {
+	base := "/api/me/early-access/" + p.Slug
+	if _, _, err := r.c.do(ctx, request{Method: http.MethodGet, Path: base, Session: reader, Want: http.StatusOK}); err != nil {
+		return fmt.Errorf("the recipient cannot read: %w", err)
 	}
+	r.measure(ctx, "d. private read API", r.cfg.ReadClients, r.cfg.ReadDuration, r.get(reader, base))
+	r.measure(ctx, "d. private read HTML", r.cfg.ReadClients, r.cfg.ReadDuration, r.get(reader, "/early-access/"+p.Slug))
+	return nil
+}
+
+// report stops the server (so its log is complete) and writes the report.
+func (r *runner) report(stdout io.Writer) {
 	stopErr := r.srv.stop()
 	r.srv = nil
 	if stopErr != nil {
-		fmt.Fprintf(stderr, "admit stop: %v\n", stopErr)
+		fmt.Fprintf(r.log, "admit stop: %v\n", stopErr)
 	}
 	if len(r.results) > 0 {
 		writeReport(stdout, r.cfg, machineInfo(r.work), r.results, r.ceiling, r.ready, serverErrors(r.logPath))
 	}
 	writeTimingReport(stdout, r.timings)
-	return nil
 }
 
 // progress prints a progress line to stderr.

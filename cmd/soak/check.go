@@ -69,79 +69,123 @@ type pointState struct {
 // Corrupt reports whether the point has any problem.
 func (p *pointState) Corrupt() bool { return len(p.Problems) > 0 }
 
+// fail records one problem.
+func (p *pointState) fail(format string, a ...any) {
+	p.Problems = append(p.Problems, fmt.Sprintf(format, a...))
+}
+
 // checkPoint examines the restored database at path: integrity_check and
 // foreign_key_check, every entry attempted by the soak and with its signup
 // receipt, entry_state_counts in agreement with the entries, and no entry
 // of prev (the previous restore point) missing.
 func checkPoint(ctx context.Context, path string, prev map[string]bool, l *ledger) *pointState {
 	ps := &pointState{Emails: map[string]bool{}}
-	fail := func(format string, a ...any) { ps.Problems = append(ps.Problems, fmt.Sprintf(format, a...)) }
 	db, err := openReadOnly(path)
 	if err != nil {
-		fail("open: %v", err)
+		ps.fail("open: %v", err)
 		return ps
 	}
 	defer db.Close()
-	if findings, err := pragmaList(ctx, db, `PRAGMA integrity_check`); err != nil {
-		fail("integrity_check: %v", err)
-		return ps
-	} else if len(findings) != 1 || findings[0] != "ok" {
-		fail("integrity_check: %s", summarize(findings))
+	if !ps.checkPragmas(ctx, db) {
 		return ps
 	}
-	if findings, err := pragmaList(ctx, db, `PRAGMA foreign_key_check`); err != nil {
-		fail("foreign_key_check: %v", err)
-	} else if len(findings) > 0 {
-		fail("foreign_key_check: %d violations", len(findings))
-	}
-
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		fail("begin: %v", err)
+		ps.fail("begin: %v", err)
 		return ps
 	}
 	defer tx.Rollback()
-	var total, counted int64
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM entries), (SELECT coalesce(sum(n), 0) FROM entry_state_counts)`).Scan(&total, &counted); err != nil {
-		fail("count entries: %v", err)
+	if !ps.checkCounts(ctx, tx) {
 		return ps
 	}
-	if total != counted {
-		fail("entries: %d rows but entry_state_counts says %d", total, counted)
+	receipts, ok := ps.readReceipts(ctx, tx)
+	if !ok {
+		return ps
 	}
+	if !ps.checkEntries(ctx, tx, receipts, l) {
+		return ps
+	}
+	if n := len(missing(prev, ps.Emails)); n > 0 {
+		ps.fail("%d entries of the previous restore point are gone", n)
+	}
+	return ps
+}
+
+// checkPragmas runs integrity_check and foreign_key_check; false means
+// the file is too damaged to read further.
+func (p *pointState) checkPragmas(ctx context.Context, db *sql.DB) bool {
+	if findings, err := pragmaList(ctx, db, `PRAGMA integrity_check`); err != nil {
+		p.fail("integrity_check: %v", err)
+		return false
+	} else if len(findings) != 1 || findings[0] != "ok" {
+		p.fail("integrity_check: %s", summarize(findings))
+		return false
+	}
+	if findings, err := pragmaList(ctx, db, `PRAGMA foreign_key_check`); err != nil {
+		p.fail("foreign_key_check: %v", err)
+	} else if len(findings) > 0 {
+		p.fail("foreign_key_check: %d violations", len(findings))
+	}
+	return true
+}
+
+// checkCounts compares the entries with entry_state_counts; false means
+// they could not be counted.
+func (p *pointState) checkCounts(ctx context.Context, tx *sql.Tx) bool {
+	var total, counted int64
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM entries), (SELECT coalesce(sum(n), 0) FROM entry_state_counts)`).Scan(&total, &counted); err != nil {
+		p.fail("count entries: %v", err)
+		return false
+	}
+	if total != counted {
+		p.fail("entries: %d rows but entry_state_counts says %d", total, counted)
+	}
+	return true
+}
+
+// readReceipts reads every signup receipt's request key; false means the
+// table could not be read at all.
+func (p *pointState) readReceipts(ctx context.Context, tx *sql.Tx) (map[string]bool, bool) {
 	receipts := map[string]bool{}
 	rows, err := tx.QueryContext(ctx, `SELECT request_key FROM signup_receipts`)
 	if err != nil {
-		fail("read signup_receipts: %v", err)
-		return ps
+		p.fail("read signup_receipts: %v", err)
+		return nil, false
 	}
 	for rows.Next() {
 		var k string
 		if err := rows.Scan(&k); err != nil {
-			fail("read signup_receipts: %v", err)
+			p.fail("read signup_receipts: %v", err)
 			break
 		}
 		receipts[k] = true
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		fail("read signup_receipts: %v", err)
+		p.fail("read signup_receipts: %v", err)
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT email_key FROM entries`)
+	return receipts, true
+}
+
+// checkEntries collects the soak's entries into p.Emails and checks that
+// each was sent by the soak and has its signup receipt; false means the
+// entries could not be read at all.
+func (p *pointState) checkEntries(ctx context.Context, tx *sql.Tx, receipts map[string]bool, l *ledger) bool {
+	rows, err := tx.QueryContext(ctx, `SELECT email_key FROM entries`)
 	if err != nil {
-		fail("read entries: %v", err)
-		return ps
+		p.fail("read entries: %v", err)
+		return false
 	}
 	var unknown, noReceipt int
 	for rows.Next() {
 		var e string
 		if err := rows.Scan(&e); err != nil {
-			fail("read entries: %v", err)
+			p.fail("read entries: %v", err)
 			break
 		}
 		if !strings.HasPrefix(e, "soak-") {
 			continue // the demo's seed
 		}
-		ps.Emails[e] = true
+		p.Emails[e] = true
 		key, ok := l.attempted(e)
 		switch {
 		case !ok:
@@ -151,18 +195,15 @@ func checkPoint(ctx context.Context, path string, prev map[string]bool, l *ledge
 		}
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		fail("read entries: %v", err)
+		p.fail("read entries: %v", err)
 	}
 	if unknown > 0 {
-		fail("%d entries the soak never sent", unknown)
+		p.fail("%d entries the soak never sent", unknown)
 	}
 	if noReceipt > 0 {
-		fail("%d entries without their signup receipt", noReceipt)
+		p.fail("%d entries without their signup receipt", noReceipt)
 	}
-	if n := len(missing(prev, ps.Emails)); n > 0 {
-		fail("%d entries of the previous restore point are gone", n)
-	}
-	return ps
+	return true
 }
 
 // missing lists the keys of want that got lacks, sorted.

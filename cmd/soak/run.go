@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -62,132 +63,45 @@ func (r cycleResult) line() string {
 	return s
 }
 
+// soak is one run's state: the work directory, the admit it drives and
+// restarts, the load's clients and the ledger of what was acknowledged.
+type soak struct {
+	cfg     Config
+	out     io.Writer
+	dir     string
+	bin     string
+	env     []string
+	logPath string
+	base    string
+	srv     *server
+	hc      *http.Client
+	prog    *soakProgram
+	ledger  *ledger
+	chk     *checker
+}
+
 // run performs the soak and writes its report to out.
 func run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	var sum Summary
-	dir := cfg.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "admit-soak-")
-		if err != nil {
-			return sum, err
-		}
-		dir = d
-	}
-	if cfg.Keep {
-		fmt.Fprintf(out, "work directory: %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	data, replica, scratch := filepath.Join(dir, "data"), filepath.Join(dir, "replica"), filepath.Join(dir, "scratch")
-	for _, d := range []string{data, replica, scratch} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return sum, err
-		}
-	}
-	lsConfig := filepath.Join(dir, "litestream.yml")
-	if err := os.WriteFile(lsConfig, []byte(litestreamYAML(filepath.Join(data, "admit.db"), replica)), 0o600); err != nil {
-		return sum, err
-	}
-	bin := cfg.Bin
-	if bin == "" {
-		var err error
-		if bin, err = buildAdmit(ctx, cfg.Src, dir, os.Stderr); err != nil {
-			return sum, err
-		}
-	}
-	logPath := filepath.Join(dir, "admit.log")
-	addr, err := freeLoopbackAddr()
+	s := &soak{cfg: cfg, out: out}
+	cleanup, err := s.prepare(ctx)
 	if err != nil {
 		return sum, err
 	}
-	base := "http://" + addr
-	env := serverEnv(addr, data, lsConfig)
-	srv, err := startServer(ctx, bin, dir, env, logPath)
-	if err != nil {
+	defer cleanup()
+	if err := s.launch(ctx); err != nil {
 		return sum, err
 	}
 	defer func() {
-		if srv != nil {
-			srv.kill()
+		if s.srv != nil {
+			s.srv.kill()
 		}
 	}()
-	hc := newHTTPClient(cfg.Clients)
-	prog, err := createProgram(ctx, base, "soak")
-	if err != nil {
-		return sum, err
-	}
-	l := newLedger()
-	chk := &checker{replica: replica, scratch: scratch, ledger: l}
 	fmt.Fprintf(out, "soak: %d cycles of %s signup load from %d clients (rates %v a second, 0 = max), SIGKILL under load, restart at once, %s more load; every restore point checked\n",
 		cfg.Cycles, cfg.Load, cfg.Clients, cfg.Rates, cfg.Load)
-
-	wait := func(d time.Duration) {
-		select {
-		case <-ctx.Done():
-		case <-time.After(d):
-		}
-	}
 	for cycle := 1; cycle <= cfg.Cycles+1; cycle++ {
-		final := cycle > cfg.Cycles
-		rate := cfg.Rates[(cycle-1)%len(cfg.Rates)]
-		_, ackedBefore, _ := l.counts()
-		loadCtx, stopLoad := context.WithCancel(ctx)
-		rejectedc := make(chan int, 1)
-		go func() { rejectedc <- signupLoad(loadCtx, hc, base, prog, cfg.Clients, rate, cycle, l) }()
-		wait(cfg.Load)
-		var res cycleResult
-		res.Cycle, res.Rate = cycle, rate
-		if final {
-			// The run ends with a clean shutdown under load: its final
-			// sync must leave the replica holding every acknowledged signup.
-			if err := srv.stop(); err != nil {
-				stopLoad()
-				<-rejectedc
-				return sum, fmt.Errorf("stop admit: %w", err)
-			}
-			srv = nil
-			stopLoad()
-			res.Rejected = <-rejectedc
-		} else {
-			// SIGKILL under load and restart at once; the clients keep
-			// trying and go on once it listens again.
-			srv.kill()
-			start := time.Now()
-			srv, err = startServer(ctx, bin, dir, env, logPath)
-			if err != nil {
-				stopLoad()
-				<-rejectedc
-				return sum, fmt.Errorf("restart after cycle %d: %w", cycle, err)
-			}
-			res.Restart = time.Since(start)
-			wait(cfg.Load)
-			stopLoad()
-			res.Rejected = <-rejectedc
-		}
-		if ctx.Err() != nil {
-			return sum, ctx.Err()
-		}
-		_, ackedAfter, _ := l.counts()
-		res.Acked = ackedAfter - ackedBefore
-
-		// The replica catches up within a few sync intervals of the restart.
-		start := time.Now()
-		for {
-			lacking, ps, err := chk.latestHoldsAcked(ctx)
-			if err != nil {
-				return sum, err
-			}
-			res.CatchUp, res.Lacking = time.Since(start), lacking
-			if ps.Corrupt() {
-				res.LatestErr = ps.Problems[0]
-				break
-			}
-			if lacking == 0 || time.Since(start) > cfg.CatchUp {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		if res.Points, err = chk.scanNew(ctx); err != nil {
+		res, err := s.cycle(ctx, cycle)
+		if err != nil {
 			return sum, err
 		}
 		fmt.Fprintln(out, res.line())
@@ -196,9 +110,153 @@ func run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		}
 		sum.add(res)
 	}
-	sum.Sent, sum.Acked, sum.Unanswered = l.counts()
-	fmt.Fprintln(out, sum.report(chk))
+	sum.Sent, sum.Acked, sum.Unanswered = s.ledger.counts()
+	fmt.Fprintln(out, sum.report(s.chk))
 	return sum, nil
+}
+
+// prepare makes the work directory (removed by the returned cleanup unless
+// kept), the data, replica and scratch directories and Litestream's
+// configuration, and builds admit unless -bin names one.
+func (s *soak) prepare(ctx context.Context) (cleanup func(), err error) {
+	s.dir = s.cfg.Dir
+	if s.dir == "" {
+		if s.dir, err = os.MkdirTemp("", "admit-soak-"); err != nil {
+			return nil, err
+		}
+	}
+	cleanup = func() { os.RemoveAll(s.dir) }
+	if s.cfg.Keep {
+		fmt.Fprintf(s.out, "work directory: %s\n", s.dir)
+		cleanup = func() {}
+	}
+	data, replica, scratch := filepath.Join(s.dir, "data"), filepath.Join(s.dir, "replica"), filepath.Join(s.dir, "scratch")
+	for _, d := range []string{data, replica, scratch} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return cleanup, err
+		}
+	}
+	lsConfig := filepath.Join(s.dir, "litestream.yml")
+	if err := os.WriteFile(lsConfig, []byte(litestreamYAML(filepath.Join(data, "admit.db"), replica)), 0o600); err != nil {
+		return cleanup, err
+	}
+	s.bin = s.cfg.Bin
+	if s.bin == "" {
+		if s.bin, err = buildAdmit(ctx, s.cfg.Src, s.dir, os.Stderr); err != nil {
+			return cleanup, err
+		}
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return cleanup, err
+	}
+	s.base, s.env = "http://"+addr, serverEnv(addr, data, lsConfig)
+	s.logPath = filepath.Join(s.dir, "admit.log")
+	s.ledger = newLedger()
+	s.chk = &checker{replica: replica, scratch: scratch, ledger: s.ledger}
+	return cleanup, nil
+}
+
+// launch starts admit and creates the program the load signs up to.
+func (s *soak) launch(ctx context.Context) (err error) {
+	if s.srv, err = startServer(ctx, s.bin, s.dir, s.env, s.logPath); err != nil {
+		return err
+	}
+	s.hc = newHTTPClient(s.cfg.Clients)
+	s.prog, err = createProgram(ctx, s.base, "soak")
+	return err
+}
+
+// wait sleeps for d or until ctx ends.
+func wait(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// cycle is one round: load, then SIGKILL under load and a restart at once
+// with more load (the final round instead stops admit cleanly under load),
+// then the replica's checks.
+func (s *soak) cycle(ctx context.Context, cycle int) (res cycleResult, err error) {
+	res.Cycle, res.Rate = cycle, s.cfg.Rates[(cycle-1)%len(s.cfg.Rates)]
+	_, ackedBefore, _ := s.ledger.counts()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	rejectedc := make(chan int, 1)
+	go func() {
+		rejectedc <- signupLoad(loadCtx, s.hc, s.base, s.prog, s.cfg.Clients, res.Rate, cycle, s.ledger)
+	}()
+	wait(ctx, s.cfg.Load)
+	if cycle > s.cfg.Cycles {
+		err = s.stopUnderLoad()
+	} else {
+		res.Restart, err = s.killAndRestart(ctx, cycle)
+	}
+	stopLoad()
+	res.Rejected = <-rejectedc
+	if err != nil {
+		return res, err
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	_, ackedAfter, _ := s.ledger.counts()
+	res.Acked = ackedAfter - ackedBefore
+	if err := s.awaitCatchUp(ctx, &res); err != nil {
+		return res, err
+	}
+	res.Points, err = s.chk.scanNew(ctx)
+	return res, err
+}
+
+// stopUnderLoad ends the run with a clean shutdown under load: its final
+// sync must leave the replica holding every acknowledged signup.
+func (s *soak) stopUnderLoad() error {
+	err := s.srv.stop()
+	s.srv = nil
+	if err != nil {
+		return fmt.Errorf("stop admit: %w", err)
+	}
+	return nil
+}
+
+// killAndRestart sends SIGKILL under load and restarts at once; the
+// clients keep trying and go on once it listens again, for another load
+// period.
+func (s *soak) killAndRestart(ctx context.Context, cycle int) (time.Duration, error) {
+	s.srv.kill()
+	start := time.Now()
+	srv, err := startServer(ctx, s.bin, s.dir, s.env, s.logPath)
+	if err != nil {
+		s.srv = nil
+		return 0, fmt.Errorf("restart after cycle %d: %w", cycle, err)
+	}
+	s.srv = srv
+	restart := time.Since(start)
+	wait(ctx, s.cfg.Load)
+	return restart, nil
+}
+
+// awaitCatchUp waits, up to the catch-up bound, for the replica's latest
+// state to hold every acknowledged signup, recording how long it took and
+// what it lacked or found corrupt.
+func (s *soak) awaitCatchUp(ctx context.Context, res *cycleResult) error {
+	start := time.Now()
+	for {
+		lacking, ps, err := s.chk.latestHoldsAcked(ctx)
+		if err != nil {
+			return err
+		}
+		res.CatchUp, res.Lacking = time.Since(start), lacking
+		if ps.Corrupt() {
+			res.LatestErr = ps.Problems[0]
+			return nil
+		}
+		if lacking == 0 || time.Since(start) > s.cfg.CatchUp {
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func (s *Summary) add(r cycleResult) {

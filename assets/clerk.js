@@ -3,6 +3,10 @@
 // keeps the short-lived __session cookie fresh; this file mounts the sign-in
 // component where the page asks for it and signs out of Clerk before the
 // server-side sign-out form submits. No inline script: the CSP forbids it.
+//
+// After signing in, ClerkJS goes to data-clerk-redirect: the sign-in page
+// itself with the return target, where the server sends a signed-in visitor
+// on to the page they came from (or their landing page).
 (function () {
   "use strict";
   window.addEventListener("load", function () {
@@ -16,10 +20,34 @@
       redirect = "/";
     }
     clerk.load().then(function () {
-      if (body.getAttribute("data-clerk-mount") === "sign-in") {
+      var mount = body.getAttribute("data-clerk-mount");
+      var retried = "admit-sign-in-retried";
+      if (mount !== "sign-in") {
+        try {
+          window.sessionStorage.removeItem(retried);
+        } catch (e) {}
+      }
+      if (mount === "continue") {
+        // Signed in: go on to where the server says sign-in leads.
+        window.location.replace(redirect);
+        return;
+      }
+      if (mount === "sign-in") {
         if (clerk.user) {
-          window.location.assign(redirect);
-          return;
+          // Signed in to Clerk, but the server did not see the session yet
+          // (its short-lived token had expired): ClerkJS has refreshed it,
+          // so ask once more. Only once, so a refused session cannot loop.
+          var tried = false;
+          try {
+            tried = window.sessionStorage.getItem(retried) === "1";
+            window.sessionStorage.setItem(retried, "1");
+          } catch (e) {
+            tried = true;
+          }
+          if (!tried) {
+            window.location.assign(redirect);
+            return;
+          }
         }
         var el = document.getElementById("clerk-sign-in");
         if (el) {

@@ -2,40 +2,45 @@ package handlers
 
 import (
 	"net/http"
-	"net/url"
 
 	"admit/internal/identity"
 	"admit/store"
 	"admit/views"
 )
 
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }
-
-// redirectTarget reads redirect_url, allowing only local paths.
-func redirectTarget(v string) string {
-	if safeRedirect(v) {
-		return v
-	}
-	return "/"
-}
-
-// handleSignIn shows the development form or mounts ClerkJS's sign-in.
+// handleSignIn shows the development form or mounts ClerkJS's sign-in. A
+// visitor already signed in is offered the way on: redirect_url when it is
+// a page of this site, otherwise their landing page. ClerkJS returns here
+// after signing in and its script follows that way at once, so this one
+// place decides where sign-in leads.
 func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 	q, err := singleQuery(r.URL.RawQuery)
 	if err != nil {
 		return err
 	}
-	redirect := redirectTarget(q.Get("redirect_url"))
-	c := s.chrome(w, r, "Sign in")
-	v := views.SignInView{Dev: s.id.Mode() == identity.ModeDev, RedirectURL: redirect}
-	if s.id.Mode() == identity.ModeClerk {
-		c.Clerk = s.clerkJS("sign-in", redirect)
-	}
+	target, _ := returnTarget(q.Get("redirect_url"))
 	noStore(w)
+	if p, err := s.id.Authenticate(r); err == nil {
+		if target == "" {
+			target = s.landing(r.Context(), p.UserID)
+		}
+		c := s.chrome(w, r, "Signed in")
+		if s.id.Mode() == identity.ModeClerk {
+			// ClerkJS lands here after signing in; its script goes on.
+			c.Clerk = s.clerkJS("continue", target)
+		}
+		return s.render(w, r, http.StatusOK, c, views.SignedIn(c, target))
+	}
+	c := s.chrome(w, r, "Sign in")
+	v := views.SignInView{Dev: s.id.Mode() == identity.ModeDev, RedirectURL: target}
+	if s.id.Mode() == identity.ModeClerk {
+		c.Clerk = s.clerkJS("sign-in", signInURL(target))
+	}
 	return s.render(w, r, http.StatusOK, c, views.SignIn(c, v))
 }
 
-// handleDevSignIn signs in with any well-formed address (development only).
+// handleDevSignIn signs in with any well-formed address (development only)
+// and goes on like handleSignIn.
 func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 	dev := s.id.(identity.FormSignIn)
 	if err := parseForm(r); err != nil {
@@ -45,32 +50,42 @@ func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	redirect, _ := formValue(r, "redirect_url")
-	redirect = redirectTarget(redirect)
+	redirect, err := formValue(r, "redirect_url")
+	if err != nil {
+		return err
+	}
+	target, _ := returnTarget(redirect)
 	norm, err := store.NormalizeEmail(email)
 	if err != nil {
 		c := s.chrome(w, r, "Sign in")
 		noStore(w)
 		return s.render(w, r, http.StatusBadRequest, c, views.SignIn(c, views.SignInView{
-			Dev: true, RedirectURL: redirect, Email: email, Error: store.ErrorMessage(err)}))
+			Dev: true, RedirectURL: target, Email: email, Error: store.ErrorMessage(err)}))
 	}
-	if err := dev.SignIn(w, norm); err != nil {
+	p, err := dev.SignIn(w, norm)
+	if err != nil {
 		return err
 	}
-	// A new identity gets a new CSRF secret.
+	// A new identity gets a new CSRF secret and shows its own address.
 	sess := s.session(r)
 	delete(sess.Values, "csrf")
+	delete(sess.Values, whoKey)
 	if err := sess.Save(r, w); err != nil {
 		return err
 	}
-	http.Redirect(w, r, redirect, http.StatusSeeOther)
+	if target == "" {
+		target = s.landing(r.Context(), p.UserID)
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
 	return nil
 }
 
-// handleSignOut ends the session. It needs the CSRF token of a signed-in
-// session; a visitor who is already signed out is simply sent home.
+// handleSignOut ends the session and says so on the start page. It needs
+// the CSRF token of a signed-in session; a visitor who is already signed
+// out is simply sent home.
 func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) error {
-	if p, err := s.id.Authenticate(r); err == nil {
+	p, err := s.id.Authenticate(r)
+	if err == nil {
 		if err := s.checkCSRF(r, p); err != nil {
 			return err
 		}
@@ -82,11 +97,19 @@ func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) error {
 	// session cookie here also ends it for a visitor without JavaScript.
 	http.SetCookie(w, &http.Cookie{Name: "__session", Value: "", Path: "/", MaxAge: -1, HttpOnly: false,
 		Secure: s.isHTTPS(), SameSite: http.SameSiteLaxMode})
+	// admit's own session starts over empty (no CSRF secret, no address),
+	// holding only the confirmation.
 	sess := s.session(r)
-	sess.Options.MaxAge = -1
+	for k := range sess.Values {
+		delete(sess.Values, k)
+	}
+	if p != nil {
+		sess.AddFlash("You are signed out.", noteKey)
+	}
 	if err := sess.Save(r, w); err != nil {
 		return err
 	}
+	noStore(w)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 	return nil
 }

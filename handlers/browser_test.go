@@ -129,7 +129,8 @@ func TestBrowser_DevSignInWithoutJavaScriptReachesOwnerConsole(t *testing.T) {
 	}
 	resp = mustNavigate(t, ctx, "submit the sign-in form",
 		chromedp.Click(chromedp.CSS(`[data-testid="dev-sign-in"] button[type="submit"]`)))
-	if got, want := resp.URL, app.URL+"/"; got != want {
+	// From the start page's sign-in link, an owner lands on the console.
+	if got, want := resp.URL, app.URL+"/owner"; got != want {
 		t.Fatalf("after sign-in the browser is at %s, want %s", got, want)
 	}
 	if got, want := mustCount(t, ctx, `#sign-out-form`), 1; got != want {

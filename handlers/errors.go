@@ -102,23 +102,35 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, status, map[string]string{"error": code})
 		return
 	}
+	// rule (docs/API.md#sign-in-and-the-way-back): sign-in returns to the
+	// page the person was on, never to a POST-only URL.
+	signIn := ""
+	if status == http.StatusUnauthorized {
+		signIn = signInURL(s.returnPath(r))
+	}
 	if status == http.StatusUnauthorized && r.Method == http.MethodGet && !isHTMX(r) {
-		http.Redirect(w, r, signInURL(r.URL.Path), http.StatusSeeOther)
+		http.Redirect(w, r, signIn, http.StatusSeeOther)
 		return
 	}
 	if status == http.StatusUnauthorized && isHTMX(r) {
-		w.Header().Set("HX-Redirect", signInURL(r.URL.Path))
+		w.Header().Set("HX-Redirect", signIn)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Vary", "HX-Request")
 	if isHTMX(r) {
 		w.WriteHeader(status)
-		_ = views.ErrorBlock(status, titles[status], message, requestIDFrom(r.Context())).Render(r.Context(), w)
+		_ = views.ErrorBlock(views.ErrorView{Status: status, Title: titles[status], Message: message,
+			RequestID: requestIDFrom(r.Context()), SignInURL: signIn}).Render(r.Context(), w)
 		return
 	}
 	c := s.chrome(w, r, titles[status])
+	// rule: an error page is the same whatever path was asked (a 404 must
+	// not differ between absent and foreign), so its navigation carries no
+	// way back; a 401 has its own sign-in link.
+	c.SignInURL = ""
 	w.WriteHeader(status)
-	_ = views.ErrorPage(c, status, titles[status], message, requestIDFrom(r.Context())).Render(r.Context(), w)
+	_ = views.ErrorPage(c, views.ErrorView{Status: status, Title: titles[status], Message: message,
+		RequestID: requestIDFrom(r.Context()), SignInURL: signIn}).Render(r.Context(), w)
 }
 
 // writeJSON writes v as a JSON response with the given status.
@@ -128,17 +140,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(true)
 	_ = enc.Encode(v)
-}
-
-// signInURL is the sign-in page returning to a local path afterwards.
-func signInURL(path string) string {
-	if !safeRedirect(path) {
-		path = "/"
-	}
-	return "/sign-in?redirect_url=" + urlQueryEscape(path)
-}
-
-// safeRedirect reports whether p is a local path (not //host or /\host).
-func safeRedirect(p string) bool {
-	return len(p) >= 1 && p[0] == '/' && (len(p) == 1 || (p[1] != '/' && p[1] != '\\'))
 }

@@ -69,11 +69,18 @@ func (s *Server) handleWithdrawConfirm(w http.ResponseWriter, r *http.Request) e
 // gives the same withdrawn answer.
 func (s *Server) handleWithdrawPost(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
-	if _, err := s.db.WithdrawOwn(r.Context(), r.PathValue("slug"), p.UserID, emailsFrom(r.Context())); err != nil {
+	e, err := s.db.WithdrawOwn(r.Context(), r.PathValue("slug"), p.UserID, emailsFrom(r.Context()))
+	if err != nil {
 		return ownEntryOr404(err)
 	}
+	s.setNote(w, r, withdrawnNote(e.Purpose))
 	http.Redirect(w, r, "/me", http.StatusSeeOther)
 	return nil
+}
+
+// withdrawnNote confirms a withdrawal on the next page.
+func withdrawnNote(program string) string {
+	return "You have withdrawn from “" + program + "”. Any invitation or access it had has ended."
 }
 
 // withdrawJSON is the API's answer to a withdrawal.

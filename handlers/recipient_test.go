@@ -10,9 +10,9 @@ import (
 	"admit/internal/identity"
 )
 
-// meRow returns the /me table row of the program, or "".
+// meRow returns the /me card of the program, or "".
 func meRow(body, slug string) string {
-	m := regexp.MustCompile(`(?s)<tr data-slug="` + regexp.QuoteMeta(slug) + `">.*?</tr>`).FindString(body)
+	m := regexp.MustCompile(`(?s)<article class="entry-card" data-slug="` + regexp.QuoteMeta(slug) + `".*?</article>`).FindString(body)
 	return m
 }
 
@@ -53,7 +53,7 @@ func TestMe_ListsOwnEntriesWithStateOpenAndWithdrawLinks(t *testing.T) {
 		if row == "" {
 			t.Fatalf("/me has no row for %s", tc.slug)
 		}
-		if !strings.Contains(row, `state-`+tc.state+`">`+tc.state+`<`) {
+		if !strings.Contains(row, `data-state="`+tc.state+`"`) {
 			t.Errorf("%s row does not show state %s", tc.slug, tc.state)
 		}
 		for _, w := range tc.want {

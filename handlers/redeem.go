@@ -104,6 +104,7 @@ func (s *Server) handleRedeemPost(w http.ResponseWriter, r *http.Request) error 
 		c := s.chrome(w, r, "Redeem an invitation code")
 		return s.render(w, r, status, c, views.Redeem(c, views.RedeemView{SignInURL: signInURL("/redeem"), Message: message}))
 	}
+	s.setNote(w, r, "Your code worked: you now have early access to this program.")
 	http.Redirect(w, r, "/early-access/"+red.Slug, http.StatusSeeOther)
 	return nil
 }

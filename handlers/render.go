@@ -26,12 +26,21 @@ func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) vi
 	if p != nil {
 		c.SignedIn = true
 		c.CSRF = s.csrfToken(w, r, p)
+		c.SignedInAs = s.signedInAs(w, r, p)
 		// The owner group already read the memberships for this request.
 		if ws := workspacesFrom(r.Context()); len(ws) > 0 {
 			c.IsOwner = true
 		} else if owner, err := s.db.IsOwner(r.Context(), p.UserID); err == nil {
 			c.IsOwner = owner
 		}
+	} else if r.URL.Path != "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// The navigation's sign-in link comes back to this page.
+		c.SignInURL = signInURL(r.URL.RequestURI())
+	}
+	// A block swapped in by htmx has no place for the message: it waits for
+	// the next whole page.
+	if !wantsBlock(r) {
+		c.Flash = s.takeNote(w, r)
 	}
 	if s.id.Mode() == identity.ModeClerk && p != nil {
 		c.Clerk = s.clerkJS("", "")
@@ -57,6 +66,10 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c vi
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Vary", "HX-Request")
+	if c.SignedIn {
+		// The navigation shows the signed-in address.
+		noStore(w)
+	}
 	if w.Header().Get("Cache-Control") == "" {
 		w.Header().Set("Cache-Control", "private, no-cache")
 	}

@@ -19,6 +19,7 @@ import (
 // takes.
 func (s *Server) routes() http.Handler {
 	mux := routeMux{ServeMux: http.NewServeMux(), s: s}
+	s.mux = mux.ServeMux
 	s.publicRoutes(mux)
 	s.recipientRoutes(mux)
 	s.ownerPageRoutes(mux)

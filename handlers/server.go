@@ -87,6 +87,8 @@ type Server struct {
 	origin    string
 	clerkFAPI string
 	handler   http.Handler
+	// mux is the route table, for finding the page behind a form's path.
+	mux *http.ServeMux
 	// patterns are the registered route patterns: the only route names
 	// logs and metrics use.
 	patterns map[string]bool

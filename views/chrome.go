@@ -22,6 +22,29 @@ type Chrome struct {
 	Clerk *ClerkJS
 	// Path is the current request path, for the sign-in redirect.
 	Path string
+	// SignInURL is the navigation's sign-in link: back to this page
+	// afterwards, when this page is one to come back to.
+	SignInURL string
+	// SignedInAs is the address the navigation shows for a signed-in
+	// person; "" when it could not be looked up.
+	SignedInAs string
+	// Flash confirms what the last action did (signed out, withdrawn,
+	// redeemed), once, after its redirect.
+	Flash string
+}
+
+// ErrorView is the page or block for an error status.
+type ErrorView struct {
+	Status  int
+	Title   string
+	Message string
+	// RequestID is shown for a server error, for quoting.
+	RequestID string
+	// SignInURL is the sign-in page returning to where the person was
+	// (a 401).
+	SignInURL string
+	// RetryAfter says when a limit resets, in words (a 429).
+	RetryAfter string
 }
 
 // ClerkJS configures the Clerk browser script on a page.
@@ -56,4 +79,12 @@ func When(t time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2 Jan 2006, 15:04 UTC")
+}
+
+// signInLink is the navigation's sign-in link.
+func signInLink(c Chrome) string {
+	if c.SignInURL == "" {
+		return "/sign-in"
+	}
+	return c.SignInURL
 }

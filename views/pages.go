@@ -20,12 +20,77 @@ type SignInView struct {
 // MyEntry is one of the signed-in person's own waitlist entries.
 type MyEntry struct {
 	Slug          string
+	Name          string
 	Purpose       string
 	State         string
 	JoinedAt      time.Time
 	NoticeVersion int
 	AccessEnabled bool
 }
+
+// Program is the entry's program as people know it: its name, or its
+// purpose when it has none.
+func (e MyEntry) Program() string {
+	if e.Name != "" {
+		return e.Name
+	}
+	return e.Purpose
+}
+
+// StateWords says the entry's state in words.
+func (e MyEntry) StateWords() string {
+	switch e.State {
+	case "waiting":
+		return "On the waitlist"
+	case "selected":
+		return "Selected"
+	case "invited":
+		return "Invitation sent"
+	case "active":
+		return "Early access"
+	case "declined":
+		return "Not selected"
+	case "withdrawn":
+		return "Withdrawn"
+	case "revoked":
+		return "Access ended"
+	}
+	return e.State
+}
+
+// Next says what happens next, or that nothing more will.
+func (e MyEntry) Next() string {
+	switch e.State {
+	case "waiting":
+		return "The owner reviews the waitlist and selects people for early access. If you are selected, they send you an invitation code the way the notice describes."
+	case "selected":
+		return "You were selected. The owner will send you an invitation code; when it arrives, redeem it here while signed in with this address."
+	case "invited":
+		return "Your invitation code has been sent. Redeem it before it expires, signed in with this address."
+	case "active":
+		if e.AccessEnabled {
+			return "You have early access. The private page is open to you."
+		}
+		return "You have early access, but the owner has paused the private page for now. It opens again when they turn it back on."
+	case "declined":
+		return "The owner did not select this entry. Nothing more will happen; your address is erased on the schedule on the privacy page."
+	case "withdrawn":
+		return "You left this waitlist. Nothing more will happen; your address is erased on the schedule on the privacy page."
+	case "revoked":
+		return "The owner ended your access. Nothing more will happen."
+	}
+	return ""
+}
+
+// CanOpen reports whether the private page is open to this entry.
+func (e MyEntry) CanOpen() bool { return e.State == "active" && e.AccessEnabled }
+
+// CanRedeem reports whether the entry waits for its code to be redeemed.
+func (e MyEntry) CanRedeem() bool { return e.State == "invited" }
+
+// CanWithdraw reports whether the entry can still be withdrawn (a declined
+// or revoked one too: the person may still want to leave the list).
+func (e MyEntry) CanWithdraw() bool { return e.State != "withdrawn" }
 
 // OwnerProgramRow is one program in the owner console.
 type OwnerProgramRow struct {

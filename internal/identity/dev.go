@@ -75,22 +75,24 @@ func (d *DevIdentity) VerifiedEmails(_ context.Context, p *Principal) ([]string,
 	return []string{p.devEmail}, nil
 }
 
-// SignIn sets the development cookie for a normalized email address.
-func (d *DevIdentity) SignIn(w http.ResponseWriter, email string) error {
+// SignIn sets the development cookie for a normalized email address and
+// returns the new session's principal.
+func (d *DevIdentity) SignIn(w http.ResponseWriter, email string) (*Principal, error) {
 	if _, err := store.NormalizeEmail(email); err != nil {
-		return err
+		return nil, err
 	}
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
-		return err
+		return nil, err
 	}
-	v, err := d.codec.Encode(devCookie, devSession{Email: email, SessionID: "sess_dev_" + hex.EncodeToString(b)})
+	sess := devSession{Email: email, SessionID: "sess_dev_" + hex.EncodeToString(b)}
+	v, err := d.codec.Encode(devCookie, sess)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	http.SetCookie(w, &http.Cookie{Name: devCookie, Value: v, Path: "/", HttpOnly: true, Secure: d.secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: int((7 * 24 * time.Hour).Seconds())})
-	return nil
+	return &Principal{UserID: DevUserID(email), SessionID: sess.SessionID, devEmail: email}, nil
 }
 
 // SignOut clears the development cookie.

@@ -76,8 +76,9 @@ func (m Mode) String() string {
 // session in admit's own cookie (the development identity). Clerk signs in
 // through ClerkJS and does not implement it.
 type FormSignIn interface {
-	// SignIn starts a session for a normalized email address.
-	SignIn(w http.ResponseWriter, email string) error
+	// SignIn starts a session for a normalized email address and returns
+	// its principal.
+	SignIn(w http.ResponseWriter, email string) (*Principal, error)
 	// SignOut ends it.
 	SignOut(w http.ResponseWriter)
 }

@@ -44,7 +44,7 @@ func TestDevIdentity_CookieIsSignedEncryptedJSON(t *testing.T) {
 	hash, block := bytes.Repeat([]byte{8}, 32), bytes.Repeat([]byte{9}, 32)
 	d := NewDevIdentity(hash, block, false)
 	w := httptest.NewRecorder()
-	if err := d.SignIn(w, "reader@example.test"); err != nil {
+	if _, err := d.SignIn(w, "reader@example.test"); err != nil {
 		t.Fatal(err)
 	}
 	cookies := w.Result().Cookies()

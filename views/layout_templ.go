@@ -204,7 +204,7 @@ func Layout(c Chrome) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if c.DevMode {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<p class=\"dev-banner\" role=\"note\" data-testid=\"dev-banner\">Development mode: sign-in is not verified. Do not enter real personal data.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<p class=\"dev-banner\" role=\"note\" data-testid=\"dev-banner\">Development mode<span class=\"dev-banner-long\">: sign-in is not verified. Do not enter real personal data.</span><span class=\"dev-banner-short\">: no real personal data</span></p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

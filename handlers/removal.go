@@ -21,13 +21,18 @@ type removalRequest struct {
 	Token string `json:"token"`
 }
 
-// readRemovalForm reads the removal form.
+// readRemovalForm reads the removal form. The field takes the whole
+// private link as well as the bare token: the token is what follows the #.
 func readRemovalForm(r *http.Request) (removalRequest, error) {
 	f, err := readForm(r)
 	if err != nil {
 		return removalRequest{}, err
 	}
-	return removalRequest{Token: f.get("token")}, f.err
+	tok := strings.TrimSpace(f.get("token"))
+	if i := strings.LastIndexByte(tok, '#'); i >= 0 && strings.Contains(tok[:i], "/manage/") {
+		tok = tok[i+1:]
+	}
+	return removalRequest{Token: tok}, f.err
 }
 
 // removalToken is the request's token as stored: a pasted token may bring

@@ -51,6 +51,7 @@ func (s *Server) publicRoutes(mux routeMux) {
 	// timing does not tell a listed address from a new one (docs/signup.md).
 	mux.Handle("GET /waitlist/{slug}", s.h(s.handleWaitlist))
 	mux.Handle("POST /waitlist/{slug}", onSchedule(s.opts.SignupAnswerDelay, s.h(s.handleWaitlistPost)))
+	mux.Handle("GET /waitlist/{slug}/received", s.h(s.handleReceived))
 	mux.Handle("GET /api/public/programs/{slug}", s.h(s.handlePublicProgramAPI))
 	mux.Handle("POST /api/public/programs/{slug}/signups", onSchedule(s.opts.SignupAnswerDelay, s.h(s.handleSignupAPI)))
 

@@ -143,19 +143,25 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 		return failed(err)
 	}
 
+	st := receivedState{Slug: slug, NoticeVersion: f.NoticeVersion, Token: res.RemovalToken}
+	if wantsPage(r) {
+		// rule (docs/API.md#html-routes): a browser's post is answered
+		// 303 to the page that shows it, so reloading never posts again;
+		// the token goes there sealed in a cookie, never in the URL.
+		if err := s.keepReceived(w, r, st); err != nil {
+			return err
+		}
+		http.Redirect(w, r, receivedPath(slug), http.StatusSeeOther)
+		return nil
+	}
 	// The page quotes the notice the person agreed to, which a replay may
 	// show after a newer one was published.
 	q, err := s.quote(r.Context(), slug, f.NoticeVersion)
 	if err != nil {
 		return err
 	}
-	rv := views.ReceivedView{Slug: q.Slug, Purpose: q.Purpose, NoticeVersion: f.NoticeVersion, RetentionText: q.RetentionText}
-	if res.RemovalToken != "" {
-		rv.RemovalToken = res.RemovalToken
-		rv.RemovalURL = s.removalURL(res.RemovalToken)
-	}
 	c := s.chrome(w, r, "Request received")
-	return s.render(w, r, http.StatusAccepted, c, views.Received(c, rv))
+	return s.render(w, r, http.StatusAccepted, c, views.Received(c, s.receivedView(q, st)))
 }
 
 // signupFailed shows the signup form again after a refusal (400, 409,

@@ -61,8 +61,12 @@ func joinDemoInBrowser(tb testing.TB, ctx context.Context, app *testApp, email s
 	); err != nil {
 		tb.Fatalf("fill the form: %v", err)
 	}
-	signupBrowserLoad(tb, ctx, "submit the signup form", 202,
+	// POST → 303 → GET: the page that shows the link is a plain GET.
+	resp := signupBrowserLoad(tb, ctx, "submit the signup form", 200,
 		chromedp.Click(chromedp.CSS(`#signup-form button[type="submit"]`)))
+	if got, want := resp.URL, app.URL+"/waitlist/demo/received"; got != want {
+		tb.Fatalf("after joining the browser is at %s, want %s", got, want)
+	}
 	if h1 := signupBrowserText(tb, ctx, "h1"); h1 != "Request received" {
 		tb.Fatalf("after joining h1=%q, want %q", h1, "Request received")
 	}

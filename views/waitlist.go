@@ -38,6 +38,9 @@ type ReceivedView struct {
 	// is shown once.
 	RemovalURL   string
 	RemovalToken string
+	// SignInURL is the sign-in page leading to one's own entries, for a
+	// person whose link was already shown.
+	SignInURL string
 }
 
 // ManageView is the removal page.

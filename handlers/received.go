@@ -1,0 +1,108 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"admit/views"
+)
+
+// receivedCookie carries a browser's accepted signup from its POST to the
+// page that shows it (POST → 303 → GET, docs/API.md#html-routes): the
+// removal token rides server-sealed (signed and encrypted), never in a URL,
+// lives minutes, is scoped to the waitlist pages and is cleared by the one
+// GET that shows it. A reload or a restored tab re-posts nothing and finds
+// the token gone.
+const receivedCookie = "admit_received"
+
+// receivedLifetime bounds how long an accepted signup waits for its page.
+const receivedLifetime = 10 * 60 // seconds
+
+// receivedState is what the received page needs from the POST.
+type receivedState struct {
+	Slug          string `json:"s"`
+	NoticeVersion int    `json:"v"`
+	// Token is empty on a same-key replay: its link was shown the first time.
+	Token string `json:"t,omitempty"`
+}
+
+// wantsPage reports whether a form post came from a browser navigating
+// (it accepts HTML), which gets the 303 to the page that shows the
+// answer. Other clients keep the 202 page in the POST's answer.
+func wantsPage(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// receivedPath is the page that shows a program's accepted signup.
+func receivedPath(slug string) string { return "/waitlist/" + slug + "/received" }
+
+// keepReceived seals the accepted signup into its short-lived cookie.
+func (s *Server) keepReceived(w http.ResponseWriter, r *http.Request, st receivedState) error {
+	sess, _ := s.sessions.New(r, receivedCookie)
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	sess.Values["signup"] = string(b)
+	sess.Options.Path = "/waitlist/"
+	sess.Options.MaxAge = receivedLifetime
+	return sess.Save(r, w)
+}
+
+// takeReceived returns the accepted signup for slug and clears it, so it
+// is shown once. ok is false when there is none (already shown, expired,
+// or another program's).
+func (s *Server) takeReceived(w http.ResponseWriter, r *http.Request, slug string) (st receivedState, ok bool) {
+	c, err := r.Cookie(receivedCookie)
+	if err != nil || c.Value == "" {
+		return st, false
+	}
+	sess, err := s.sessions.Get(r, receivedCookie)
+	// Cleared whatever it held: one GET, one showing.
+	http.SetCookie(w, &http.Cookie{Name: receivedCookie, Value: "", Path: "/waitlist/", MaxAge: -1, HttpOnly: true,
+		Secure: s.isHTTPS(), SameSite: http.SameSiteLaxMode})
+	if err != nil {
+		return st, false
+	}
+	raw, _ := sess.Values["signup"].(string)
+	if json.Unmarshal([]byte(raw), &st) != nil || st.Slug != slug {
+		return receivedState{}, false
+	}
+	return st, true
+}
+
+// handleReceived shows a browser's accepted signup once: the removal link
+// first, or on a replay that it was shown before. Without one (a reload,
+// a restored tab) it says the link was shown and how to remove oneself by
+// signing in instead.
+func (s *Server) handleReceived(w http.ResponseWriter, r *http.Request) error {
+	slug := r.PathValue("slug")
+	noStore(w)
+	st, ok := s.takeReceived(w, r, slug)
+	if !ok {
+		p, _, err := s.db.PublicProgram(r.Context(), slug)
+		if err != nil {
+			return err
+		}
+		c := s.chrome(w, r, "Request received")
+		return s.render(w, r, http.StatusOK, c, views.ReceivedShown(c, views.ReceivedView{Slug: p.Slug, Purpose: p.Purpose,
+			SignInURL: signInURL("/me")}))
+	}
+	q, err := s.quote(r.Context(), slug, st.NoticeVersion)
+	if err != nil {
+		return err
+	}
+	c := s.chrome(w, r, "Request received")
+	return s.render(w, r, http.StatusOK, c, views.Received(c, s.receivedView(q, st)))
+}
+
+// receivedView is the received page for an accepted signup.
+func (s *Server) receivedView(q noticeQuote, st receivedState) views.ReceivedView {
+	rv := views.ReceivedView{Slug: q.Slug, Purpose: q.Purpose, NoticeVersion: st.NoticeVersion, RetentionText: q.RetentionText}
+	if st.Token != "" {
+		rv.RemovalToken = st.Token
+		rv.RemovalURL = s.removalURL(st.Token)
+	}
+	return rv
+}

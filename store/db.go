@@ -127,6 +127,13 @@ type Options struct {
 // dsn builds a modernc.org/sqlite DSN with the default Options.
 func dsn(path string, readOnly bool) string { return dsnWith(path, readOnly, Options{}) }
 
+// writerCacheKiB is the writer's page cache. SQLite's default (2 MiB) is
+// smaller than the pages one chunk of a retirement or sweep dirties at a
+// million entries, so the transaction spilled pages to the log mid-work and
+// re-read index pages from the file; 32 MiB keeps a chunk in memory
+// (BENCHMARKS.md, "Chunked retirement").
+const writerCacheKiB = 32 << 10
+
 // dsnWith builds a modernc.org/sqlite DSN. busy_timeout comes first so that
 // the other pragmas wait for a lock instead of failing.
 func dsnWith(path string, readOnly bool, opt Options) string {
@@ -143,8 +150,11 @@ func dsnWith(path string, readOnly bool, opt Options) string {
 	}
 	if readOnly {
 		pragmas = append(pragmas, "query_only(1)")
-	} else if opt.NoAutoCheckpoint {
-		pragmas = append(pragmas, "wal_autocheckpoint(0)")
+	} else {
+		pragmas = append(pragmas, fmt.Sprintf("cache_size(%d)", -writerCacheKiB))
+		if opt.NoAutoCheckpoint {
+			pragmas = append(pragmas, "wal_autocheckpoint(0)")
+		}
 	}
 	for _, p := range pragmas {
 		q.Add("_pragma", p)

@@ -715,3 +715,25 @@ func TestOpen_RefusesABindingKeyOfTheWrongLengthBeforeTouchingTheDisk(t *testing
 		}
 	}
 }
+
+// The writer's page cache holds a whole chunk of a retirement or sweep at a
+// million entries; the readers keep SQLite's default.
+func TestOpen_WriterPageCacheIsLarger(t *testing.T) {
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	cacheSize := func(run func(context.Context, func(*Tx) error) error) int {
+		var n int
+		if err := run(ctx, func(tx *Tx) error {
+			return tx.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&n)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := cacheSize(db.Update); got != -writerCacheKiB {
+		t.Errorf("writer cache_size = %d, want %d (KiB)", got, -writerCacheKiB)
+	}
+	if got := cacheSize(db.View); got != -2000 {
+		t.Errorf("reader cache_size = %d, want SQLite's default -2000", got)
+	}
+}

@@ -90,6 +90,9 @@ func TestSignup_BrowserFormIs303ToAPageThatShowsTheLinkOnce(t *testing.T) {
 	// Another program's page never shows this program's answer.
 	r = c.PostForm(t, signupPath, signupFormValues(formRequestKey(t, c.Get(t, signupPath).Body), "other@example.com", 1, true),
 		"Accept", browserAccept)
+	if r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("second browser signup: %d, want 303", r.StatusCode)
+	}
 	if other := c.Get(t, "/waitlist/nothere/received"); other.StatusCode != http.StatusNotFound {
 		t.Fatalf("received page of an unknown program: %d, want 404", other.StatusCode)
 	}

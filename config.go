@@ -44,6 +44,9 @@ type Config struct {
 	// MetricsAddr, when set (ADMIT_METRICS_ADDR), is a loopback or private
 	// host:port where a separate listener serves Prometheus metrics.
 	MetricsAddr string
+	// WriteQueue bounds the signups that may wait for the database writer
+	// (ADMIT_WRITE_QUEUE); past it a signup is answered 503 at once.
+	WriteQueue int
 
 	partiesDerived bool
 }
@@ -93,6 +96,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	host, port := r.listenAddr(c.Addr)
 	c.PublicURL, c.PublicURLDerived = r.publicURL(host, port)
 	c.NetworkHourlyLimit = r.networkHourlyLimit()
+	c.WriteQueue = r.writeQueue()
 	c.Retention = r.retention()
 	r.checkPprof(c.PprofAddr)
 	if c.ClientIPHeader != "" && strings.ContainsAny(c.ClientIPHeader, " :\t") {
@@ -173,6 +177,18 @@ func (r *configReader) networkHourlyLimit() int {
 	n, err := strconv.Atoi(limit)
 	if err != nil || n < 1 || n > 1000000 {
 		r.bad("ADMIT_NETWORK_HOURLY_LIMIT=%q must be a whole number from 1 to 1000000", limit)
+		return 0
+	}
+	return n
+}
+
+// writeQueue is ADMIT_WRITE_QUEUE: how many signups may wait for the
+// database writer; store.DefaultSignupQueue when unset, 0 when invalid.
+func (r *configReader) writeQueue() int {
+	v := r.env("ADMIT_WRITE_QUEUE", strconv.Itoa(store.DefaultSignupQueue))
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > store.MaxWriteQueue {
+		r.bad("ADMIT_WRITE_QUEUE=%q must be a whole number from 1 to %d", v, store.MaxWriteQueue)
 		return 0
 	}
 	return n

@@ -116,7 +116,7 @@ func openDBWith(ctx context.Context, getenv func(string) string, opt store.Optio
 	if err != nil {
 		return nil, handlers.Keys{}, nil, err
 	}
-	opt.BindingKey, opt.Retention = keys.Binding, cfg.Retention
+	opt.BindingKey, opt.Retention, opt.SignupQueue = keys.Binding, cfg.Retention, cfg.WriteQueue
 	db, err := store.Open(ctx, cfg.DBPath(), opt)
 	if err != nil {
 		return nil, handlers.Keys{}, nil, err

@@ -67,6 +67,9 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	if got, want := cfg.NetworkHourlyLimit, 20; got != want {
 		t.Errorf("NetworkHourlyLimit=%d, want %d", got, want)
 	}
+	if got, want := cfg.WriteQueue, store.DefaultSignupQueue; got != want {
+		t.Errorf("WriteQueue=%d, want %d", got, want)
+	}
 	if got, want := cfg.ClerkAuthorizedParties, []string{"http://127.0.0.1:8080"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ClerkAuthorizedParties=%q, want %q", got, want)
 	}
@@ -87,6 +90,7 @@ func TestLoadConfig_ValuesFromTheEnvironment(t *testing.T) {
 		"CLERK_API_URL":              "https://api.clerk.example/v1/",
 		"CLERK_AUTHORIZED_PARTIES":   "https://a.example, https://b.example,",
 		"ADMIT_CLIENT_IP_HEADER":     "X-Real-IP",
+		"ADMIT_WRITE_QUEUE":          "900",
 	})))
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
@@ -108,6 +112,9 @@ func TestLoadConfig_ValuesFromTheEnvironment(t *testing.T) {
 	}
 	if got, want := cfg.ClientIPHeader, "X-Real-IP"; got != want {
 		t.Errorf("ClientIPHeader=%q, want %q", got, want)
+	}
+	if got, want := cfg.WriteQueue, 900; got != want {
+		t.Errorf("WriteQueue=%d, want %d", got, want)
 	}
 }
 
@@ -193,6 +200,9 @@ func TestLoadConfig_RejectsBadValues(t *testing.T) {
 		{"limit 0", map[string]string{"ADMIT_NETWORK_HOURLY_LIMIT": "0"}, "ADMIT_NETWORK_HOURLY_LIMIT"},
 		{"limit -1", map[string]string{"ADMIT_NETWORK_HOURLY_LIMIT": "-1"}, "ADMIT_NETWORK_HOURLY_LIMIT"},
 		{"limit abc", map[string]string{"ADMIT_NETWORK_HOURLY_LIMIT": "abc"}, "ADMIT_NETWORK_HOURLY_LIMIT"},
+		{"write queue 0", map[string]string{"ADMIT_WRITE_QUEUE": "0"}, "ADMIT_WRITE_QUEUE"},
+		{"write queue too deep", map[string]string{"ADMIT_WRITE_QUEUE": "100001"}, "ADMIT_WRITE_QUEUE"},
+		{"write queue abc", map[string]string{"ADMIT_WRITE_QUEUE": "abc"}, "ADMIT_WRITE_QUEUE"},
 		{"addr without port", map[string]string{"ADMIT_ADDR": "127.0.0.1"}, "ADMIT_ADDR"},
 		{"addr with a bad port", map[string]string{"ADMIT_ADDR": "127.0.0.1:99999"}, "ADMIT_ADDR"},
 		{"client IP header with a colon", map[string]string{"ADMIT_CLIENT_IP_HEADER": "X-Real-IP: 1"}, "ADMIT_CLIENT_IP_HEADER"},
@@ -808,5 +818,23 @@ func TestRun_PortZeroSameOriginFormPostIsAccepted(t *testing.T) {
 	resp.Body.Close()
 	if got, want := resp.StatusCode, http.StatusSeeOther; got != want {
 		t.Fatalf("same-origin sign-in: status=%d, want %d", got, want)
+	}
+}
+
+func TestOpenDB_TheWriteQueueComesFromTheEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want int
+	}{{"", store.DefaultSignupQueue}, {"77", 77}} {
+		dir := t.TempDir()
+		_, db, err := openDB(context.Background(), fakeEnv(map[string]string{"ADMIT_DATA": dir, "ADMIT_WRITE_QUEUE": tc.env}))
+		if err != nil {
+			t.Fatalf("openDB: %v", err)
+		}
+		signups, reserve := db.QueueBounds()
+		db.Close()
+		if signups != tc.want || reserve != store.DefaultWriteReserve {
+			t.Errorf("ADMIT_WRITE_QUEUE=%q: bounds %d and %d, want %d and %d", tc.env, signups, reserve, tc.want, store.DefaultWriteReserve)
+		}
 	}
 }

@@ -49,6 +49,9 @@ type appConfig struct {
 	signupDelay time.Duration
 	// retention is the store's retention policy; zero means the default.
 	retention store.Retention
+	// signupQueue and writeReserve bound the writer's queues; zero means
+	// the store's defaults.
+	signupQueue, writeReserve int
 }
 
 type appOption func(*appConfig)
@@ -65,6 +68,12 @@ func withDataDir(dir string) appOption { return func(c *appConfig) { c.dataDir =
 
 // withRetention opens the store with the retention policy r.
 func withRetention(r store.Retention) appOption { return func(c *appConfig) { c.retention = r } }
+
+// withWriteQueues bounds the signups and the other writes that may wait
+// for the database writer.
+func withWriteQueues(signups, reserve int) appOption {
+	return func(c *appConfig) { c.signupQueue, c.writeReserve = signups, reserve }
+}
 
 // withSignupDelay sets when signup answers are released.
 func withSignupDelay(d time.Duration) appOption { return func(c *appConfig) { c.signupDelay = d } }
@@ -110,7 +119,8 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	}
 	clock := testutil.NewClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
 	db, err := store.Open(ctx, filepath.Join(cfg.dataDir, "admit.db"),
-		store.Options{BindingKey: testKey(120), Retention: cfg.retention, Now: clock.Now})
+		store.Options{BindingKey: testKey(120), Retention: cfg.retention, Now: clock.Now,
+			SignupQueue: cfg.signupQueue, WriteReserve: cfg.writeReserve})
 	if err != nil {
 		tb.Fatalf("open db: %v", err)
 	}

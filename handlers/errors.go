@@ -84,10 +84,28 @@ func classify(err error) (status int, code, message string) {
 		status = statusFor[code]
 		message = store.ErrorMessage(err)
 	}
-	if m, ok := fixedMessages[status]; ok {
+	if m, ok := fixedMessages[status]; ok && !errors.Is(err, store.ErrBusy) {
 		message = m
 	}
 	return status, code, message
+}
+
+// busyRetryAfter is the Retry-After, in seconds, of a write refused
+// because admit's writer is full (store.ErrBusy).
+const busyRetryAfter = "1"
+
+// answerBusy prepares the answer to a write refused because the writer is
+// full: a Retry-After, and the answer released at once. A refusal for
+// load is decided before any work on the request's contents, so its
+// timing tells nothing about them (the signup schedule need not hold it).
+// It reports whether err is such a refusal.
+func answerBusy(w http.ResponseWriter, err error) bool {
+	if !errors.Is(err, store.ErrBusy) {
+		return false
+	}
+	w.Header().Set("Retry-After", busyRetryAfter)
+	releaseNow(w)
+	return true
 }
 
 // writeError is the one error adapter: it logs internal errors (never
@@ -98,6 +116,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern, "err", err)
 	}
 	w.Header().Set("Cache-Control", "private, no-store")
+	answerBusy(w, err)
 	if isAPI(r) {
 		writeJSON(w, status, map[string]string{"error": code})
 		return

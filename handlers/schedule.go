@@ -71,5 +71,13 @@ func (w *heldWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// releaseNow lets the answer being written to w leave at once, if w is
+// held by onSchedule.
+func releaseNow(w http.ResponseWriter) {
+	if hw, ok := w.(*heldWriter); ok {
+		hw.waited = true
+	}
+}
+
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *heldWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

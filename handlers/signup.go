@@ -165,14 +165,16 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 }
 
 // signupFailed shows the signup form again after a refusal (400, 409,
-// 429) with the submitted address and one message in its place. Anything
-// else goes to the error adapter.
+// 429, or 503 when admit is too busy to take it) with the submitted
+// address and one message in its place. Anything else goes to the error
+// adapter.
 func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug string, f *signupForm, submittedEmail string, err error) error {
 	status, _, message := classify(err)
+	busy := answerBusy(w, err)
 	switch {
 	case unreadableBody(err):
 		return err
-	case status == http.StatusBadRequest, status == http.StatusConflict, status == http.StatusTooManyRequests:
+	case status == http.StatusBadRequest, status == http.StatusConflict, status == http.StatusTooManyRequests, busy:
 	default:
 		return err
 	}
@@ -190,7 +192,7 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 	default:
 		v.Message = message
 	}
-	if status == http.StatusBadRequest {
+	if status == http.StatusBadRequest || busy {
 		// Nothing was stored: the same key may be submitted again.
 		if _, perr := uuid.Parse(f.RequestKey); perr == nil {
 			v.RequestKey = f.RequestKey

@@ -48,6 +48,9 @@ type DB struct {
 	// database/sql hands a freed connection to a random waiter: under load
 	// that left a few signups waiting many times longer than the rest.
 	wgate chan struct{}
+	// wslots bounds the write transactions other than signups' commits
+	// that wait for the gate (Options.WriteReserve).
+	wslots slots
 	// gateWait, set only by tests, is called by a writer that finds the
 	// gate taken, just before it waits there: proof that it waited.
 	gateWait func()
@@ -122,6 +125,14 @@ type Options struct {
 	NoAutoCheckpoint bool
 	// Observer is told what the store does, for metrics; nil observes nothing.
 	Observer Observer
+	// SignupQueue bounds how many signups may wait for, or be in, a
+	// commit; past it a signup is refused at once with ErrBusy. 0 means
+	// DefaultSignupQueue.
+	SignupQueue int
+	// WriteReserve bounds how many other write transactions may wait for
+	// the writer, apart from the signups; past it a write is refused at
+	// once with ErrBusy. 0 means DefaultWriteReserve.
+	WriteReserve int
 }
 
 // dsn builds a modernc.org/sqlite DSN with the default Options.
@@ -191,6 +202,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	db := &DB{Path: path, now: opt.Now, retention: opt.Retention,
 		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1),
+		wslots: newSlots(opt.WriteReserve, DefaultWriteReserve),
 		erasures: make(chan struct{}, 1), obs: observer(opt.Observer)}
 	if err := checkPragmas(ctx, w, false); err != nil {
 		w.Close()
@@ -220,7 +232,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	db.signups = startSignupBatcher(db)
+	db.signups = startSignupBatcher(db, opt.SignupQueue)
 	return db, nil
 }
 
@@ -281,7 +293,21 @@ func (db *DB) Close() error {
 
 // Update runs fn in a write transaction. BEGIN IMMEDIATE takes the database
 // write lock first; Tx.Now is read after it is held. fn's error rolls back.
+// When Options.WriteReserve writes already wait for the writer, it returns
+// ErrBusy at once and runs nothing.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
+	return db.update(ctx, true, fn)
+}
+
+// update is Update; reserved says whether the write takes a slot of the
+// reserve (the signups' commits are bounded by their own queue instead).
+func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) error {
+	if reserved {
+		if !db.wslots.take() {
+			return ErrBusy
+		}
+		defer db.wslots.give()
+	}
 	asked := time.Now()
 	select {
 	case db.wgate <- struct{}{}:

@@ -38,6 +38,9 @@ type signupBatcher struct {
 	// waiting for the loop, and the loop drains a batch without waking
 	// each submitter in turn.
 	calls chan *signupCall
+	// slots bounds the signups handed over and not yet answered
+	// (Options.SignupQueue).
+	slots slots
 	// mu guards stopped: after stop no call enters calls, so none is left
 	// unanswered.
 	mu       sync.RWMutex
@@ -56,24 +59,32 @@ type signupCall struct {
 	done chan struct{}
 }
 
-// startSignupBatcher starts a batcher's goroutine; stop ends it.
-func startSignupBatcher(db *DB) *signupBatcher {
-	b := newSignupBatcher(db)
+// startSignupBatcher starts a batcher's goroutine, with room for depth
+// signups (0: DefaultSignupQueue); stop ends it.
+func startSignupBatcher(db *DB, depth int) *signupBatcher {
+	b := newSignupBatcher(db, depth)
 	go b.loop()
 	return b
 }
 
 // newSignupBatcher returns a batcher whose loop is not running yet.
-func newSignupBatcher(db *DB) *signupBatcher {
+func newSignupBatcher(db *DB, depth int) *signupBatcher {
 	return &signupBatcher{db: db, calls: make(chan *signupCall, maxSignupBatch),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		slots: newSlots(depth, DefaultSignupQueue), quit: make(chan struct{}), done: make(chan struct{})}
 }
 
 // submit hands a validated signup to the batcher and waits for its answer.
+// With the queue full it returns ErrBusy at once: the signup is not run,
+// and its attempt is not counted.
 func (b *signupBatcher) submit(ctx context.Context, req SignupRequest) (*SignupResult, error) {
 	if b == nil {
 		return nil, errClosed
 	}
+	// rule: a signup past the queue's bound is refused before any work.
+	if !b.slots.take() {
+		return nil, ErrBusy
+	}
+	defer b.slots.give()
 	c := &signupCall{ctx: ctx, req: req, done: make(chan struct{})}
 	b.mu.RLock()
 	if b.stopped {
@@ -169,7 +180,7 @@ func (b *signupBatcher) run(batch []*signupCall) {
 	dropped := make([]bool, len(batch))
 	for {
 		failed := -1
-		err := b.db.Update(ctx, func(tx *Tx) error {
+		err := b.db.update(ctx, false, func(tx *Tx) error {
 			for i, c := range batch {
 				if dropped[i] {
 					continue

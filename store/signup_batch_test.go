@@ -18,7 +18,7 @@ import (
 func pausedBatcher(tb testing.TB, db *DB) (start func()) {
 	tb.Helper()
 	db.signups.stop()
-	b := newSignupBatcher(db)
+	b := newSignupBatcher(db, cap(db.signups.slots))
 	db.signups = b
 	var once sync.Once
 	start = func() { once.Do(func() { go b.loop() }) }

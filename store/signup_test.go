@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
@@ -172,7 +173,10 @@ func TestSignup_ConcurrentSignupsStopExactlyAtCap(t *testing.T) {
 		{"hourly cap", 100000, capacity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db, clock := mustOpenDBWithClock(t)
+			// Every attempt fits the writer's queue: the caps alone refuse.
+			clock := testutil.NewClock(testEpoch)
+			db := mustOpenWith(t, filepath.Join(t.TempDir(), "admit.db"),
+				Options{BindingKey: signupTestKey, Now: clock.Now, SignupQueue: attempts})
 			sp := mustSignupProgram(t, db, "concurrent-cap", tc.queueCap, tc.hourCap)
 			clock.Set(testEpoch.Add(17 * time.Minute)) // inside one UTC hour
 

@@ -1,0 +1,254 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"admit/internal/testutil"
+	"admit/store"
+
+	"github.com/google/uuid"
+)
+
+// mustHoldWriter takes the app's database writer with a transaction that
+// writes nothing, until release is called: every write waits meanwhile.
+func mustHoldWriter(tb testing.TB, app *testApp) (release func()) {
+	tb.Helper()
+	held, free, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- app.DB.Update(context.Background(), func(*store.Tx) error {
+			close(held)
+			<-free
+			return nil
+		})
+	}()
+	select {
+	case <-held:
+	case err := <-done:
+		tb.Fatalf("hold the writer: %v", err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(free)
+			if err := <-done; err != nil {
+				tb.Errorf("the held transaction: %v", err)
+			}
+		})
+	}
+	tb.Cleanup(release)
+	return release
+}
+
+// eventually polls cond until it holds, failing the test after 10 s.
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// wantBusy checks a refusal for load: 503, Retry-After, never cached.
+func wantBusy(tb testing.TB, what string, r *testResponse) {
+	tb.Helper()
+	if got, want := r.StatusCode, http.StatusServiceUnavailable; got != want {
+		tb.Fatalf("%s: status %d, want %d\n%s", what, got, want, r.Body)
+	}
+	if got, want := r.Header.Get("Retry-After"), "1"; got != want {
+		tb.Errorf("%s: Retry-After=%q, want %q", what, got, want)
+	}
+	if got, want := r.Header.Get("Cache-Control"), "private, no-store"; got != want {
+		tb.Errorf("%s: Cache-Control=%q, want %q", what, got, want)
+	}
+}
+
+func TestSignup_PastTheWriterQueueIs503WithRetryAfterAndChangesNothing(t *testing.T) {
+	const n, depth = 120, 16
+	app := MustStartApp(t, withWriteQueues(depth, 0), withNetworkLimit(100000))
+	c := app.NewClient(t)
+	release := mustHoldWriter(t, app)
+	before := dbFingerprint(t, app.DB)
+	attemptsBefore := networkAttempts(t, app)
+	eventsBefore := appCount(t, app, `SELECT count(*) FROM audit_events WHERE event_type = 'signup'`)
+
+	keys := make([]string, n)
+	resps := make([]*testResponse, n)
+	errs := make([]error, n)
+	var shed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range keys {
+		keys[i] = uuid.NewString()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resps[i], errs[i] = c.SendJSON("POST", signupAPI, signupJSONBody(keys[i], fmt.Sprintf("overload%03d@example.com", i), 1, true))
+			if errs[i] == nil && resps[i].StatusCode == http.StatusServiceUnavailable {
+				shed.Add(1)
+			}
+		}()
+	}
+	// With the writer held, exactly the requests past the bound are
+	// answered, at once; the rest wait for it.
+	eventually(t, "every signup to be queued or refused", func() bool {
+		return shed.Load() == n-depth && app.DB.SignupsWaiting() == depth
+	})
+	wantNoChange(t, "signups waiting for a held writer", app, before)
+	release()
+	wg.Wait()
+
+	var accepted []int
+	for i := range resps {
+		if errs[i] != nil {
+			t.Fatalf("signup %d: %v", i, errs[i])
+		}
+		switch resps[i].StatusCode {
+		case http.StatusAccepted:
+			accepted = append(accepted, i)
+		case http.StatusServiceUnavailable:
+			wantBusy(t, fmt.Sprintf("signup %d", i), resps[i])
+			if got, want := resps[i].Body, "{\"error\":\"unavailable\"}\n"; got != want {
+				t.Fatalf("signup %d: 503 body %q, want %q", i, got, want)
+			}
+		default:
+			t.Fatalf("signup %d: status %d, want 202 or 503\n%s", i, resps[i].StatusCode, resps[i].Body)
+		}
+	}
+	if got, want := len(accepted), depth; got != want {
+		t.Fatalf("accepted %d, want exactly %d (the queue's depth)", got, want)
+	}
+	// The accepted ones committed, and nothing else changed: no entry,
+	// receipt, event or counted attempt for a refused one.
+	for _, i := range accepted {
+		if got := appCount(t, app, `SELECT count(*) FROM signup_receipts WHERE request_key = ?`, keys[i]); got != 1 {
+			t.Fatalf("accepted signup %d has %d receipts, want 1", i, got)
+		}
+	}
+	if got, want := appCount(t, app, `SELECT count(*) FROM entries WHERE email_key LIKE 'overload%'`), depth; got != want {
+		t.Fatalf("entries=%d, want %d", got, want)
+	}
+	if got, want := appCount(t, app, `SELECT count(*) FROM audit_events WHERE event_type = 'signup'`),
+		eventsBefore+depth; got != want {
+		t.Fatalf("signup events=%d, want %d", got, want)
+	}
+	if got, want := networkAttempts(t, app), attemptsBefore+depth; got != want {
+		t.Fatalf("network attempts=%d, want %d: a refused signup spends none", got, want)
+	}
+	changed := testutil.Changed(before, dbFingerprint(t, app.DB))
+	for _, table := range changed {
+		switch table {
+		case "entries", "signup_receipts", "audit_events", "network_counters", "entry_state_counts",
+			"intake_hours", "programs":
+		default:
+			t.Errorf("table %s changed; a signup writes only its entry, receipt, event and counters", table)
+		}
+	}
+
+	// A refused signup sent again with the same key, once the writer is
+	// free, is admitted: the refusal stored nothing.
+	for i := range resps {
+		if resps[i].StatusCode == http.StatusServiceUnavailable {
+			r := c.PostJSON(t, "POST", signupAPI, signupJSONBody(keys[i], fmt.Sprintf("overload%03d@example.com", i), 1, true))
+			if got, want := r.StatusCode, http.StatusAccepted; got != want {
+				t.Fatalf("retry: status %d, want %d\n%s", got, want, r.Body)
+			}
+			if !strings.Contains(r.Body, `"removalToken":"`) {
+				t.Fatalf("retry answered %q, want a first 202 with a removal token", r.Body)
+			}
+			break
+		}
+	}
+}
+
+func TestSignupForm_BusyShowsTheFormAgainWithTheSameKeyAndRetryAfter(t *testing.T) {
+	const depth = 2
+	app := MustStartApp(t, withWriteQueues(depth, 0), withNetworkLimit(100000))
+	c := app.NewClient(t)
+	key := formRequestKey(t, c.Get(t, signupPath).Body)
+	release := mustHoldWriter(t, app)
+	var wg sync.WaitGroup
+	for i := range depth {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SendJSON("POST", signupAPI, signupJSONBody(uuid.NewString(), fmt.Sprintf("first%d@example.com", i), 1, true))
+		}()
+	}
+	eventually(t, "the queue to fill", func() bool { return app.DB.SignupsWaiting() == depth })
+	before := dbFingerprint(t, app.DB)
+
+	r := c.PostForm(t, signupPath, signupFormValues(key, "patient.person@example.com", 1, true))
+	wantBusy(t, "the form past the queue", r)
+	wantNoChange(t, "the refused form", app, before)
+	if got := tagAttr(inputTag(t, r.Body, "email"), "value"); got != "patient.person@example.com" {
+		t.Errorf("the form shows email %q, want the address typed", got)
+	}
+	if got := formRequestKey(t, r.Body); got != key {
+		t.Errorf("the form carries key %s, want the same key %s: nothing was stored", got, key)
+	}
+	if !strings.Contains(r.Body, "more requests than we can handle right now") {
+		t.Errorf("the form does not say admit is busy:\n%s", r.Body)
+	}
+	release()
+	wg.Wait()
+	// Sent again as it stands, the form is admitted.
+	r = c.PostForm(t, signupPath, signupFormValues(key, "patient.person@example.com", 1, true))
+	if got, want := r.StatusCode, http.StatusAccepted; got != want {
+		t.Fatalf("the form sent again: status %d, want %d\n%s", got, want, r.Body)
+	}
+}
+
+func TestOwnerWrites_HaveTheirOwnReserveWhileSignupsFillTheQueue(t *testing.T) {
+	const depth, reserve = 4, 2
+	app := MustStartApp(t, withWriteQueues(depth, reserve), withNetworkLimit(100000))
+	owner := mustOwnerClient(t, app)
+	public := app.NewClient(t)
+	path := "/api/owner/programs/" + app.Demo.ID + "/content"
+	rev := fmt.Sprint(owPath(owDecode(t, owner.Get(t, path).Body), "revision"))
+	release := mustHoldWriter(t, app) // takes one slot of the reserve
+
+	var wg sync.WaitGroup
+	for i := range depth + 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			public.SendJSON("POST", signupAPI, signupJSONBody(uuid.NewString(), fmt.Sprintf("crowd%d@example.com", i), 1, true))
+		}()
+	}
+	eventually(t, "the signup queue to fill", func() bool { return app.DB.SignupsWaiting() == depth })
+
+	// The owner's write still gets in line: the signups do not use the
+	// reserve.
+	saved := make(chan *testResponse, 1)
+	go func() {
+		r, err := owner.SendJSON("PUT", path, `{"expectedRevision":`+rev+`,"body":"Saved while signups queue."}`)
+		if err != nil {
+			t.Errorf("owner PUT: %v", err)
+		}
+		saved <- r
+	}()
+	eventually(t, "the owner's write to wait for the writer", func() bool { return app.DB.WritesWaiting() == reserve })
+	// Past the reserve, an owner's write is refused at once too.
+	r := owner.PostJSON(t, "PUT", path, `{"expectedRevision":`+rev+`,"body":"One too many."}`)
+	wantBusy(t, "an owner write past the reserve", r)
+	if got, want := r.Body, "{\"error\":\"unavailable\"}\n"; got != want {
+		t.Errorf("503 body %q, want %q", got, want)
+	}
+	release()
+	wg.Wait()
+	if r := <-saved; r == nil || r.StatusCode != http.StatusOK {
+		t.Fatalf("the owner's queued write: %+v, want 200", r)
+	}
+	if got := appCount(t, app, `SELECT count(*) FROM early_access_content WHERE body = 'Saved while signups queue.'`); got != 1 {
+		t.Fatalf("the owner's queued write was not saved")
+	}
+}

@@ -45,6 +45,14 @@ soak *FLAGS:
 bench-timing *FLAGS:
     go run ./cmd/loadgen -scenarios timing {{FLAGS}}
 
+# Overload (BENCHMARKS.md, "Overload"): JSON signups at 32, 64, 128, 256 and
+# 1,024 concurrent clients (-sweep), past what the writer commits; reports
+# accepted and refused (503 + Retry-After) counts and latencies, the owner
+# queue page's p95 meanwhile, and server CPU per accepted signup. About a
+# minute; -write-queue N tries another ADMIT_WRITE_QUEUE.
+bench-overload *FLAGS:
+    go run ./cmd/loadgen -scenarios overload {{FLAGS}}
+
 # Release binaries (docs/DEPLOY.md#release-builds): static, -trimpath, no
 # build ID, the version stamped (VERSION=v1.2.0, default git describe), for
 # linux/amd64, linux/arm64, darwin/amd64 and darwin/arm64, into dist/ with

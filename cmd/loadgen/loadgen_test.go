@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -140,7 +141,7 @@ func TestParseFlags_DefaultsRunEveryLoadScenarioWithModestBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every scenario but the timing check, which runs when named.
-	if want := slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool { return s == "timing" }); !slices.Equal(c.Scenarios, want) {
+	if want := slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool { return s == "timing" || s == "overload" }); !slices.Equal(c.Scenarios, want) {
 		t.Fatalf("scenarios=%v, want %v", c.Scenarios, want)
 	}
 	if c.TimingPairs != 1000 {
@@ -251,5 +252,83 @@ func TestEvaluate_ComparesEachTargetAndNamesMisses(t *testing.T) {
 		} else if got != want {
 			t.Errorf("%q met=%v, want %v", target, got, want)
 		}
+	}
+}
+
+func TestParseStatCPU_AddsUserAndSystemTicks(t *testing.T) {
+	// A real line's shape, with a command name holding a space and a ')'.
+	stat := "4242 (ad min) S 1 4242 4242 0 -1 4194560 1200 0 0 0 250 75 0 0 20 0 9 0 123456 1000000 500 18446744073709551615"
+	got, err := parseStatCPU(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3250 * time.Millisecond; got != want {
+		t.Fatalf("CPU=%v, want %v (250 + 75 ticks of 10 ms)", got, want)
+	}
+	for _, bad := range []string{"", "4242 (admit) S 1 2", "4242 (admit) S 1 4242 4242 0 -1 4194560 1200 0 0 0 x 75 0"} {
+		if _, err := parseStatCPU(bad); err == nil {
+			t.Errorf("parseStatCPU(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestProcessCPU_ReadsThisProcess(t *testing.T) {
+	before, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spin until the process has used another 100 ms of CPU (a loaded
+	// machine may give it less than the wall time).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		after, err := processCPU(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after-before >= 100*time.Millisecond {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s of spinning moved the CPU time by %v, want 100 ms", after-before)
+		}
+		for x := 0; x < 1e6; x++ {
+			_ = x * x
+		}
+	}
+}
+
+func TestParseFlags_SweepLevelsAndWriteQueue(t *testing.T) {
+	c, err := parseFlags([]string{"-sweep", "8, 1024,64", "-write-queue", "300"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{8, 1024, 64}; !slices.Equal(c.Sweep, want) || c.WriteQueue != 300 {
+		t.Fatalf("sweep=%v write queue=%d, want %v and 300", c.Sweep, c.WriteQueue, want)
+	}
+	if d, _ := parseFlags(nil, io.Discard); !slices.Equal(d.Sweep, []int{32, 64, 128, 256, 1024}) || d.WriteQueue != 0 {
+		t.Fatalf("default sweep=%v write queue=%d", d.Sweep, d.WriteQueue)
+	}
+	for _, args := range [][]string{{"-sweep", "0"}, {"-sweep", "5000"}, {"-sweep", "x"}, {"-sweep", ","}, {"-write-queue", "-1"}} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("parseFlags(%q) accepted it, want an error", args)
+		}
+	}
+}
+
+func TestOverloadResult_SortsOutcomesAndCPUPerAccepted(t *testing.T) {
+	var o OverloadResult
+	o.record(overloadSample{lat: 3 * time.Millisecond})
+	o.record(overloadSample{lat: 1 * time.Millisecond, shed: true, retry: time.Second})
+	o.record(overloadSample{lat: 5 * time.Millisecond})
+	o.record(overloadSample{lat: 2 * time.Millisecond, err: errors.New("status 500")})
+	o.CPU, o.Elapsed = 10*time.Millisecond, time.Second
+	if len(o.Accepted) != 2 || len(o.Shed) != 1 || o.Errors != 1 || len(o.ErrorSamples) != 1 {
+		t.Fatalf("accepted %d, shed %d, errors %d: want 2, 1, 1", len(o.Accepted), len(o.Shed), o.Errors)
+	}
+	if got, want := o.CPUPerAccepted(), 5*time.Millisecond; got != want {
+		t.Fatalf("CPU per accepted=%v, want %v", got, want)
+	}
+	if got := o.AcceptedRate(); got != 2 {
+		t.Fatalf("accepted rate=%v, want 2", got)
 	}
 }

@@ -15,6 +15,10 @@
 //	queue    the owner queue (HTML and API) at -entries entries: first page,
 //	         a deep cursor page, a state filter; plus start-to-ready time
 //	private  private-content reads (HTML and API) by a redeemed recipient
+//	overload (only when named) JSON signups at each -sweep concurrency
+//	         level, past what the writer commits: accepted and shed (503)
+//	         counts and latencies, the owner queue page's p95 alongside,
+//	         and the server's CPU time per accepted signup
 //	timing   (only when named) one request at a time, signups of new and of
 //	         listed addresses interleaved (-timing-pairs of each, JSON and
 //	         form): the Mann-Whitney z of their latencies, which must stay
@@ -34,6 +38,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -71,13 +76,18 @@ type Config struct {
 	// TimingPairs is how many new and how many listed signups the timing
 	// scenario sends per route.
 	TimingPairs int
+	// Sweep lists the overload scenario's concurrency levels.
+	Sweep []int
+	// WriteQueue, when not 0, is the server's ADMIT_WRITE_QUEUE.
+	WriteQueue int
 }
 
 // allScenarios are the scenario names in the order they run.
-var allScenarios = []string{"ceiling", "signup", "form", "mixed", "timing", "queue", "private"}
+var allScenarios = []string{"ceiling", "signup", "form", "mixed", "timing", "queue", "private", "overload"}
 
-// defaultScenarios run when -scenarios is not given: timing is a check of
-// its own (just bench-timing), not a throughput figure.
+// defaultScenarios run when -scenarios is not given: timing and the
+// overload sweep are checks of their own (just bench-timing,
+// just bench-overload), not throughput figures.
 var defaultScenarios = []string{"ceiling", "signup", "form", "mixed", "queue", "private"}
 
 // maxQueueEntries is the largest queue a program may hold (queue_cap ≤ 100000).
@@ -88,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	c := &Config{}
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scen := c.register(fs)
+	scen, sweep := c.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -100,12 +110,15 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	if c.Scenarios, err = parseScenarios(*scen); err != nil {
 		errs = append(errs, err)
 	}
+	if c.Sweep, err = parseSweep(*sweep); err != nil {
+		errs = append(errs, err)
+	}
 	return c, errors.Join(errs...)
 }
 
 // register defines every flag on fs, filling c, and returns the
-// -scenarios list, which parseScenarios reads.
-func (c *Config) register(fs *flag.FlagSet) *string {
+// -scenarios and -sweep lists, which parseScenarios and parseSweep read.
+func (c *Config) register(fs *flag.FlagSet) (scenarios, sweep *string) {
 	fs.StringVar(&c.Src, "src", ".", "admit module `dir` to build")
 	fs.StringVar(&c.Bin, "bin", "", "prebuilt admit `binary` (skips the build)")
 	fs.StringVar(&c.Dir, "dir", "", "work `dir` for the database and ceiling file (default: a new temp dir)")
@@ -123,7 +136,34 @@ func (c *Config) register(fs *flag.FlagSet) *string {
 	fs.StringVar(&c.PprofDir, "pprof-dir", "", "write a server CPU profile per scenario to `dir` (needs ADMIT_PPROF_ADDR support)")
 	fs.StringVar(&c.SelfProfile, "self-cpuprofile", "", "write loadgen's own CPU profile to `file`")
 	fs.IntVar(&c.TimingPairs, "timing-pairs", 1000, "new and listed signups per route in the timing scenario")
-	return fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ", "))
+	fs.IntVar(&c.WriteQueue, "write-queue", 0, "the server's ADMIT_WRITE_QUEUE (0: admit's default)")
+	levels := make([]string, len(sweepLevels))
+	for i, n := range sweepLevels {
+		levels[i] = strconv.Itoa(n)
+	}
+	return fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ", ")),
+		fs.String("sweep", strings.Join(levels, ","), "comma-separated concurrency levels of the overload scenario (1 to 4096 each)")
+}
+
+// parseSweep reads -sweep: concurrency levels from 1 to 4096, in the
+// order given.
+func parseSweep(list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 4096 {
+			return nil, fmt.Errorf("-sweep: %q is not a concurrency level from 1 to 4096", s)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-sweep names no level")
+	}
+	return out, nil
 }
 
 // checkBounds checks every numeric flag against its range, one error per
@@ -158,6 +198,9 @@ func (c *Config) checkBounds() []error {
 	}
 	if c.TimingPairs < 10 || c.TimingPairs > 20000 {
 		bad("-timing-pairs=%d must be from 10 to 20000", c.TimingPairs)
+	}
+	if c.WriteQueue < 0 || c.WriteQueue > 100000 {
+		bad("-write-queue=%d must be from 0 (admit's default) to 100000", c.WriteQueue)
 	}
 	if c.Restarts < 1 || c.Restarts > 50 {
 		bad("-restarts=%d must be from 1 to 50", c.Restarts)

@@ -164,8 +164,8 @@ func writeReport(w io.Writer, cfg *Config, m machine, results []*Result, ceil *R
 	fmt.Fprintf(w, "- disk: %s\n", m.Disk)
 	fmt.Fprintf(w, "- %s; write scenarios %v with %d clients, owner queue %v with %d clients, private reads %v with %d clients; warm-up %v; %d seeded entries\n\n",
 		m.GoVersion, cfg.Duration, cfg.Clients, cfg.ReadDuration, cfg.OwnerClients, cfg.ReadDuration, cfg.ReadClients, cfg.Warmup, cfg.Entries)
-	fmt.Fprintln(w, "| scenario | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors | peak RSS MiB | DB MiB + WAL MiB |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| scenario | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors | peak RSS MiB | DB MiB + WAL MiB | server CPU µs/req |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		rss := "—"
 		if r.PeakRSS > 0 {
@@ -175,9 +175,13 @@ func writeReport(w io.Writer, cfg *Config, m machine, results []*Result, ceil *R
 		if n := len(r.Latencies); n > 0 {
 			slowest = r.Latencies[n-1]
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %s | %s | %s | %s | %d | %s | %s + %s |\n", r.Name, r.Clients, r.Requests(),
+		cpu := "—"
+		if r.ServerCPU > 0 {
+			cpu = us(r.CPUPerRequest())
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %.0f | %s | %s | %s | %s | %d | %s | %s + %s | %s |\n", r.Name, r.Clients, r.Requests(),
 			r.Throughput(), ms(r.Percentile(50)), ms(r.Percentile(95)), ms(r.Percentile(99)), ms(slowest), r.Errors, rss,
-			mib(r.DBBytes), mib(r.WALBytes))
+			mib(r.DBBytes), mib(r.WALBytes), cpu)
 	}
 	if len(ready) > 0 {
 		parts := make([]string, len(ready))

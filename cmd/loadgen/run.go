@@ -44,6 +44,8 @@ type runner struct {
 	ready []time.Duration
 	// timings holds the signup timing comparisons.
 	timings []*TimingResult
+	// overloads holds the overload sweep's levels.
+	overloads []*OverloadResult
 }
 
 // run executes the chosen scenarios and writes the report to stdout;
@@ -121,7 +123,7 @@ func (r *runner) launch(ctx context.Context) (err error) {
 	if err := r.start(ctx); err != nil {
 		return err
 	}
-	r.c = newClient(r.srv.BaseURL, 2*max(r.cfg.Clients, r.cfg.OwnerClients, r.cfg.ReadClients))
+	r.c = newClient(r.srv.BaseURL, r.conns())
 	if r.owner, err = r.c.signIn(ctx, ownerEmail); err != nil {
 		return fmt.Errorf("owner sign-in: %w", err)
 	}
@@ -181,7 +183,12 @@ func (r *runner) scenarios(ctx context.Context, progs map[string]*program, reade
 		}
 	}
 	if p := progs["private"]; p != nil {
-		return r.measurePrivate(ctx, p, reader)
+		if err := r.measurePrivate(ctx, p, reader); err != nil {
+			return err
+		}
+	}
+	if cfg.wants("overload") {
+		return r.overload(ctx)
 	}
 	return nil
 }
@@ -237,6 +244,17 @@ func (r *runner) report(stdout io.Writer) {
 		writeReport(stdout, r.cfg, machineInfo(r.work), r.results, r.ceiling, r.ready, serverErrors(r.logPath))
 	}
 	writeTimingReport(stdout, r.timings)
+	writeOverloadReport(stdout, r.overloads)
+}
+
+// conns is how many keep-alive connections the client pool keeps: one for
+// every request the scenarios may have in flight at once.
+func (r *runner) conns() int {
+	n := 2 * max(r.cfg.Clients, r.cfg.OwnerClients, r.cfg.ReadClients)
+	if r.cfg.wants("overload") {
+		n = max(n, slices.Max(r.cfg.Sweep)+r.cfg.OwnerClients)
+	}
+	return n
 }
 
 // progress prints a progress line to stderr.
@@ -246,7 +264,7 @@ func (r *runner) progress(format string, a ...any) {
 
 // start starts admit on the data directory.
 func (r *runner) start(ctx context.Context) error {
-	srv, err := startServer(ctx, r.bin, r.dataDir, r.logPath, r.cfg.PprofDir != "")
+	srv, err := startServer(ctx, r.bin, r.dataDir, r.logPath, r.cfg.PprofDir != "", r.cfg.WriteQueue)
 	if err != nil {
 		return err
 	}
@@ -278,8 +296,12 @@ func (r *runner) measure(ctx context.Context, name string, clients int, dur time
 		}()
 	}
 	r.progress("%s: %d clients, %v", name, clients, dur)
+	cpu0, cpuErr := processCPU(pid)
 	l := load{Clients: clients, Duration: dur, MaxRequests: r.cfg.MaxRequests, RequestTimeout: 10 * time.Second, seq: &r.seq}
 	res := l.run(ctx, name, fn)
+	if cpu1, err := processCPU(pid); err == nil && cpuErr == nil {
+		res.ServerCPU = cpu1 - cpu0
+	}
 	if profDone != nil {
 		<-profDone
 	}
@@ -288,8 +310,9 @@ func (r *runner) measure(ctx context.Context, name string, clients int, dur time
 	}
 	dbPath := filepath.Join(r.dataDir, "admit.db")
 	res.DBBytes, res.WALBytes = fileSize(dbPath), fileSize(dbPath+"-wal")
-	r.progress("  %.0f req/s, p50 %s ms, p95 %s ms, p99 %s ms, %d errors, peak RSS %s MiB",
-		res.Throughput(), ms(res.Percentile(50)), ms(res.Percentile(95)), ms(res.Percentile(99)), res.Errors, mib(res.PeakRSS))
+	r.progress("  %.0f req/s, p50 %s ms, p95 %s ms, p99 %s ms, %d errors, peak RSS %s MiB, server CPU %s µs/req",
+		res.Throughput(), ms(res.Percentile(50)), ms(res.Percentile(95)), ms(res.Percentile(99)), res.Errors, mib(res.PeakRSS),
+		us(res.CPUPerRequest()))
 	for _, e := range res.ErrorSamples {
 		r.progress("  error: %s", e)
 	}
@@ -424,7 +447,7 @@ func (r *runner) queue(ctx context.Context, p *program) error {
 		r.ready = append(r.ready, r.srv.StartToReady)
 	}
 	r.c.http.CloseIdleConnections() // they led to the stopped process
-	r.c = newClient(r.srv.BaseURL, 2*max(r.cfg.Clients, r.cfg.OwnerClients, r.cfg.ReadClients))
+	r.c = newClient(r.srv.BaseURL, r.conns())
 
 	depth := r.cfg.Entries * 9 / 10
 	r.progress("walking the API to entry %d for a deep cursor", depth)

@@ -37,7 +37,7 @@ func TestRun_EveryScenarioAgainstTheRealBinary(t *testing.T) {
 		"c. queue API first page", "c. queue API deep page", "c. queue API state=selected",
 		"d. private read API", "d. private read HTML"} {
 		row := reportRow(report, name)
-		if row == nil {
+		if len(row) != 12 {
 			t.Errorf("no row for %q in the report:\n%s", name, report)
 			continue
 		}
@@ -51,6 +51,9 @@ func TestRun_EveryScenarioAgainstTheRealBinary(t *testing.T) {
 		}
 		if rss, err := strconv.ParseFloat(row[9], 64); name != "ceiling: raw FULL txn" && (err != nil || rss <= 0) {
 			t.Errorf("%s: peak RSS %q, want the server's peak in MiB", name, row[9])
+		}
+		if cpu, err := strconv.Atoi(row[11]); name != "ceiling: raw FULL txn" && (err != nil || cpu <= 0) {
+			t.Errorf("%s: server CPU %q, want microseconds per request", name, row[11])
 		}
 	}
 	for _, want := range []string{"Start to ready", "Server log lines at level ERROR: 0."} {
@@ -67,9 +70,59 @@ func reportRow(report, scenario string) []string {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
-		if len(cells) == 11 && cells[0] == scenario {
+		if len(cells) >= 11 && cells[0] == scenario {
 			return cells
 		}
 	}
 	return nil
+}
+
+// The overload sweep against the real binary with a tiny writer queue:
+// at the higher level some signups are refused with 503 and Retry-After,
+// which the clients honour, and nothing else goes wrong.
+func TestRun_OverloadSweepShedsWithRetryAfterAndNoErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs admit")
+	}
+	cfg, err := parseFlags([]string{"-src", "../..", "-dir", t.TempDir(), "-scenarios", "overload",
+		"-sweep", "2,64", "-write-queue", "2", "-duration", "1500ms", "-warmup", "0", "-owner-clients", "1",
+		"-max-requests", "5000", "-timeout", "5m"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out, progress bytes.Buffer
+	if err := run(ctx, cfg, &out, &progress); err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if len(cells) == 11 {
+			rows[cells[0]] = cells
+		}
+	}
+	// | clients | accepted | accepted/s | p50 | p99 | shed | shed p99 | errors | owner p95 | CPU | load |
+	for _, level := range []string{"2", "64"} {
+		row := rows[level]
+		if row == nil {
+			t.Fatalf("no row for %s clients in the report:\n%s", level, out.String())
+		}
+		if accepted, _ := strconv.Atoi(row[1]); accepted < 1 || row[7] != "0" {
+			t.Errorf("%s clients: accepted %q, errors %q; want some accepted and no error", level, row[1], row[7])
+		}
+		if owner, err := strconv.ParseFloat(row[8], 64); err != nil || owner <= 0 {
+			t.Errorf("%s clients: owner page p95 %q, want a latency", level, row[8])
+		}
+	}
+	if shed, _ := strconv.Atoi(rows["64"][5]); shed < 1 {
+		t.Errorf("64 clients against a queue of 2 shed %q signups, want some 503s\n%s", rows["64"][5], out.String())
+	}
+	if shed := rows["2"][5]; shed != "0" {
+		t.Errorf("2 clients against a queue of 2 shed %s signups, want none", shed)
+	}
 }

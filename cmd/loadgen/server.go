@@ -25,8 +25,9 @@ type server struct {
 
 // serverEnv is the environment of the admit process: development identity
 // on a loopback port chosen by the kernel, the data directory, a signup
-// attempt limit that the load cannot reach, and no backup configuration.
-func serverEnv(dataDir, pprofAddr string) []string {
+// attempt limit that the load cannot reach, no backup configuration, and
+// the writer's signup queue when writeQueue is set (else admit's default).
+func serverEnv(dataDir, pprofAddr string, writeQueue int) []string {
 	env := []string{
 		"ADMIT_ADDR=127.0.0.1:0",
 		"ADMIT_DATA=" + dataDir,
@@ -36,12 +37,15 @@ func serverEnv(dataDir, pprofAddr string) []string {
 	if pprofAddr != "" {
 		env = append(env, "ADMIT_PPROF_ADDR="+pprofAddr)
 	}
+	if writeQueue > 0 {
+		env = append(env, "ADMIT_WRITE_QUEUE="+strconv.Itoa(writeQueue))
+	}
 	return append(env, proc.ParentEnv()...)
 }
 
 // startServer starts bin in dir and waits until /readyz answers 200. The
 // server's log goes to logPath.
-func startServer(ctx context.Context, bin, dataDir, logPath string, pprof bool) (*server, error) {
+func startServer(ctx context.Context, bin, dataDir, logPath string, pprof bool, writeQueue int) (*server, error) {
 	pprofAddr := ""
 	if pprof {
 		var err error
@@ -49,7 +53,7 @@ func startServer(ctx context.Context, bin, dataDir, logPath string, pprof bool) 
 			return nil, err
 		}
 	}
-	s, err := proc.Start(ctx, bin, dataDir, serverEnv(dataDir, pprofAddr), logPath)
+	s, err := proc.Start(ctx, bin, dataDir, serverEnv(dataDir, pprofAddr, writeQueue), logPath)
 	if err != nil {
 		return nil, err
 	}

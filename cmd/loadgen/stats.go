@@ -27,6 +27,17 @@ type Result struct {
 	PeakRSS int64
 	// DBBytes and WALBytes are the database and WAL file sizes afterwards.
 	DBBytes, WALBytes int64
+	// ServerCPU is the server's CPU time (user + system, /proc/PID/stat)
+	// over the measured loop; 0 when not measured.
+	ServerCPU time.Duration
+}
+
+// CPUPerRequest is the server's CPU time per completed request.
+func (r *Result) CPUPerRequest() time.Duration {
+	if len(r.Latencies) == 0 {
+		return 0
+	}
+	return r.ServerCPU / time.Duration(len(r.Latencies))
 }
 
 // Requests is the number of completed requests, failed ones included.

@@ -22,7 +22,7 @@ func mustBenchProgram(tb testing.TB, db *store.DB, n int) {
 		tb.Fatal(err)
 	}
 	owner := store.Actor{Kind: store.ActorOwner, UserID: "user_bench"}
-	p, err := db.CreateProgram(ctx, owner, store.NewProgram{WorkspaceID: w.ID, Slug: "bench", Purpose: "Benchmark",
+	p, err := db.CreateProgram(ctx, owner, store.NewProgram{WorkspaceID: w.ID, Slug: "bench", Name: "Bench", Purpose: "Benchmark",
 		QueueCap: 100000, HourlyCap: 100000, SeatCap: 50, MaxInvitationDays: 14})
 	if err != nil {
 		tb.Fatal(err)

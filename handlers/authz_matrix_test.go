@@ -113,7 +113,7 @@ func mustMatrixFixture(t *testing.T, app *testApp) matrixFixture {
 		t.Fatal(err)
 	}
 	if _, err := app.DB.CreateProgram(ctx, store.Actor{Kind: store.ActorOwner, UserID: other}, store.NewProgram{
-		WorkspaceID: w.ID, Slug: "other-program", Purpose: "Another workspace's program.",
+		WorkspaceID: w.ID, Slug: "other-program", Name: "Other program", Purpose: "Another workspace's program.",
 		QueueCap: 10, HourlyCap: 10, SeatCap: 1, MaxInvitationDays: 7}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	// may make but that change nothing (409, or the same withdrawn answer).
 	apiEntry := "/api/owner/programs/" + demo + "/entries/" + f.gone
 	expires := app.Clock.Now().Add(24 * time.Hour).Format(time.RFC3339)
-	createBody := `{"workspaceId":"` + f.demo.WorkspaceID + `","slug":"matrix-new","purpose":"Created by the matrix.",` +
+	createBody := `{"workspaceId":"` + f.demo.WorkspaceID + `","slug":"matrix-new","name":"Program matrix-new","purpose":"Created by the matrix.",` +
 		`"queueCap":5,"hourlyCap":5,"seatCap":1,"maxInvitationDays":7}`
 	code := unknownCode(t)
 

@@ -31,7 +31,7 @@ func (s *Server) ownerHomeView(r *http.Request) (*views.OwnerHomeView, error) {
 	v := &views.OwnerHomeView{Create: views.ProgramForm{QueueCap: "1000", HourlyCap: "100", SeatCap: "50",
 		MaxInvitationDays: "14"}}
 	for _, ws := range workspacesFrom(r.Context()) {
-		v.Workspaces = append(v.Workspaces, views.OwnerWorkspace{ID: ws.ID, Name: ws.Name})
+		v.Workspaces = append(v.Workspaces, views.OwnerWorkspace{ID: ws.ID, Name: ws.Name, DisplayName: ws.DisplayName})
 	}
 	if len(v.Workspaces) > 0 {
 		v.Create.WorkspaceID = v.Workspaces[0].ID
@@ -41,7 +41,7 @@ func (s *Server) ownerHomeView(r *http.Request) (*views.OwnerHomeView, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.Programs = append(v.Programs, views.OwnerProgramRow{ID: p.ID, Slug: p.Slug, Purpose: p.Purpose,
+		v.Programs = append(v.Programs, views.OwnerProgramRow{ID: p.ID, Slug: p.Slug, Name: p.Name, Purpose: p.Purpose,
 			SignupOpen: p.SignupOpen, Access: p.AccessEnabled, Occupied: p.Occupied, QueueCap: p.QueueCap,
 			Retired: p.RetiredAt != nil, Counts: stateCountsView(counts)})
 	}
@@ -66,18 +66,41 @@ func (s *Server) backupView() views.BackupView {
 	return b
 }
 
+// workspaceJSON is the API's Workspace. Contact is null until an owner
+// sets one.
 type workspaceJSON struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	DisplayName string  `json:"displayName"`
+	Contact     *string `json:"contact"`
+}
+
+func toWorkspaceJSON(ws *store.Workspace) workspaceJSON {
+	return workspaceJSON{ID: ws.ID, Name: ws.Name, DisplayName: ws.DisplayName, Contact: nonEmpty(ws.Contact)}
 }
 
 // handleOwnerWorkspacesAPI lists the workspaces the caller currently owns.
 func (s *Server) handleOwnerWorkspacesAPI(w http.ResponseWriter, r *http.Request) error {
 	out := []workspaceJSON{}
 	for _, ws := range workspacesFrom(r.Context()) {
-		out = append(out, workspaceJSON{ID: ws.ID, Name: ws.Name})
+		out = append(out, toWorkspaceJSON(&ws))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"workspaces": out})
+	return nil
+}
+
+// handlePatchWorkspaceAPI changes a workspace's display name and privacy
+// contact (PATCH /api/owner/workspaces/{id}): 200 Workspace.
+func (s *Server) handlePatchWorkspaceAPI(w http.ResponseWriter, r *http.Request) error {
+	var body store.WorkspaceSettings
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	ws, err := s.db.UpdateWorkspace(r.Context(), ownerActor(r), r.PathValue("id"), body)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toWorkspaceJSON(ws))
 	return nil
 }
 
@@ -86,6 +109,7 @@ type programJSON struct {
 	ID                   string `json:"id"`
 	WorkspaceID          string `json:"workspaceId"`
 	Slug                 string `json:"slug"`
+	Name                 string `json:"name"`
 	Purpose              string `json:"purpose"`
 	SignupOpen           bool   `json:"signupOpen"`
 	AccessEnabled        bool   `json:"accessEnabled"`
@@ -102,7 +126,7 @@ type programJSON struct {
 }
 
 func toProgramJSON(p *store.Program) programJSON {
-	out := programJSON{ID: p.ID, WorkspaceID: p.WorkspaceID, Slug: p.Slug, Purpose: p.Purpose, SignupOpen: p.SignupOpen,
+	out := programJSON{ID: p.ID, WorkspaceID: p.WorkspaceID, Slug: p.Slug, Name: p.Name, Purpose: p.Purpose, SignupOpen: p.SignupOpen,
 		AccessEnabled: p.AccessEnabled, QueueCap: p.QueueCap, HourlyCap: p.HourlyCap, SeatCap: p.SeatCap,
 		MaxInvitationDays: p.MaxInvitationDays, Revision: p.Revision, HasContent: p.HasContent,
 		CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339)}

@@ -63,12 +63,17 @@ func ownerRouteCases(tb testing.TB, f ownerFixture, csrf string) []ownerRouteCas
 	const fct = "application/x-www-form-urlencoded"
 	const jct = "application/json"
 	mpType, mpBody := owMultipart(tb, "logo.png", [2]string{"csrf", csrf}, [2]string{"file", ownerPNG})
-	program := `{"workspaceId":"` + f.workspace + `","slug":"foreign-try","purpose":"P.","queueCap":1,"hourlyCap":1,"seatCap":1,"maxInvitationDays":1}`
+	program := `{"workspaceId":"` + f.workspace + `","slug":"foreign-try","name":"Program foreign-try","purpose":"P.","queueCap":1,"hourlyCap":1,"seatCap":1,"maxInvitationDays":1}`
 	return []ownerRouteCase{
 		{"GET /owner", "GET", "/owner", "", ""},
 		{"GET /api/owner/workspaces", "GET", "/api/owner/workspaces", "", ""},
+		{"PATCH /api/owner/workspaces/{id}", "PATCH", "/api/owner/workspaces/" + f.workspace, jct, `{"displayName":"Renamed"}`},
+		{"GET /owner/workspaces/{id}", "GET", "/owner/workspaces/" + f.workspace, "", ""},
+		{"POST /owner/workspaces/{id}", "POST", "/owner/workspaces/" + f.workspace, fct,
+			form("displayName", "Renamed", "contact", "privacy@example.com")},
+		{"GET /api/owner/programs/{id}/stats", "GET", "/api/owner/programs/" + f.program + "/stats", "", ""},
 		{"GET /api/owner/programs", "GET", "/api/owner/programs", "", ""},
-		{"POST /owner/programs", "POST", "/owner/programs", fct, form("workspaceId", f.workspace, "slug", "foreign-try", "purpose", "P.",
+		{"POST /owner/programs", "POST", "/owner/programs", fct, form("workspaceId", f.workspace, "slug", "foreign-try", "name", "Foreign try", "purpose", "P.",
 			"queueCap", "1", "hourlyCap", "1", "seatCap", "1", "maxInvitationDays", "1")},
 		{"GET /owner/programs/{id}", "GET", p, "", ""},
 		{"POST /owner/programs/{id}/settings", "POST", p + "/settings", fct, form("expectedRevision", "3", "signupOpen", "yes",
@@ -271,7 +276,7 @@ func TestOwnerRoutes_AnonymousIsSignedOut(t *testing.T) {
 func TestOwnerRoutes_SecondWorkspaceOwnerSeesOnlyTheirOwn(t *testing.T) {
 	app := MustStartApp(t)
 	foreign, w, secondID := mustForeignOwner(t, app, "second@example.com")
-	r := foreign.PostJSON(t, "POST", "/api/owner/programs", `{"workspaceId":"`+w.ID+`","slug":"second-list","purpose":"Second.","queueCap":5,"hourlyCap":5,"seatCap":5,"maxInvitationDays":5}`)
+	r := foreign.PostJSON(t, "POST", "/api/owner/programs", `{"workspaceId":"`+w.ID+`","slug":"second-list","name":"Program second-list","purpose":"Second.","queueCap":5,"hourlyCap":5,"seatCap":5,"maxInvitationDays":5}`)
 	owWantStatus(t, "second owner creates", r, http.StatusCreated)
 	second := owStr(owDecode(t, r.Body)["id"])
 

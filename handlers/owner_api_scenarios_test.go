@@ -122,7 +122,7 @@ func created(key string, path ...any) func(*testing.T, map[string]string, map[st
 // betaCreated adds the program beta-list ({beta}, revision 1).
 func betaCreated(t *testing.T, f *ownerAPIFixture) {
 	b := f.do(t, "POST", "/api/owner/programs",
-		`{"workspaceId":"{ws}","slug":"beta-list","purpose":"Beta access for early testers.","queueCap":100,"hourlyCap":10,"seatCap":5,"maxInvitationDays":7}`)
+		`{"workspaceId":"{ws}","slug":"beta-list","name":"Program beta-list","purpose":"Beta access for early testers.","queueCap":100,"hourlyCap":10,"seatCap":5,"maxInvitationDays":7}`)
 	collect(t, f.vars, "{beta}", b, "id")
 }
 
@@ -307,23 +307,23 @@ func TestOwnerAPI_Programs(t *testing.T) {
 	runOwnerScenarios(t, []ownerScenario{
 		{name: "list workspaces", method: "GET", path: "/api/owner/workspaces", status: 200, has: []string{`"id":"{ws}"`, `"name":"Demo workspace"`}},
 		{name: "create program", method: "POST", path: "/api/owner/programs",
-			body:   `{"workspaceId":"{ws}","slug":"beta-list","purpose":"Beta access for early testers.","queueCap":100,"hourlyCap":10,"seatCap":5,"maxInvitationDays":7}`,
+			body:   `{"workspaceId":"{ws}","slug":"beta-list","name":"Program beta-list","purpose":"Beta access for early testers.","queueCap":100,"hourlyCap":10,"seatCap":5,"maxInvitationDays":7}`,
 			status: 201, audit: 1, after: created("{beta}", "id"),
 			has: []string{`"slug":"beta-list"`, `"signupOpen":false`, `"accessEnabled":false`, `"currentNoticeVersion":null`, `"hasContent":false`, `"revision":1`, `"maxInvitationDays":7`, `"createdAt":"2026-11-29T10:00:00Z"`}},
 		{name: "create: slug taken", fixture: betaCreated, method: "POST", path: "/api/owner/programs", status: 409, has: []string{`{"error":"conflict"}`},
-			body: `{"workspaceId":"{ws}","slug":"beta-list","purpose":"Other.","queueCap":100,"hourlyCap":10,"seatCap":5,"maxInvitationDays":7}`},
+			body: `{"workspaceId":"{ws}","slug":"beta-list","name":"Program beta-list","purpose":"Other.","queueCap":100,"hourlyCap":10,"seatCap":5,"maxInvitationDays":7}`},
 		{name: "create: bad slug", method: "POST", path: "/api/owner/programs", status: 400, has: []string{`{"error":"invalid"}`},
-			body: `{"workspaceId":"{ws}","slug":"No Spaces","purpose":"P.","queueCap":100,"hourlyCap":10,"seatCap":5,"maxInvitationDays":7}`},
+			body: `{"workspaceId":"{ws}","slug":"No Spaces","name":"Program No Spaces","purpose":"P.","queueCap":100,"hourlyCap":10,"seatCap":5,"maxInvitationDays":7}`},
 		{name: "create: days out of bounds", method: "POST", path: "/api/owner/programs", status: 400,
-			body: `{"workspaceId":"{ws}","slug":"days-list","purpose":"P.","queueCap":100,"hourlyCap":10,"seatCap":5,"maxInvitationDays":31}`},
+			body: `{"workspaceId":"{ws}","slug":"days-list","name":"Program days-list","purpose":"P.","queueCap":100,"hourlyCap":10,"seatCap":5,"maxInvitationDays":31}`},
 		{name: "create: unknown field", method: "POST", path: "/api/owner/programs", status: 400,
-			body: `{"workspaceId":"{ws}","slug":"x-list","purpose":"P.","queueCap":1,"hourlyCap":1,"seatCap":1,"maxInvitationDays":1,"open":true}`},
+			body: `{"workspaceId":"{ws}","slug":"x-list","name":"Program x-list","purpose":"P.","queueCap":1,"hourlyCap":1,"seatCap":1,"maxInvitationDays":1,"open":true}`},
 		{name: "create: foreign workspace", method: "POST", path: "/api/owner/programs", status: 404, has: []string{notFoundJSON},
-			body: `{"workspaceId":"{absent}","slug":"y-list","purpose":"P.","queueCap":1,"hourlyCap":1,"seatCap":1,"maxInvitationDays":1}`},
+			body: `{"workspaceId":"{absent}","slug":"y-list","name":"Program y-list","purpose":"P.","queueCap":1,"hourlyCap":1,"seatCap":1,"maxInvitationDays":1}`},
 		{name: "create: wrong content type", method: "POST", path: "/api/owner/programs", ctype: "text/plain", status: 415,
 			body: `{"workspaceId":"{ws}"}`},
 		{name: "create: no CSRF token", method: "POST", path: "/api/owner/programs", noCSRF: true, status: 403,
-			body: `{"workspaceId":"{ws}","slug":"z-list","purpose":"P.","queueCap":1,"hourlyCap":1,"seatCap":1,"maxInvitationDays":1}`},
+			body: `{"workspaceId":"{ws}","slug":"z-list","name":"Program z-list","purpose":"P.","queueCap":1,"hourlyCap":1,"seatCap":1,"maxInvitationDays":1}`},
 		{name: "list programs", fixture: betaCreated, method: "GET", path: "/api/owner/programs", status: 200, has: []string{`"slug":"demo"`, `"slug":"beta-list"`}},
 		{name: "get program", fixture: betaCreated, method: "GET", path: "/api/owner/programs/{beta}", status: 200, has: []string{`"id":"{beta}"`, `"workspaceId":"{ws}"`}},
 		{name: "get program: absent", method: "GET", path: "/api/owner/programs/{absent}", status: 404, has: []string{notFoundJSON}},

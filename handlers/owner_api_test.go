@@ -46,7 +46,7 @@ func TestOwnerAPI_PolicyConflictsChangeNothing(t *testing.T) {
 	app := MustStartApp(t)
 	owner := mustOwnerClient(t, app)
 	ws := app.Demo.WorkspaceID
-	r := owner.PostJSON(t, "POST", "/api/owner/programs", `{"workspaceId":"`+ws+`","slug":"policy-list","purpose":"Policy checks.","queueCap":10,"hourlyCap":10,"seatCap":2,"maxInvitationDays":3}`)
+	r := owner.PostJSON(t, "POST", "/api/owner/programs", `{"workspaceId":"`+ws+`","slug":"policy-list","name":"Program policy-list","purpose":"Policy checks.","queueCap":10,"hourlyCap":10,"seatCap":2,"maxInvitationDays":3}`)
 	owWantStatus(t, "create", r, http.StatusCreated)
 	id := owStr(owDecode(t, r.Body)["id"])
 	if _, err := app.DB.PublishNotice(context.Background(), ownerActorOf(app.OwnerID), id, store.NewNotice{
@@ -59,7 +59,7 @@ func TestOwnerAPI_PolicyConflictsChangeNothing(t *testing.T) {
 	owIssue(t, app, id, b)
 	p := mustOwnerProgram(t, app, id) // after the signups, which open and close signup
 	// A program without a notice cannot open; use a fresh one for that.
-	r = owner.PostJSON(t, "POST", "/api/owner/programs", `{"workspaceId":"`+ws+`","slug":"no-notice","purpose":"No notice yet.","queueCap":10,"hourlyCap":10,"seatCap":2,"maxInvitationDays":3}`)
+	r = owner.PostJSON(t, "POST", "/api/owner/programs", `{"workspaceId":"`+ws+`","slug":"no-notice","name":"Program no-notice","purpose":"No notice yet.","queueCap":10,"hourlyCap":10,"seatCap":2,"maxInvitationDays":3}`)
 	owWantStatus(t, "create", r, http.StatusCreated)
 	bare := owStr(owDecode(t, r.Body)["id"])
 

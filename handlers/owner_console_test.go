@@ -108,7 +108,7 @@ func TestOwnerConsole_EveryFormRedirectsAndAuditsOnce(t *testing.T) {
 	_, grant := owGrant(t, app, pid, active, "f5@example.com", "user_f5")
 
 	steps := []htmlStep{
-		{"create program", "/owner/programs", url.Values{"workspaceId": {app.Demo.WorkspaceID}, "slug": {"html-list"},
+		{"create program", "/owner/programs", url.Values{"workspaceId": {app.Demo.WorkspaceID}, "slug": {"html-list"}, "name": {"Typed name"},
 			"purpose": {"Made in the console."}, "queueCap": {"10"}, "hourlyCap": {"5"}, "seatCap": {"3"}, "maxInvitationDays": {"7"}},
 			303, "", "Program created", 1},
 		{"settings", p + "/settings", url.Values{"expectedRevision": {itoa(int(app.Demo.Revision))}, "signupOpen": {"yes"},
@@ -205,13 +205,13 @@ func TestOwnerConsole_RefusedFormsKeepTheInput(t *testing.T) {
 		status int
 		has    []string
 	}{
-		{"create: bad slug", "/owner/programs", url.Values{"workspaceId": {app.Demo.WorkspaceID}, "slug": {"Bad Slug"},
+		{"create: bad slug", "/owner/programs", url.Values{"workspaceId": {app.Demo.WorkspaceID}, "slug": {"Bad Slug"}, "name": {"Typed name"},
 			"purpose": {"Typed purpose text."}, "queueCap": {"10"}, "hourlyCap": {"5"}, "seatCap": {"3"}, "maxInvitationDays": {"7"}},
 			400, []string{"3–60 lowercase", `value="Bad Slug"`, "Typed purpose text.", `value="7"`, "<details open"}},
-		{"create: slug taken", "/owner/programs", url.Values{"workspaceId": {app.Demo.WorkspaceID}, "slug": {"demo"},
+		{"create: slug taken", "/owner/programs", url.Values{"workspaceId": {app.Demo.WorkspaceID}, "slug": {"demo"}, "name": {"Typed name"},
 			"purpose": {"Another."}, "queueCap": {"10"}, "hourlyCap": {"5"}, "seatCap": {"3"}, "maxInvitationDays": {"7"}},
 			409, []string{"already uses that address name", `value="demo"`}},
-		{"create: cap not a number", "/owner/programs", url.Values{"workspaceId": {app.Demo.WorkspaceID}, "slug": {"ok-slug"},
+		{"create: cap not a number", "/owner/programs", url.Values{"workspaceId": {app.Demo.WorkspaceID}, "slug": {"ok-slug"}, "name": {"Typed name"},
 			"purpose": {"P."}, "queueCap": {"lots"}, "hourlyCap": {"5"}, "seatCap": {"3"}, "maxInvitationDays": {"7"}},
 			400, []string{"queue cap must be a whole number", `value="lots"`}},
 		{"settings: stale revision", p + "/settings", url.Values{"expectedRevision": {itoa(int(app.Demo.Revision) - 1)},

@@ -10,7 +10,7 @@ import (
 
 // programSummary is what every owner page shows about a program.
 func programSummary(p *store.Program) views.ProgramSummary {
-	return views.ProgramSummary{ID: p.ID, Slug: p.Slug, Purpose: p.Purpose, SignupOpen: p.SignupOpen,
+	return views.ProgramSummary{ID: p.ID, Slug: p.Slug, Name: p.Name, Purpose: p.Purpose, SignupOpen: p.SignupOpen, RetiredAt: p.RetiredAt, EntriesErasedBy: p.EntriesErasedBy,
 		AccessEnabled: p.AccessEnabled, Retired: p.RetiredAt != nil, HasContent: p.HasContent, QueueCap: p.QueueCap,
 		HourlyCap: p.HourlyCap, SeatCap: p.SeatCap, MaxInvitationDays: p.MaxInvitationDays, Occupied: p.Occupied,
 		Revision: p.Revision, CurrentNoticeVersion: p.CurrentNoticeVersion, CreatedAt: p.CreatedAt}
@@ -33,13 +33,13 @@ func readProgramForm(r *http.Request) (views.ProgramForm, store.NewProgram, erro
 	if err != nil {
 		return views.ProgramForm{}, store.NewProgram{}, err
 	}
-	v := views.ProgramForm{WorkspaceID: f.get("workspaceId"), Slug: f.get("slug"), Purpose: f.get("purpose"),
+	v := views.ProgramForm{WorkspaceID: f.get("workspaceId"), Slug: f.get("slug"), Name: f.get("name"), Purpose: f.get("purpose"),
 		QueueCap: f.get("queueCap"), HourlyCap: f.get("hourlyCap"), SeatCap: f.get("seatCap"),
 		MaxInvitationDays: f.get("maxInvitationDays")}
 	if f.err != nil {
 		return v, store.NewProgram{}, f.err
 	}
-	np := store.NewProgram{WorkspaceID: v.WorkspaceID, Slug: strings.TrimSpace(v.Slug), Purpose: v.Purpose}
+	np := store.NewProgram{WorkspaceID: v.WorkspaceID, Slug: strings.TrimSpace(v.Slug), Name: v.Name, Purpose: v.Purpose}
 	for _, n := range []struct {
 		dst  *int
 		v    string
@@ -146,7 +146,7 @@ func (s *Server) programPageView(r *http.Request, programID string) (*views.Prog
 		return nil, err
 	}
 	p, counts, notices, body, rev, assets := pg.Program, pg.Counts, pg.Notices, pg.Content, pg.ContentRevision, pg.Assets
-	v := &views.ProgramPageView{Program: programSummary(p), Counts: stateCountsView(counts),
+	v := &views.ProgramPageView{Program: programSummary(p), Counts: stateCountsView(counts), Glance: glanceView(pg.Stats),
 		Settings: settingsFormOf(p),
 		Notice:   views.NoticeForm{Purpose: p.Purpose},
 		Content: views.ContentForm{ExpectedRevision: strconv.FormatInt(rev, 10), Body: body, Saved: body,
@@ -169,14 +169,14 @@ func (s *Server) programPageView(r *http.Request, programID string) (*views.Prog
 }
 
 func settingsFormOf(p *store.Program) views.SettingsForm {
-	return views.SettingsForm{ExpectedRevision: strconv.FormatInt(p.Revision, 10), SignupOpen: p.SignupOpen,
+	return views.SettingsForm{ExpectedRevision: strconv.FormatInt(p.Revision, 10), Name: p.Name, SignupOpen: p.SignupOpen,
 		AccessEnabled: p.AccessEnabled, QueueCap: strconv.Itoa(p.QueueCap), HourlyCap: strconv.Itoa(p.HourlyCap),
 		SeatCap: strconv.Itoa(p.SeatCap)}
 }
 
 // renderProgramPage writes the program page with the given status.
 func (s *Server) renderProgramPage(w http.ResponseWriter, r *http.Request, status int, v *views.ProgramPageView) error {
-	c := s.chrome(w, r, v.Program.Slug)
+	c := s.chrome(w, r, v.Program.Name)
 	return s.render(w, r, status, c, views.ProgramPage(c, *v))
 }
 
@@ -211,11 +211,17 @@ func readSettingsForm(r *http.Request) (views.SettingsForm, store.ProgramSetting
 	if err != nil {
 		return views.SettingsForm{}, store.ProgramSettings{}, err
 	}
-	form := views.SettingsForm{ExpectedRevision: f.get("expectedRevision"), SignupOpen: f.get("signupOpen") == "yes",
-		AccessEnabled: f.get("accessEnabled") == "yes", QueueCap: f.get("queueCap"), HourlyCap: f.get("hourlyCap"),
-		SeatCap: f.get("seatCap")}
+	form := views.SettingsForm{ExpectedRevision: f.get("expectedRevision"), Name: f.get("name"),
+		SignupOpen: f.get("signupOpen") == "yes", AccessEnabled: f.get("accessEnabled") == "yes",
+		QueueCap: f.get("queueCap"), HourlyCap: f.get("hourlyCap"), SeatCap: f.get("seatCap")}
 	open, access := form.SignupOpen, form.AccessEnabled
 	set := store.ProgramSettings{SignupOpen: &open, AccessEnabled: &access}
+	// The form always carries the name; a client that leaves the field out
+	// keeps the name as it is.
+	if _, sent := r.PostForm["name"]; sent {
+		name := form.Name
+		set.Name = &name
+	}
 	if f.err != nil {
 		return form, set, f.err
 	}

@@ -46,7 +46,7 @@ func (k accessKit) program(tb testing.TB, slug, body string) *store.Program {
 	tb.Helper()
 	ctx := context.Background()
 	db := k.app.DB
-	p, err := db.CreateProgram(ctx, k.owner, store.NewProgram{WorkspaceID: k.app.Demo.WorkspaceID, Slug: slug,
+	p, err := db.CreateProgram(ctx, k.owner, store.NewProgram{WorkspaceID: k.app.Demo.WorkspaceID, Slug: slug, Name: "Redeem " + slug,
 		Purpose: "Early access to " + slug + ", invited by hand.", QueueCap: 100, HourlyCap: 100, SeatCap: 20, MaxInvitationDays: 14})
 	if err != nil {
 		tb.Fatalf("create program %s: %v", slug, err)

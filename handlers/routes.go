@@ -113,6 +113,8 @@ func (s *Server) ownerPageRoutes(mux routeMux) {
 	o := s.owner
 
 	mux.Handle("GET /owner", o(s.handleOwnerHome))
+	mux.Handle("GET /owner/workspaces/{id}", o(s.handleWorkspacePage))
+	mux.Handle("POST /owner/workspaces/{id}", o(s.handleWorkspaceSettings))
 	mux.Handle("POST /owner/programs", o(s.handleCreateProgram))
 	mux.Handle("GET /owner/programs/{id}", o(s.handleProgramPage))
 	mux.Handle("POST /owner/programs/{id}/settings", o(s.handleProgramSettings))
@@ -141,10 +143,12 @@ func (s *Server) ownerAPIRoutes(mux routeMux) {
 	o := s.owner
 
 	mux.Handle("GET /api/owner/workspaces", o(s.handleOwnerWorkspacesAPI))
+	mux.Handle("PATCH /api/owner/workspaces/{id}", o(s.handlePatchWorkspaceAPI))
 	mux.Handle("GET /api/owner/programs", o(s.handleOwnerProgramsAPI))
 	mux.Handle("POST /api/owner/programs", o(s.handleCreateProgramAPI))
 	mux.Handle("GET /api/owner/programs/{id}", o(s.handleProgramAPI))
 	mux.Handle("PATCH /api/owner/programs/{id}", o(s.handlePatchProgramAPI))
+	mux.Handle("GET /api/owner/programs/{id}/stats", o(s.handleStatsAPI))
 	mux.Handle("POST /api/owner/programs/{id}/notices", o(s.handlePublishNoticeAPI))
 	mux.Handle("GET /api/owner/programs/{id}/content", o(s.handleContentAPI))
 	mux.Handle("PUT /api/owner/programs/{id}/content", o(s.handlePutContentAPI))

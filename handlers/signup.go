@@ -236,9 +236,14 @@ func (s *Server) handleSignupAPI(w http.ResponseWriter, r *http.Request) error {
 // publicProgramJSON is GET /api/public/programs/{slug}.
 type publicProgramJSON struct {
 	Slug       string     `json:"slug"`
+	Name       string     `json:"name"`
 	Purpose    string     `json:"purpose"`
 	SignupOpen bool       `json:"signupOpen"`
 	Notice     noticeJSON `json:"notice"`
+	// DisplayName and Contact are the workspace's; Contact is null until
+	// an owner sets one.
+	DisplayName string  `json:"displayName"`
+	Contact     *string `json:"contact"`
 }
 
 type noticeJSON struct {
@@ -261,7 +266,8 @@ func (s *Server) handlePublicProgramAPI(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-cache")
-	writeJSON(w, http.StatusOK, publicProgramJSON{Slug: p.Slug, Purpose: p.Purpose,
-		SignupOpen: p.SignupOpen && p.RetiredAt == nil, Notice: toNoticeJSON(n)})
+	writeJSON(w, http.StatusOK, publicProgramJSON{Slug: p.Slug, Name: p.Name, Purpose: p.Purpose,
+		SignupOpen: p.SignupOpen && p.RetiredAt == nil, Notice: toNoticeJSON(n),
+		DisplayName: p.WorkspaceName, Contact: nonEmpty(p.WorkspaceContact)})
 	return nil
 }

@@ -683,7 +683,7 @@ func TestPublicProgramAPI_MatchesTheDesignShape(t *testing.T) {
 			}
 		}
 	}
-	wantKeys("program", raw, "slug", "purpose", "signupOpen", "notice")
+	wantKeys("program", raw, "slug", "name", "purpose", "signupOpen", "notice", "displayName", "contact")
 	var notice map[string]json.RawMessage
 	if err := json.Unmarshal(raw["notice"], &notice); err != nil {
 		t.Fatalf("notice: %v", err)

@@ -88,6 +88,9 @@ func (db *DB) PutAsset(ctx context.Context, a Actor, programID, name, contentTyp
 		if err != nil {
 			return err
 		}
+		if p.RetiredAt != nil {
+			return Errorf(ECONFLICT, "This program is retired.")
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO private_assets (program_id, name, content_type, data, sha256, created_at)
 			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (program_id, name) DO UPDATE SET
 			content_type = excluded.content_type, data = excluded.data, sha256 = excluded.sha256, created_at = excluded.created_at`,

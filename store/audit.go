@@ -130,7 +130,7 @@ var eventDetails = map[EventType]map[string]detailRule{
 	EventContentUpdated:   {"revision": aCount},
 	EventAssetUploaded:    {"bytes": aCount},
 	EventProgramChanged: {"signupOpen": aFlag, "accessEnabled": aFlag,
-		"queueCap": aCount, "hourlyCap": aCount, "seatCap": aCount},
+		"queueCap": aCount, "hourlyCap": aCount, "seatCap": aCount, "renamed": aFlag},
 	EventProgramRetired: {"entries": aCount, "invitationsRevoked": aCount, "grantsRevoked": aCount},
 	EventQueueExported:  {"rows": aCount},
 	EventErased:         {"reason": erasedBy},

@@ -87,6 +87,9 @@ type Tx struct {
 	// Now is the transaction clock, read once after BEGIN IMMEDIATE returned,
 	// so a lock wait across an hour boundary counts in the later hour.
 	Now time.Time
+	// retention is the database's retention policy, for the dates a read
+	// reports (Program.EntriesErasedBy).
+	retention Retention
 
 	// cache is the pool's statement cache; missed lists the queries this
 	// transaction ran unprepared, to prepare once it has ended; stmts holds
@@ -329,7 +332,7 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 	}
 	began := time.Now()
 	db.obs.WriteLockWait(began.Sub(asked))
-	tx := &Tx{Tx: sqlTx, Now: db.now().UTC(), cache: db.wstmts}
+	tx := &Tx{Tx: sqlTx, Now: db.now().UTC(), cache: db.wstmts, retention: db.retention}
 	var work time.Duration
 	err = func() error {
 		defer sqlTx.Rollback()
@@ -360,7 +363,7 @@ func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
-	tx := &Tx{Tx: sqlTx, Now: db.now().UTC(), cache: db.rstmts}
+	tx := &Tx{Tx: sqlTx, Now: db.now().UTC(), cache: db.rstmts, retention: db.retention}
 	err = func() error {
 		defer sqlTx.Rollback()
 		return fn(tx)

@@ -257,6 +257,8 @@ type ProgramPage struct {
 	Content         string
 	ContentRevision int64
 	Assets          []AssetInfo
+	// Stats are the program at a glance: counts, seats, days and funnel.
+	Stats *ProgramStats
 }
 
 // ProgramPage reads a program and everything its owner's page shows in one
@@ -270,6 +272,9 @@ func (db *DB) ProgramPage(ctx context.Context, a Actor, programID string) (*Prog
 		}
 		id := pg.Program.ID
 		if pg.Counts, err = stateCounts(ctx, tx, id); err != nil {
+			return err
+		}
+		if pg.Stats, err = programStats(ctx, tx, pg.Program); err != nil {
 			return err
 		}
 		if pg.Notices, err = programNotices(ctx, tx, id); err != nil {

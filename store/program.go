@@ -15,9 +15,11 @@ import (
 
 // Program is one waitlist with its caps and gates.
 type Program struct {
-	ID                   string
-	WorkspaceID          string
-	Slug                 string
+	ID          string
+	WorkspaceID string
+	Slug        string
+	// Name is what people read; the slug stays the program's address.
+	Name                 string
 	Purpose              string
 	SignupOpen           bool
 	AccessEnabled        bool
@@ -33,6 +35,14 @@ type Program struct {
 	RetiredAt            *time.Time
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
+	// EntriesErasedBy is, once the program is retired, when the sweeper
+	// will have erased every entry's email address: the retired-program
+	// retention after RetiredAt, plus one sweep interval.
+	EntriesErasedBy *time.Time
+	// WorkspaceName and WorkspaceContact are the display name and public
+	// privacy contact ("" when unset) of the program's workspace.
+	WorkspaceName    string
+	WorkspaceContact string
 }
 
 // Notice is one immutable, versioned privacy notice of a program.
@@ -56,6 +66,7 @@ func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
 type NewProgram struct {
 	WorkspaceID       string `json:"workspaceId"`
 	Slug              string `json:"slug"`
+	Name              string `json:"name"`
 	Purpose           string `json:"purpose"`
 	QueueCap          int    `json:"queueCap"`
 	HourlyCap         int    `json:"hourlyCap"`
@@ -68,6 +79,8 @@ func (p NewProgram) Validate() error {
 	switch {
 	case !ValidSlug(p.Slug):
 		return Errorf(EINVALID, "The address name must be 3–60 lowercase letters, digits or hyphens.")
+	case !validProgramName(p.Name):
+		return errProgramName
 	case !textBetween(p.Purpose, 1, 1000):
 		return Errorf(EINVALID, "The purpose must be 1–1000 characters.")
 	case p.QueueCap < 1 || p.QueueCap > 100000:
@@ -82,6 +95,16 @@ func (p NewProgram) Validate() error {
 	return nil
 }
 
+// MaxNameChars bounds a program's and a workspace's display name.
+const MaxNameChars = 80
+
+var errProgramName = Errorf(EINVALID, "The program name must be 1–80 characters.")
+
+// validProgramName checks a display name, already trimmed.
+func validProgramName(name string) bool {
+	return name == strings.TrimSpace(name) && textBetween(name, 1, MaxNameChars) && !strings.ContainsAny(name, "\r\n")
+}
+
 // textBetween reports whether s, trimmed, has between min and max characters.
 func textBetween(s string, min, max int) bool {
 	n := utf8.RuneCountInString(strings.TrimSpace(s))
@@ -92,7 +115,9 @@ const programColumns = `p.id, p.workspace_id, p.public_slug, p.purpose, p.signup
 	p.queue_cap, p.hourly_cap, p.seat_cap, p.max_invitation_days, p.revision, coalesce(p.current_notice_id, ''),
 	coalesce((SELECT n.version FROM notices n WHERE n.id = p.current_notice_id), 0),
 	EXISTS (SELECT 1 FROM early_access_content c WHERE c.program_id = p.id),
-	p.occupied, p.retired_at, p.created_at, p.updated_at`
+	p.occupied, p.retired_at, p.created_at, p.updated_at, p.name,
+	(SELECT w.display_name FROM workspaces w WHERE w.id = p.workspace_id),
+	coalesce((SELECT w.contact FROM workspaces w WHERE w.id = p.workspace_id), '')`
 
 func scanProgram(row interface{ Scan(...any) error }) (*Program, error) {
 	var p Program
@@ -100,7 +125,8 @@ func scanProgram(row interface{ Scan(...any) error }) (*Program, error) {
 	var created, updated int64
 	err := row.Scan(&p.ID, &p.WorkspaceID, &p.Slug, &p.Purpose, &p.SignupOpen, &p.AccessEnabled,
 		&p.QueueCap, &p.HourlyCap, &p.SeatCap, &p.MaxInvitationDays, &p.Revision, &p.CurrentNoticeID,
-		&p.CurrentNoticeVersion, &p.HasContent, &p.Occupied, &retired, &created, &updated)
+		&p.CurrentNoticeVersion, &p.HasContent, &p.Occupied, &retired, &created, &updated, &p.Name,
+		&p.WorkspaceName, &p.WorkspaceContact)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +138,15 @@ func scanProgram(row interface{ Scan(...any) error }) (*Program, error) {
 	return &p, nil
 }
 
+// setErasedBy fills EntriesErasedBy from the retention policy.
+func (p *Program) setErasedBy(r Retention) {
+	if p.RetiredAt == nil {
+		return
+	}
+	t := p.RetiredAt.Add(r.RetiredProgram + SweepInterval)
+	p.EntriesErasedBy = &t
+}
+
 func programWhere(ctx context.Context, tx *Tx, where string, args ...any) (*Program, error) {
 	p, err := scanProgram(tx.QueryRowContext(ctx, `SELECT `+programColumns+` FROM programs p WHERE `+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -120,6 +155,7 @@ func programWhere(ctx context.Context, tx *Tx, where string, args ...any) (*Prog
 	if err != nil {
 		return nil, fmt.Errorf("read program: %w", err)
 	}
+	p.setErasedBy(tx.retention)
 	return p, nil
 }
 
@@ -142,6 +178,7 @@ func ownedProgram(ctx context.Context, tx *Tx, a Actor, programID string) (*Prog
 // CreateProgram creates a closed program with no notice and no content.
 func (db *DB) CreateProgram(ctx context.Context, a Actor, np NewProgram) (*Program, error) {
 	np.Purpose = strings.TrimSpace(np.Purpose)
+	np.Name = strings.TrimSpace(np.Name)
 	if err := np.Validate(); err != nil {
 		return nil, err
 	}
@@ -158,9 +195,9 @@ func (db *DB) CreateProgram(ctx context.Context, a Actor, np NewProgram) (*Progr
 			return Errorf(ECONFLICT, "Another program already uses that address name.")
 		}
 		id := uuid.NewString()
-		_, err := tx.ExecContext(ctx, `INSERT INTO programs (id, workspace_id, public_slug, purpose, queue_cap, hourly_cap,
-			seat_cap, max_invitation_days, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, np.WorkspaceID, np.Slug, np.Purpose, np.QueueCap, np.HourlyCap, np.SeatCap, np.MaxInvitationDays,
+		_, err := tx.ExecContext(ctx, `INSERT INTO programs (id, workspace_id, public_slug, name, purpose, queue_cap, hourly_cap,
+			seat_cap, max_invitation_days, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, np.WorkspaceID, np.Slug, np.Name, np.Purpose, np.QueueCap, np.HourlyCap, np.SeatCap, np.MaxInvitationDays,
 			Millis(tx.Now), Millis(tx.Now))
 		if err != nil {
 			return fmt.Errorf("insert program: %w", err)
@@ -239,12 +276,13 @@ func (db *DB) PublishNotice(ctx context.Context, a Actor, programID string, nn N
 // ProgramSettings is a partial update of a program; nil fields stay as they
 // are. Its JSON form is the body of PATCH /api/owner/programs/{id}.
 type ProgramSettings struct {
-	ExpectedRevision int64 `json:"expectedRevision"`
-	SignupOpen       *bool `json:"signupOpen"`
-	AccessEnabled    *bool `json:"accessEnabled"`
-	QueueCap         *int  `json:"queueCap"`
-	HourlyCap        *int  `json:"hourlyCap"`
-	SeatCap          *int  `json:"seatCap"`
+	ExpectedRevision int64   `json:"expectedRevision"`
+	Name             *string `json:"name"`
+	SignupOpen       *bool   `json:"signupOpen"`
+	AccessEnabled    *bool   `json:"accessEnabled"`
+	QueueCap         *int    `json:"queueCap"`
+	HourlyCap        *int    `json:"hourlyCap"`
+	SeatCap          *int    `json:"seatCap"`
 }
 
 // UpdateProgram applies settings if the program is still at the expected
@@ -252,6 +290,13 @@ type ProgramSettings struct {
 // content; the seat cap never drops below the seats in use; lowering a cap
 // removes nobody.
 func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s ProgramSettings) (*Program, error) {
+	if s.Name != nil {
+		name := strings.TrimSpace(*s.Name)
+		if !validProgramName(name) {
+			return nil, errProgramName
+		}
+		s.Name = &name
+	}
 	for _, c := range []struct {
 		v    *int
 		name string
@@ -273,6 +318,9 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 			return Errorf(ECONFLICT, "This program is retired.")
 		}
 		next := *p
+		if s.Name != nil {
+			next.Name = *s.Name
+		}
 		if s.SignupOpen != nil {
 			next.SignupOpen = *s.SignupOpen
 		}
@@ -303,15 +351,17 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 				return Errorf(ECONFLICT, "The seat cap cannot be below the %d seats in use (active grants and unexpired invitations).", used)
 			}
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE programs SET signup_open = ?, access_enabled = ?, queue_cap = ?, hourly_cap = ?,
+		_, err = tx.ExecContext(ctx, `UPDATE programs SET name = ?, signup_open = ?, access_enabled = ?, queue_cap = ?, hourly_cap = ?,
 			seat_cap = ?, revision = revision + 1, updated_at = ? WHERE id = ?`,
-			next.SignupOpen, next.AccessEnabled, next.QueueCap, next.HourlyCap, next.SeatCap, Millis(tx.Now), p.ID)
+			next.Name, next.SignupOpen, next.AccessEnabled, next.QueueCap, next.HourlyCap, next.SeatCap, Millis(tx.Now), p.ID)
 		if err != nil {
 			return fmt.Errorf("update program: %w", err)
 		}
 		if err := appendEvent(ctx, tx, p.ID, "", a, EventProgramChanged, Details{
 			"signupOpen": next.SignupOpen, "accessEnabled": next.AccessEnabled,
 			"queueCap": next.QueueCap, "hourlyCap": next.HourlyCap, "seatCap": next.SeatCap,
+			// The name itself is free text, which history never holds.
+			"renamed": next.Name != p.Name,
 		}); err != nil {
 			return err
 		}
@@ -355,6 +405,9 @@ func (db *DB) PutContent(ctx context.Context, a Actor, programID string, edit Co
 		if err != nil {
 			return err
 		}
+		if p.RetiredAt != nil {
+			return Errorf(ECONFLICT, "This program is retired.")
+		}
 		var cur int64
 		err = tx.QueryRowContext(ctx, `SELECT revision FROM early_access_content WHERE program_id = ?`, p.ID).Scan(&cur)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -395,6 +448,7 @@ func (db *DB) listPrograms(ctx context.Context, what, tail string, args ...any) 
 			if err != nil {
 				return err
 			}
+			p.setErasedBy(tx.retention)
 			out = append(out, *p)
 		}
 		return rows.Err()

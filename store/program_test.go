@@ -42,7 +42,7 @@ func mustProgramByID(t testing.TB, db *DB, a Actor, id string) *Program {
 }
 
 func newTestProgram(w *Workspace, slug string) NewProgram {
-	return NewProgram{WorkspaceID: w.ID, Slug: slug, Purpose: testPurpose,
+	return NewProgram{WorkspaceID: w.ID, Slug: slug, Name: "Test " + slug, Purpose: testPurpose,
 		QueueCap: 100, HourlyCap: 10, SeatCap: 5, MaxInvitationDays: 14}
 }
 

@@ -9,6 +9,9 @@ import (
 const (
 	DemoWorkspace = "Demo workspace"
 	DemoSlug      = "demo"
+	DemoName      = "admit demo"
+	// DemoContact is where the demo workspace takes privacy questions.
+	DemoContact = "privacy@example.test"
 )
 
 // SeedDemo prepares a development database on first start: a demo workspace
@@ -28,8 +31,12 @@ func (db *DB) SeedDemo(ctx context.Context, ownerUserID string) (seeded bool, er
 		return false, fmt.Errorf("seed owner: %w", err)
 	}
 	owner := Actor{Kind: ActorOwner, UserID: ownerUserID}
+	display, contact := "admit demo team", DemoContact
+	if _, err := db.UpdateWorkspace(ctx, owner, w.ID, WorkspaceSettings{DisplayName: &display, Contact: &contact}); err != nil {
+		return false, fmt.Errorf("seed workspace names: %w", err)
+	}
 	purpose := "Early access to the admit demo: we will invite people from this list, in small groups, to try the demo before it is public."
-	p, err := db.CreateProgram(ctx, owner, NewProgram{WorkspaceID: w.ID, Slug: DemoSlug, Purpose: purpose,
+	p, err := db.CreateProgram(ctx, owner, NewProgram{WorkspaceID: w.ID, Slug: DemoSlug, Name: DemoName, Purpose: purpose,
 		QueueCap: 1000, HourlyCap: 200, SeatCap: 50, MaxInvitationDays: 14})
 	if err != nil {
 		return false, fmt.Errorf("seed program: %w", err)

@@ -36,7 +36,7 @@ func mustSignupProgram(tb testing.TB, db *DB, slug string, queueCap, hourlyCap i
 	tb.Helper()
 	ctx := context.Background()
 	a, w := mustOwner(tb, db)
-	p, err := db.CreateProgram(ctx, a, NewProgram{WorkspaceID: w.ID, Slug: slug, Purpose: testPurpose,
+	p, err := db.CreateProgram(ctx, a, NewProgram{WorkspaceID: w.ID, Slug: slug, Name: "Test " + slug, Purpose: testPurpose,
 		QueueCap: queueCap, HourlyCap: hourlyCap, SeatCap: 5, MaxInvitationDays: 14})
 	if err != nil {
 		tb.Fatalf("create program: %v", err)

@@ -74,7 +74,7 @@ const testPurpose = "Early access to the test product, invited in small groups."
 // workspace.
 func mustProgram(tb testing.TB, db *DB, a Actor, w *Workspace, slug string) *Program {
 	tb.Helper()
-	p, err := db.CreateProgram(context.Background(), a, NewProgram{WorkspaceID: w.ID, Slug: slug, Purpose: testPurpose,
+	p, err := db.CreateProgram(context.Background(), a, NewProgram{WorkspaceID: w.ID, Slug: slug, Name: "Test " + slug, Purpose: testPurpose,
 		QueueCap: 100, HourlyCap: 10, SeatCap: 5, MaxInvitationDays: 14})
 	if err != nil {
 		tb.Fatalf("create program %q: %v", slug, err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,10 +15,15 @@ import (
 
 // Workspace groups programs and their owners.
 type Workspace struct {
-	ID        string
-	Name      string
-	Active    bool
-	CreatedAt time.Time
+	ID string
+	// Name is the workspace's unique name, as the CLI addresses it.
+	Name string
+	// DisplayName is what people read; Contact is the public address or
+	// https link for privacy questions, "" until an owner sets one.
+	DisplayName string
+	Contact     string
+	Active      bool
+	CreatedAt   time.Time
 }
 
 // StaffMember is a workspace owner membership.
@@ -49,8 +55,9 @@ func validUserID(id string) error {
 func workspaceByName(ctx context.Context, tx *Tx, name string) (*Workspace, error) {
 	var w Workspace
 	var created int64
-	err := tx.QueryRowContext(ctx, `SELECT id, name, active, created_at FROM workspaces WHERE name = ?`, name).
-		Scan(&w.ID, &w.Name, &w.Active, &created)
+	err := tx.QueryRowContext(ctx, `SELECT id, name, display_name, coalesce(contact, ''), active, created_at
+		FROM workspaces WHERE name = ?`, name).
+		Scan(&w.ID, &w.Name, &w.DisplayName, &w.Contact, &w.Active, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, Errorf(ENOTFOUND, "No workspace is named %q.", name)
 	}
@@ -67,9 +74,9 @@ func ensureWorkspace(ctx context.Context, tx *Tx, a Actor, name string) (*Worksp
 	if ErrorCode(err) != ENOTFOUND {
 		return w, err
 	}
-	w = &Workspace{ID: uuid.NewString(), Name: name, Active: true, CreatedAt: tx.Now}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, active, created_at) VALUES (?, ?, 1, ?)`,
-		w.ID, w.Name, Millis(tx.Now)); err != nil {
+	w = &Workspace{ID: uuid.NewString(), Name: name, DisplayName: defaultDisplayName(name), Active: true, CreatedAt: tx.Now}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces (id, name, display_name, active, created_at) VALUES (?, ?, ?, 1, ?)`,
+		w.ID, w.Name, w.DisplayName, Millis(tx.Now)); err != nil {
 		return nil, fmt.Errorf("insert workspace: %w", err)
 	}
 	if err := appendWorkspaceEvent(ctx, tx, w.ID, a, "workspace_created", ""); err != nil {
@@ -199,7 +206,7 @@ func (db *DB) IsOwner(ctx context.Context, userID string) (bool, error) {
 }
 
 func ownedWorkspaces(ctx context.Context, tx *Tx, userID string) ([]Workspace, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT w.id, w.name, w.active, w.created_at
+	rows, err := tx.QueryContext(ctx, `SELECT w.id, w.name, w.display_name, coalesce(w.contact, ''), w.active, w.created_at
 		FROM staff_members s JOIN workspaces w ON w.id = s.workspace_id
 		WHERE s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner' AND w.active = 1
 		ORDER BY w.name`, userID)
@@ -211,7 +218,7 @@ func ownedWorkspaces(ctx context.Context, tx *Tx, userID string) ([]Workspace, e
 	for rows.Next() {
 		var w Workspace
 		var c int64
-		if err := rows.Scan(&w.ID, &w.Name, &w.Active, &c); err != nil {
+		if err := rows.Scan(&w.ID, &w.Name, &w.DisplayName, &w.Contact, &w.Active, &c); err != nil {
 			return nil, err
 		}
 		w.CreatedAt = FromMillis(c)
@@ -238,4 +245,92 @@ func requireOwner(ctx context.Context, tx *Tx, a Actor, workspaceID string) erro
 		return fmt.Errorf("check owner: %w", err)
 	}
 	return nil
+}
+
+// defaultDisplayName is a new workspace's display name: its unique name,
+// cut to the display bound.
+func defaultDisplayName(name string) string {
+	r := []rune(name)
+	if len(r) > MaxNameChars {
+		r = r[:MaxNameChars]
+	}
+	return strings.TrimSpace(string(r))
+}
+
+// WorkspaceSettings is a partial update of what a workspace shows people;
+// nil fields stay as they are. Its JSON form is the body of
+// PATCH /api/owner/workspaces/{id}.
+type WorkspaceSettings struct {
+	DisplayName *string `json:"displayName"`
+	Contact     *string `json:"contact"`
+}
+
+// CheckContact checks a public privacy contact: an email address or an
+// https link, returned in its stored form.
+func CheckContact(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	invalid := Errorf(EINVALID, "The privacy contact must be an email address (privacy@example.com) or an https:// link.")
+	if len(v) > 254 {
+		return "", invalid
+	}
+	if strings.HasPrefix(strings.ToLower(v), "https://") {
+		u, err := url.Parse(v)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.Hostname() == "" ||
+			strings.ContainsAny(v, " \t\r\n<>\"") {
+			return "", invalid
+		}
+		return v, nil
+	}
+	email, err := NormalizeEmail(v)
+	if err != nil {
+		return "", invalid
+	}
+	return email, nil
+}
+
+// Validate checks the settings and returns them trimmed.
+func (s WorkspaceSettings) Validate() (WorkspaceSettings, error) {
+	if s.DisplayName != nil {
+		name := strings.TrimSpace(*s.DisplayName)
+		if !textBetween(name, 1, MaxNameChars) || strings.ContainsAny(name, "\r\n") {
+			return s, Errorf(EINVALID, "The workspace name people see must be 1–80 characters.")
+		}
+		s.DisplayName = &name
+	}
+	if s.Contact != nil {
+		c, err := CheckContact(*s.Contact)
+		if err != nil {
+			return s, err
+		}
+		s.Contact = &c
+	}
+	return s, nil
+}
+
+// UpdateWorkspace changes what a workspace the actor owns shows people.
+func (db *DB) UpdateWorkspace(ctx context.Context, a Actor, workspaceID string, s WorkspaceSettings) (*Workspace, error) {
+	s, err := s.Validate()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := uuid.Parse(workspaceID); err != nil {
+		return nil, Errorf(ENOTFOUND, "Not found.")
+	}
+	var w *Workspace
+	err = db.Update(ctx, func(tx *Tx) error {
+		if err := requireOwner(ctx, tx, a, workspaceID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE workspaces SET display_name = coalesce(?, display_name),
+			contact = coalesce(?, contact) WHERE id = ?`, s.DisplayName, s.Contact, workspaceID); err != nil {
+			return fmt.Errorf("update workspace: %w", err)
+		}
+		var name string
+		if err := tx.QueryRowContext(ctx, `SELECT name FROM workspaces WHERE id = ?`, workspaceID).Scan(&name); err != nil {
+			return fmt.Errorf("read workspace: %w", err)
+		}
+		w, err = workspaceByName(ctx, tx, name)
+		return err
+	})
+	return w, err
 }

@@ -10,8 +10,27 @@ import (
 
 // OwnerWorkspace is a workspace the owner may create programs in.
 type OwnerWorkspace struct {
+	ID          string
+	Name        string
+	DisplayName string
+}
+
+// WorkspaceForm is the workspace settings form and its submitted values.
+type WorkspaceForm struct {
+	DisplayName string
+	Contact     string
+	Error       string
+}
+
+// WorkspaceView is a workspace's settings page.
+type WorkspaceView struct {
 	ID   string
 	Name string
+	// Saved are the values in force; Form what the form shows.
+	SavedDisplayName string
+	SavedContact     string
+	Form             WorkspaceForm
+	Flash            string
 }
 
 // StateCount is how many entries of a program are in one state.
@@ -25,6 +44,7 @@ type StateCount struct {
 type ProgramForm struct {
 	WorkspaceID       string
 	Slug              string
+	Name              string
 	Purpose           string
 	QueueCap          string
 	HourlyCap         string
@@ -37,10 +57,13 @@ type ProgramForm struct {
 type ProgramSummary struct {
 	ID                   string
 	Slug                 string
+	Name                 string
 	Purpose              string
 	SignupOpen           bool
 	AccessEnabled        bool
 	Retired              bool
+	RetiredAt            *time.Time
+	EntriesErasedBy      *time.Time
 	HasContent           bool
 	QueueCap             int
 	HourlyCap            int
@@ -56,6 +79,7 @@ type ProgramSummary struct {
 // revision when it was loaded.
 type SettingsForm struct {
 	ExpectedRevision string
+	Name             string
 	SignupOpen       bool
 	AccessEnabled    bool
 	QueueCap         string
@@ -96,6 +120,7 @@ type AssetRow struct {
 type ProgramPageView struct {
 	Program  ProgramSummary
 	Counts   []StateCount
+	Glance   GlanceView
 	Notices  []NoticeView
 	Settings SettingsForm
 	Notice   NoticeForm

@@ -96,6 +96,7 @@ func (e MyEntry) CanWithdraw() bool { return e.State != "withdrawn" }
 type OwnerProgramRow struct {
 	ID         string
 	Slug       string
+	Name       string
 	Purpose    string
 	SignupOpen bool
 	Access     bool

@@ -46,7 +46,7 @@ func createProgram(ctx context.Context, c *client, owner *session, slug string) 
 	p := &program{}
 	if _, _, err := c.do(ctx, request{Method: http.MethodPost, Path: "/api/owner/programs", Session: owner,
 		ContentType: "application/json", Want: http.StatusCreated, Into: p, Body: jsonBody(map[string]any{
-			"workspaceId": ws.Workspaces[0].ID, "slug": slug, "purpose": benchPurpose,
+			"workspaceId": ws.Workspaces[0].ID, "slug": slug, "name": "Load test", "purpose": benchPurpose,
 			"queueCap": maxQueueEntries, "hourlyCap": maxQueueEntries, "seatCap": maxQueueEntries, "maxInvitationDays": 14,
 		})}); err != nil {
 		return nil, err

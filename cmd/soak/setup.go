@@ -129,7 +129,7 @@ func createProgram(ctx context.Context, base, slug string) (*soakProgram, error)
 	const purpose = "Soak test program: checks that the backup survives crashes."
 	p := &soakProgram{}
 	if err := o.call(ctx, base, http.MethodPost, "/api/owner/programs", map[string]any{
-		"workspaceId": ws.Workspaces[0].ID, "slug": slug, "purpose": purpose,
+		"workspaceId": ws.Workspaces[0].ID, "slug": slug, "name": "Soak test", "purpose": purpose,
 		"queueCap": programCap, "hourlyCap": programCap, "seatCap": programCap, "maxInvitationDays": 14,
 	}, http.StatusCreated, p); err != nil {
 		return nil, err

@@ -85,7 +85,7 @@ func TestRetireForm_AsksForConfirmationAndKeepsTheProgramUntilGiven(t *testing.T
 	if mustOwnerProgram(t, app, app.Demo.ID).RetiredAt == nil {
 		t.Fatal("not retired")
 	}
-	if page := owner.Get(t, "/owner/programs/"+app.Demo.ID); !strings.Contains(page.Body, "This program is retired") {
+	if page := owner.Get(t, "/owner/programs/"+app.Demo.ID); !strings.Contains(page.Body, `data-testid="retired-banner"`) {
 		t.Fatal("program page does not say it is retired")
 	}
 }

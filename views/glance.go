@@ -37,9 +37,7 @@ type FunnelStep struct {
 // container's width.
 const (
 	chartW, chartH   = 600, 180
-	chartTop         = 16
-	chartBottom      = 24
-	chartLeft        = 36
+	chartTop         = 12
 	chartBarGapRatio = 0.25
 )
 
@@ -63,8 +61,8 @@ func chartBars(days []DayView) []ChartBar {
 	if len(days) == 0 {
 		return nil
 	}
-	plot := float64(chartH - chartTop - chartBottom)
-	slot := float64(chartW-chartLeft) / float64(len(days))
+	plot := float64(chartH - chartTop)
+	slot := float64(chartW) / float64(len(days))
 	w := slot * (1 - chartBarGapRatio)
 	top := float64(chartMax(days))
 	out := make([]ChartBar, 0, len(days))
@@ -73,7 +71,7 @@ func chartBars(days []DayView) []ChartBar {
 		if d.Signups > 0 && h < 2 {
 			h = 2 // a day with signups is always visible
 		}
-		out = append(out, ChartBar{X: num(float64(chartLeft) + float64(i)*slot + (slot-w)/2), Y: num(float64(chartH-chartBottom) - h),
+		out = append(out, ChartBar{X: num(float64(i)*slot + (slot-w)/2), Y: num(float64(chartH) - h),
 			W: num(w), H: num(h), Label: dayText(d.Day) + ": " + signupsText(d.Signups)})
 	}
 	return out

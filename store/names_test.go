@@ -113,11 +113,11 @@ func TestRetiredProgram_RefusesContentAndFiles(t *testing.T) {
 	db := MustOpenDB(t)
 	ctx := context.Background()
 	sp := mustSignupProgram(t, db, "retired-readonly", 100, 100)
-	if _, err := db.RetireProgram(ctx, sp.Owner, sp.Program.ID, mustProgramByID(t, db, sp.Owner, sp.Program.ID).Revision); err != nil {
+	if _, err := db.RetireProgram(ctx, sp.Owner, sp.Program.ID, Retirement{ExpectedRevision: mustProgramByID(t, db, sp.Owner, sp.Program.ID).Revision, Confirm: sp.Program.Slug}); err != nil {
 		t.Fatal(err)
 	}
 	before := dbFingerprint(t, db)
-	_, err := db.PutContent(ctx, sp.Owner, sp.Program.ID, 0, "After retirement.")
+	_, err := db.PutContent(ctx, sp.Owner, sp.Program.ID, ContentEdit{Body: "After retirement."})
 	wantCode(t, "content of a retired program", err, ECONFLICT)
 	err = db.PutAsset(ctx, sp.Owner, sp.Program.ID, "late.png", "image/png", []byte("\x89PNG\r\n\x1a\n"))
 	wantCode(t, "file of a retired program", err, ECONFLICT)

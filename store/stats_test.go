@@ -107,13 +107,13 @@ func TestProgramStats_CountsSeatsAndFunnelAreExact(t *testing.T) {
 	}
 	selectIt := func(e string) {
 		t.Helper()
-		if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, ids[e], "meets_policy"); err != nil {
+		if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, ids[e], Decision{Reason: "meets_policy"}); err != nil {
 			t.Fatalf("select %s: %v", e, err)
 		}
 	}
 	issue := func(e string, d time.Duration) string {
 		t.Helper()
-		res, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, ids[e], uuid.NewString(), clock.Now().Add(d))
+		res, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, ids[e], NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: clock.Now().Add(d)})
 		if err != nil {
 			t.Fatalf("issue %s: %v", e, err)
 		}
@@ -125,10 +125,10 @@ func TestProgramStats_CountsSeatsAndFunnelAreExact(t *testing.T) {
 	selectIt("i2@example.com")
 	issue("i2@example.com", time.Hour) // expires below: no longer reserves a seat
 	mustRedeemedGrant(t, db, sp, ids["r1@example.com"], "r1@example.com", "user_r1")
-	if _, err := db.DeclineEntry(ctx, sp.Owner, sp.Program.ID, ids["d1@example.com"], "capacity"); err != nil {
+	if _, err := db.DeclineEntry(ctx, sp.Owner, sp.Program.ID, ids["d1@example.com"], Decision{Reason: "capacity"}); err != nil {
 		t.Fatalf("decline: %v", err)
 	}
-	if _, err := db.WithdrawEntry(ctx, sp.Owner, sp.Program.ID, ids["x1@example.com"], "applicant_request"); err != nil {
+	if _, err := db.WithdrawEntry(ctx, sp.Owner, sp.Program.ID, ids["x1@example.com"], Decision{Reason: "applicant_request"}); err != nil {
 		t.Fatalf("withdraw: %v", err)
 	}
 	// Selected, invited, the invitation revoked, invited again: one entry

@@ -16,8 +16,9 @@
 //     variants) are not available; admit.css adds the few classes needed.
 //
 // Own files: admit.css (dev banner, notice, secret, state badges, table
-// wrapper, visually-hidden, htmx indicator) and manage.js (the removal page's
-// fragment-to-form script, docs/API.md#removal).
+// wrapper, visually-hidden, htmx indicator), manage.js (the removal page's
+// fragment-to-form script, docs/API.md#removal), received.js (the copy
+// button beside a new signup's removal link), clerk.js and favicon.svg.
 //
 // Pages must set <meta name="htmx-config" content='{"includeIndicatorStyles":false}'>
 // because htmx otherwise injects an inline <style>, which the CSP blocks;
@@ -45,7 +46,7 @@ const Prefix = "/assets/"
 // the bytes do, so a cached copy can never be stale.
 const cacheForever = "public, max-age=31536000, immutable"
 
-//go:embed *.js *.css *.LICENSE
+//go:embed *.js *.css *.svg *.LICENSE
 var files embed.FS
 
 // contentTypes maps each served extension to its Content-Type. An embedded file
@@ -53,6 +54,7 @@ var files embed.FS
 var contentTypes = map[string]string{
 	".js":      "text/javascript; charset=utf-8",
 	".css":     "text/css; charset=utf-8",
+	".svg":     "image/svg+xml",
 	".LICENSE": "text/plain; charset=utf-8",
 }
 
@@ -129,6 +131,20 @@ func Path(name string) string {
 		panic(fmt.Sprintf("assets: unknown asset %q", name))
 	}
 	return a.urlPath
+}
+
+// Exists reports whether urlPath is the versioned path of an embedded file,
+// so that a caller can answer any other path under Prefix with its own 404.
+func Exists(urlPath string) bool {
+	_, ok := embedded.byPath[urlPath]
+	return ok
+}
+
+// Favicon is the site icon (favicon.svg) for the unversioned /favicon.ico
+// that browsers ask for on their own.
+func Favicon() (contentType string, body []byte) {
+	a := embedded.byName["favicon.svg"]
+	return a.contentType, a.body
 }
 
 // Handler serves the embedded files at their versioned paths (see Path) for

@@ -117,6 +117,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	w.Header().Set("Cache-Control", "private, no-store")
 	answerBusy(w, err)
+	retry := ""
+	if status == http.StatusTooManyRequests {
+		retry = s.setRetryAfter(w)
+	}
 	if isAPI(r) {
 		writeJSON(w, status, map[string]string{"error": code})
 		return
@@ -139,7 +143,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if isHTMX(r) {
 		w.WriteHeader(status)
 		_ = views.ErrorBlock(views.ErrorView{Status: status, Title: titles[status], Message: message,
-			RequestID: requestIDFrom(r.Context()), SignInURL: signIn}).Render(r.Context(), w)
+			RequestID: requestIDFrom(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
 		return
 	}
 	c := s.chrome(w, r, titles[status])
@@ -149,7 +153,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	c.SignInURL = ""
 	w.WriteHeader(status)
 	_ = views.ErrorPage(c, views.ErrorView{Status: status, Title: titles[status], Message: message,
-		RequestID: requestIDFrom(r.Context()), SignInURL: signIn}).Render(r.Context(), w)
+		RequestID: requestIDFrom(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
 }
 
 // writeJSON writes v as a JSON response with the given status.

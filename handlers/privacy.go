@@ -35,6 +35,10 @@ func (s *Server) privacyView() views.PrivacyView {
 		BackupRetention:   views.Duration(backup),
 		RemovalEverywhere: everywhere(0),
 		IdentityProvider:  "Clerk",
+
+		NetworkHourlyLimit:       s.opts.NetworkHourlyLimit,
+		RedeemAccountHourlyLimit: RedeemAccountHourlyLimit,
+		RedeemNetworkHourlyLimit: RedeemNetworkHourlyLimit,
 	}
 	if s.id.Mode() == identity.ModeDev {
 		v.IdentityProvider = "a development sign-in form that does not verify addresses (this server is in development mode)"

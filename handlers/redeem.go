@@ -94,15 +94,19 @@ func (s *Server) handleRedeemPost(w http.ResponseWriter, r *http.Request) error 
 	red, err := s.redeem(r, in.Code)
 	if err != nil {
 		status, _, message := classify(err)
+		v := views.RedeemView{SignInURL: signInURL("/redeem")}
 		switch status {
 		case http.StatusNotFound:
-			message = redeemDeniedMessage
-		case http.StatusBadRequest, http.StatusTooManyRequests:
+			v.CodeError = redeemDeniedMessage
+		case http.StatusBadRequest:
+			v.CodeError = message
+		case http.StatusTooManyRequests:
+			v.Message = retryMessage(message, s.setRetryAfter(w))
 		default:
 			return err
 		}
 		c := s.chrome(w, r, "Redeem an invitation code")
-		return s.render(w, r, status, c, views.Redeem(c, views.RedeemView{SignInURL: signInURL("/redeem"), Message: message}))
+		return s.render(w, r, status, c, views.Redeem(c, v))
 	}
 	s.setNote(w, r, "Your code worked: you now have early access to this program.")
 	http.Redirect(w, r, "/early-access/"+red.Slug, http.StatusSeeOther)

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strings"
 
-	"admit/assets"
 	"admit/internal/identity"
 )
 
@@ -44,7 +43,8 @@ func (s *Server) publicRoutes(mux routeMux) {
 	mux.Handle("GET /{$}", s.h(s.handleHome))
 	mux.Handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
 	mux.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
-	mux.Handle("GET /assets/", assets.Handler())
+	mux.Handle("GET /assets/", s.h(s.handleAsset))
+	mux.Handle("GET /favicon.ico", http.HandlerFunc(handleFavicon))
 	mux.Handle("GET /privacy", s.h(s.handlePrivacy))
 
 	// Signup. rule: a signup's answer leaves on a fixed schedule, so its

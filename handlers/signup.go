@@ -189,6 +189,8 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 		v.EmailError = message
 	case status == http.StatusBadRequest && f.field == fieldPermission:
 		v.PermissionError = message
+	case status == http.StatusTooManyRequests:
+		v.Message = retryMessage(message, s.setRetryAfter(w))
 	default:
 		v.Message = message
 	}

@@ -26,6 +26,10 @@ type PrivacyView struct {
 	BackupRetention   string
 	RemovalEverywhere string
 	IdentityProvider  string
+	// NetworkHourlyLimit is the signup attempts a network may make per UTC
+	// hour; the redemption limits are per account and per network.
+	NetworkHourlyLimit                                 int
+	RedeemAccountHourlyLimit, RedeemNetworkHourlyLimit int
 }
 
 // Duration renders a duration for people: whole days when it is at least a

@@ -10,9 +10,11 @@ import (
 type RedeemView struct {
 	// SignInURL is the sign-in page returning to /redeem.
 	SignInURL string
-	// Message is the form's one message after a failed attempt. The
-	// submitted code is never shown again.
-	Message string
+	// Message is the form's message after an attempt refused as a whole
+	// (a limit); CodeError after one refused for its code. The submitted
+	// code is never shown again.
+	Message   string
+	CodeError string
 }
 
 // PrivateView is a program's private page.

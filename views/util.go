@@ -1,6 +1,9 @@
 package views
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 func statusText(status int) string { return strconv.Itoa(status) }
 
@@ -19,4 +22,16 @@ func onText(on bool) string {
 		return "enabled"
 	}
 	return "off"
+}
+
+// RetryWhen says when a limit that resets at the next UTC hour can be tried
+// again: "after 11:00 UTC (in about 23 minutes)".
+func RetryWhen(now time.Time, wait time.Duration) string {
+	at := now.UTC().Add(wait)
+	mins := int((wait + time.Minute - 1) / time.Minute)
+	in := "in about " + plural(mins, "minute")
+	if mins <= 1 {
+		in = "in less than a minute"
+	}
+	return "after " + at.Format("15:04") + " UTC (" + in + ")"
 }

@@ -48,3 +48,9 @@ type ManageView struct {
 	Token string
 	Error string
 }
+
+// Errors lists the form's messages for its error summary.
+func (v WaitlistView) Errors() []FieldError {
+	return fieldErrors(FieldError{Message: v.Message}, FieldError{Field: "email", Message: v.EmailError},
+		FieldError{Field: "permission", Message: v.PermissionError})
+}

@@ -1,0 +1,39 @@
+package views
+
+import "strings"
+
+// FieldError is one entry of a form's error summary: the message and the
+// id of the input it is about, or "" when it is about the whole form.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+// fieldErrors collects the non-empty messages in order, for a summary.
+func fieldErrors(pairs ...FieldError) []FieldError {
+	var out []FieldError
+	for _, p := range pairs {
+		if p.Message != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// describedBy is an input's aria-describedby: its error first (when it
+// has one), then its help.
+func describedBy(hasError bool, errorID string, helpIDs ...string) string {
+	ids := helpIDs
+	if hasError {
+		ids = append([]string{errorID}, helpIDs...)
+	}
+	return strings.Join(ids, " ")
+}
+
+// summaryTitle heads an error summary.
+func summaryTitle(n int) string {
+	if n == 1 {
+		return "There is a problem"
+	}
+	return "There are " + plural(n, "problem")
+}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +32,9 @@ type metrics struct {
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	writeWait prometheus.Histogram
+	writeHold prometheus.Histogram
+	// holdMax is the longest write-lock hold since start, in seconds.
+	holdMax   *maxGauge
 	batch     prometheus.Histogram
 	signups   *prometheus.CounterVec
 	invites   *prometheus.CounterVec
@@ -48,6 +53,11 @@ func newMetrics() *metrics {
 	m.writeWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "admit_store_write_lock_wait_seconds",
 		Help:    "How long write transactions waited for the database write lock.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}})
+	m.writeHold = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "admit_store_write_lock_hold_seconds",
+		Help:    "How long write transactions held the database write lock, commit included.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}})
+	m.holdMax = newMaxGauge(prometheus.GaugeOpts{Name: "admit_store_write_lock_hold_max_seconds",
+		Help: "The longest a write transaction has held the database write lock since start."})
 	m.batch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "admit_signup_batch_size",
 		Help: "Signups that shared one commit (group commit).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}})
 	m.signups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "admit_signups_total",
@@ -71,7 +81,7 @@ func newMetrics() *metrics {
 	for _, r := range []string{store.EINVALID, store.ENOTFOUND, store.ECONFLICT, "rate_limited", store.OutcomeError} {
 		m.redeemErr.WithLabelValues(r)
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.writeWait, m.batch, m.signups, m.invites, m.redeemErr, m.sweeps, m.erased,
+	m.reg.MustRegister(m.requests, m.latency, m.writeWait, m.writeHold, m.holdMax, m.batch, m.signups, m.invites, m.redeemErr, m.sweeps, m.erased,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -85,9 +95,13 @@ func (m *metrics) Request(method, route string, status int, d time.Duration) {
 // The store.Observer methods.
 
 func (m *metrics) WriteLockWait(d time.Duration) { m.writeWait.Observe(d.Seconds()) }
-func (m *metrics) SignupBatch(n int)             { m.batch.Observe(float64(n)) }
-func (m *metrics) Signup(outcome string)         { m.signups.WithLabelValues(outcome).Inc() }
-func (m *metrics) Invitation(event string)       { m.invites.WithLabelValues(event).Inc() }
+func (m *metrics) WriteLockHeld(d time.Duration) {
+	m.writeHold.Observe(d.Seconds())
+	m.holdMax.raise(d.Seconds())
+}
+func (m *metrics) SignupBatch(n int)       { m.batch.Observe(float64(n)) }
+func (m *metrics) Signup(outcome string)   { m.signups.WithLabelValues(outcome).Inc() }
+func (m *metrics) Invitation(event string) { m.invites.WithLabelValues(event).Inc() }
 func (m *metrics) RedemptionFailed(reason string) {
 	m.redeemErr.WithLabelValues(reason).Inc()
 }
@@ -254,4 +268,30 @@ func (m *metrics) start(cfg *Config, db *store.DB, repl *backup.Replicator, stdo
 	}
 	fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", addr)
 	return stop, nil
+}
+
+// maxGauge is a gauge that only rises: the largest value it was given.
+type maxGauge struct {
+	desc *prometheus.Desc
+	bits atomic.Uint64 // math.Float64bits of the largest value
+}
+
+func newMaxGauge(opts prometheus.GaugeOpts) *maxGauge {
+	return &maxGauge{desc: prometheus.NewDesc(opts.Name, opts.Help, nil, nil)}
+}
+
+// raise sets the gauge to v if v is larger than its value.
+func (g *maxGauge) raise(v float64) {
+	for {
+		old := g.bits.Load()
+		if v <= math.Float64frombits(old) || g.bits.CompareAndSwap(old, math.Float64bits(v)) {
+			return
+		}
+	}
+}
+
+func (g *maxGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *maxGauge) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, math.Float64frombits(g.bits.Load()))
 }

@@ -162,6 +162,12 @@ func TestMetrics_SeriesMoveWithRequestsAndCarryNoPersonalData(t *testing.T) {
 	if d := delta("admit_store_write_lock_wait_seconds"); d < 1 {
 		t.Errorf("write-lock waits moved by %v, want at least one per batch", d)
 	}
+	if w, h := delta("admit_store_write_lock_wait_seconds"), delta("admit_store_write_lock_hold_seconds"); h != w {
+		t.Errorf("write-lock holds moved by %v, want exactly the %v transactions that waited", h, w)
+	}
+	if mx := after.value("admit_store_write_lock_hold_max_seconds"); mx <= 0 || mx > 10 {
+		t.Errorf("longest write-lock hold %v s, want a positive duration", mx)
+	}
 	if d := delta("admit_program_entries", "state", "waiting"); d != n {
 		t.Errorf("waiting entries moved by %v, want %d", d, n)
 	}
@@ -218,6 +224,64 @@ func checkMetricLabels(t *testing.T, s scrape) {
 				}
 			}
 		}
+	}
+}
+
+// Write-lock holds told from many goroutines at once: the histogram counts
+// each once, in the right bucket around the 50 ms line, and the gauge is
+// the longest of them.
+func TestMetrics_WriteLockHoldHistogramAndLongest(t *testing.T) {
+	m := newMetrics()
+	const workers, each = 64, 100
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				// 1..100 ms: i < 50 is at most 50 ms.
+				m.WriteLockHeld(time.Duration(i+1) * time.Millisecond)
+				if w == 17 && i == 3 {
+					m.WriteLockHeld(1234 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hist *dto.Histogram
+	longest := -1.0
+	for _, f := range fams {
+		switch f.GetName() {
+		case "admit_store_write_lock_hold_seconds":
+			hist = f.Metric[0].Histogram
+		case "admit_store_write_lock_hold_max_seconds":
+			longest = f.Metric[0].Gauge.GetValue()
+		}
+	}
+	if hist == nil {
+		t.Fatal("no admit_store_write_lock_hold_seconds")
+	}
+	if got := hist.GetSampleCount(); got != workers*each+1 {
+		t.Errorf("%d holds counted, want exactly %d", got, workers*each+1)
+	}
+	found := false
+	for _, b := range hist.Bucket {
+		if b.GetUpperBound() == 0.05 {
+			found = true
+			if b.GetCumulativeCount() != workers*50 {
+				t.Errorf("%d holds of at most 50 ms, want exactly %d", b.GetCumulativeCount(), workers*50)
+			}
+		}
+	}
+	if !found {
+		t.Error("the hold histogram has no 0.05 s bucket")
+	}
+	if longest != 1.234 {
+		t.Errorf("longest hold %v s, want 1.234", longest)
 	}
 }
 

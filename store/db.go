@@ -344,8 +344,10 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 		return sqlTx.Commit()
 	}()
 	db.health.noteWrite(err)
+	held := time.Since(began)
+	db.obs.WriteLockHeld(held)
 	if db.txHeld != nil {
-		db.txHeld(work, time.Since(began))
+		db.txHeld(work, held)
 	}
 	if err == nil && tx.erased {
 		db.noteErasure()

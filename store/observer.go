@@ -15,6 +15,10 @@ type Observer interface {
 	// WriteLockWait is how long a write transaction waited for the write
 	// lock (admit's gate and BEGIN IMMEDIATE) before it began.
 	WriteLockWait(d time.Duration)
+	// WriteLockHeld is how long a write transaction held the write lock:
+	// from BEGIN IMMEDIATE to the end of its commit or rollback, the
+	// commit's fsync included. Every transaction that began is told once.
+	WriteLockHeld(d time.Duration)
 	// SignupBatch is the number of signups that shared one commit.
 	SignupBatch(n int)
 	// Signup is one signup's outcome: accepted, duplicate, replay, cap,
@@ -33,6 +37,7 @@ type Observer interface {
 type nopObserver struct{}
 
 func (nopObserver) WriteLockWait(time.Duration) {}
+func (nopObserver) WriteLockHeld(time.Duration) {}
 func (nopObserver) SignupBatch(int)             {}
 func (nopObserver) Signup(string)               {}
 func (nopObserver) Invitation(string)           {}

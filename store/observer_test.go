@@ -18,6 +18,8 @@ type recordingObserver struct {
 	waits, batches, batched  int
 	signups, invites, failed map[string]int
 	sweeps, erased           int
+	holds                    int
+	longest                  time.Duration
 }
 
 func newRecordingObserver() *recordingObserver {
@@ -25,6 +27,12 @@ func newRecordingObserver() *recordingObserver {
 }
 
 func (o *recordingObserver) WriteLockWait(time.Duration) { o.mu.Lock(); o.waits++; o.mu.Unlock() }
+func (o *recordingObserver) WriteLockHeld(d time.Duration) {
+	o.mu.Lock()
+	o.holds++
+	o.longest = max(o.longest, d)
+	o.mu.Unlock()
+}
 func (o *recordingObserver) SignupBatch(n int) {
 	o.mu.Lock()
 	o.batches++
@@ -157,5 +165,63 @@ func TestObserver_IsToldEveryOutcomeOnceAfterItsCommit(t *testing.T) {
 	}
 	if c := counts[0]; c.States[StateWithdrawn] != 0 || c.States[StateActive] != 1 || c.Occupied < 1 || c.QueueCap != p.QueueCap {
 		t.Errorf("program counts %+v", c)
+	}
+}
+
+// Every write transaction that began is told its hold once, committed or
+// rolled back, from many goroutines at once; one that never got the lock
+// is not; and the hold covers the transaction's work.
+func TestObserver_IsToldEveryWriteLockHoldOnce(t *testing.T) {
+	obs := newRecordingObserver()
+	db := mustOpenWith(t, filepath.Join(t.TempDir(), "admit.db"), Options{BindingKey: signupTestKey, Observer: obs})
+	ctx := context.Background()
+	obs.mu.Lock()
+	before, waitsBefore := obs.holds, obs.waits
+	obs.mu.Unlock()
+
+	const workers, each = 32, 10
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				err := db.Update(ctx, func(tx *Tx) error {
+					if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE expires_at < 0`); err != nil {
+						return err
+					}
+					if i%3 == 0 {
+						return Errorf(ECONFLICT, "rolled back on purpose")
+					}
+					return nil
+				})
+				if err != nil && ErrorCode(err) != ECONFLICT {
+					t.Errorf("worker %d update %d: %v", w, i, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// One transaction that holds the lock for 60 ms.
+	if err := db.Update(ctx, func(*Tx) error { time.Sleep(60 * time.Millisecond); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// One that never begins: its context is already done.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := db.Update(cancelled, func(*Tx) error { return nil }); err == nil {
+		t.Fatal("an update with a cancelled context began")
+	}
+
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if got, want := obs.holds-before, workers*each+1; got != want {
+		t.Errorf("%d holds told, want exactly %d", got, want)
+	}
+	if got, want := obs.waits-waitsBefore, workers*each+1; got != want {
+		t.Errorf("%d waits told, want exactly %d (one per transaction that began)", got, want)
+	}
+	if obs.longest < 60*time.Millisecond {
+		t.Errorf("longest hold %v, want at least the 60 ms transaction", obs.longest)
 	}
 }

@@ -95,12 +95,14 @@ func (db *DB) RunSweeper(ctx context.Context, interval time.Duration, log *slog.
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		began := time.Now()
 		n, err := db.Sweep(ctx)
+		took := time.Since(began).Round(time.Millisecond)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Error("retention sweep failed", "err", err)
 		case n > 0:
-			log.Info("retention sweep erased entries", "count", n)
+			log.Info("retention sweep erased entries", "count", n, "took", took)
 		}
 		select {
 		case <-ctx.Done():

@@ -24,6 +24,13 @@
 //	         form): the Mann-Whitney z of their latencies, which must stay
 //	         within ±3 so that timing does not tell who is listed
 //
+// With -scale 10000,100000,1000000 it runs the scale mode instead
+// (scale.go): for each size a fresh database of that many entries over
+// several programs, with a file replica; the owner pages of the largest
+// program, its CSV export, the retention sweep at start, its retirement,
+// their longest write-lock holds, and `admit backup verify` and
+// `admit restore` (BENCHMARKS.md, "Scale").
+//
 // Every loop is bounded in count (-max-requests) and time (-duration,
 // -read-duration); the whole run is bounded by -timeout.
 package main
@@ -80,6 +87,9 @@ type Config struct {
 	Sweep []int
 	// WriteQueue, when not 0, is the server's ADMIT_WRITE_QUEUE.
 	WriteQueue int
+	// Scale, when set, runs the scale mode (scale.go) for each entry count
+	// instead of the scenarios.
+	Scale []int
 }
 
 // allScenarios are the scenario names in the order they run.
@@ -136,6 +146,10 @@ func (c *Config) register(fs *flag.FlagSet) (scenarios, sweep *string) {
 	fs.StringVar(&c.PprofDir, "pprof-dir", "", "write a server CPU profile per scenario to `dir` (needs ADMIT_PPROF_ADDR support)")
 	fs.StringVar(&c.SelfProfile, "self-cpuprofile", "", "write loadgen's own CPU profile to `file`")
 	fs.IntVar(&c.TimingPairs, "timing-pairs", 1000, "new and listed signups per route in the timing scenario")
+	fs.Func("scale", "scale mode: comma-separated entry `counts` (e.g. 10000,100000,1000000), each seeded and measured in turn", func(v string) (err error) {
+		c.Scale, err = parseScale(v)
+		return err
+	})
 	fs.IntVar(&c.WriteQueue, "write-queue", 0, "the server's ADMIT_WRITE_QUEUE (0: admit's default)")
 	levels := make([]string, len(sweepLevels))
 	for i, n := range sweepLevels {

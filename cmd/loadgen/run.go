@@ -51,6 +51,9 @@ type runner struct {
 // run executes the chosen scenarios and writes the report to stdout;
 // progress goes to stderr.
 func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
+	if cfg.Scale != nil {
+		return runScale(ctx, cfg, stdout, stderr)
+	}
 	r := &runner{cfg: cfg, log: stderr, runID: uuid.NewString()[:8]}
 	cleanup, err := r.prepareWork()
 	if err != nil {

@@ -1,0 +1,767 @@
+package main
+
+// The scale mode (-scale 10000,100000,1000000) measures what a database's
+// size costs: for each size it builds a fresh data directory, seeds that
+// many entries over several programs while admit is stopped, and measures
+// with admit replicating to a file replica: start-to-ready and the
+// retention sweep at start, the owner pages of the largest program, the
+// CSV export's time and memory, a retirement of the largest program, the
+// longest write-lock hold of the sweep and the retirement (from admit's
+// metrics), then, admit stopped, `admit backup verify` and `admit restore`.
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"admit/internal/proc"
+)
+
+// Scale bounds.
+const (
+	minScale = 1000
+	maxScale = 2000000
+	// scaleProgramMax is the most entries a program other than the
+	// largest gets (a program's queue cap is at most 100000).
+	scaleProgramMax = 100000
+	// scaleSeedChunk is how many entries one seeding transaction writes.
+	scaleSeedChunk = 50000
+	// scaleReadyTimeout bounds a start with a large database.
+	scaleReadyTimeout = 10 * time.Minute
+)
+
+// parseScale reads -scale: comma-separated entry counts, ascending.
+func parseScale(list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < minScale || n > maxScale {
+			return nil, fmt.Errorf("-scale: %q must be a count from %d to %d", s, minScale, maxScale)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("-scale: sizes must ascend, %d after %d", n, out[len(out)-1])
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-scale names no size")
+	}
+	return out, nil
+}
+
+// scaleSplit divides n entries over programs: the largest holds half, the
+// rest is spread evenly over at least two programs of at most
+// scaleProgramMax each.
+func scaleSplit(n int) []int {
+	big := n / 2
+	rest := n - big
+	k := max(2, (rest+scaleProgramMax-1)/scaleProgramMax)
+	out := []int{big}
+	for i := range k {
+		out = append(out, rest/k+boolInt(i < rest%k))
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// scaleDueFifth: the declined and withdrawn entries among the oldest
+// fifth of each program are already due for erasure, so the sweep at start
+// has real work (5% of a fifth: 1% of the entries).
+const scaleDueFifth = 5
+
+// scaleEntry is the i-th seeded entry of a program of n: its state and
+// whether it is already due for erasure.
+func scaleEntry(i, n int) (state string, due bool) {
+	state = seedState(i)
+	due = (state == "declined" || state == "withdrawn") && i < n/scaleDueFifth
+	return state, due
+}
+
+// holds summarizes admit's write-lock holds from its metrics.
+type holds struct {
+	// Count is the write transactions; Over is those that held the lock
+	// longer than 50 ms; Max is the longest hold since start.
+	Count, Over int64
+	Max         time.Duration
+}
+
+// sub is the holds between two scrapes (Max is the later one's).
+func (h holds) sub(before holds) holds {
+	return holds{Count: h.Count - before.Count, Over: h.Over - before.Over, Max: h.Max}
+}
+
+// scaleResult is one size's measurements.
+type scaleResult struct {
+	N, Programs, Largest int
+	Seed                 time.Duration
+	// DBBytes is the seeded, checkpointed database file.
+	DBBytes int64
+	// FirstReady is the first start after seeding; Ready the later ones.
+	FirstReady time.Duration
+	Ready      []time.Duration
+	// FirstSync is from the first start until the replica held everything.
+	FirstSync time.Duration
+	// The sweep at the first start.
+	SweepErased int
+	SweepTook   time.Duration
+	SweepHolds  holds
+	// Pages are the read loops, by name.
+	Pages map[string]*Result
+	// The largest program's CSV export.
+	ExportTook            time.Duration
+	ExportBytes           int64
+	ExportRows            int
+	ExportBase, ExportRSS int64
+	// The largest program's retirement.
+	RetireTook  time.Duration
+	RetireErr   string
+	RetireHolds holds
+	// Backup verify and restore with admit stopped.
+	Verify, Restore time.Duration
+	RestoreRSS      int64
+	RestoredBytes   int64
+}
+
+// scalePages are the read loops in report order.
+var scalePages = []string{"queue HTML first page", "queue HTML deep page", "queue HTML state=selected",
+	"queue API first page", "queue API deep page", "queue API state=selected",
+	"email search HTML", "email search API", "program page HTML", "program API"}
+
+// runScale measures every size in cfg.Scale and writes the report.
+func runScale(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
+	base := &runner{cfg: cfg, log: stderr, runID: uuid.NewString()[:8]}
+	cleanup, err := base.prepareWork()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	bin := cfg.Bin
+	if bin == "" {
+		base.progress("building admit from %s", cfg.Src)
+		if bin, err = buildAdmit(ctx, cfg.Src, base.work, stderr); err != nil {
+			return err
+		}
+	}
+	var results []*scaleResult
+	for _, n := range cfg.Scale {
+		s := &scaler{runner: &runner{cfg: cfg, log: stderr, runID: base.runID, bin: bin,
+			work: filepath.Join(base.work, fmt.Sprintf("scale-%d", n))}}
+		res, err := s.measure(ctx, n)
+		if s.srv != nil {
+			s.srv.stop()
+		}
+		if err != nil {
+			return fmt.Errorf("scale %d: %w", n, err)
+		}
+		results = append(results, res)
+		// A size's files go before the next is built: a million entries
+		// and their replica are gigabytes.
+		if !cfg.Keep {
+			os.RemoveAll(s.work)
+		}
+	}
+	writeScaleReport(stdout, machineInfo(base.work), results)
+	return nil
+}
+
+// scaler measures one size.
+type scaler struct {
+	*runner
+	replica, config, metricsURL string
+}
+
+// measure runs every step for n entries.
+func (s *scaler) measure(ctx context.Context, n int) (*scaleResult, error) {
+	res := &scaleResult{N: n, Pages: map[string]*Result{}}
+	if err := s.prepare(); err != nil {
+		return nil, err
+	}
+	split := scaleSplit(n)
+	res.Programs, res.Largest = len(split), split[0]
+	progs, err := s.createPrograms(ctx, split)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.stopServer(); err != nil {
+		return nil, err
+	}
+	s.progress("seeding %d entries in %d programs", n, len(split))
+	t0 := time.Now()
+	dbPath := filepath.Join(s.dataDir, "admit.db")
+	if err := seedScale(ctx, dbPath, progs, split, time.Now().UTC()); err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	res.Seed = time.Since(t0)
+	res.DBBytes = fileSize(dbPath)
+	s.progress("seeded in %s: %s MiB", res.Seed.Round(time.Millisecond), mib(res.DBBytes))
+
+	if err := s.firstStart(ctx, res); err != nil {
+		return nil, err
+	}
+	for range max(0, s.cfg.Restarts-1) {
+		if err := s.stopServer(); err != nil {
+			return nil, err
+		}
+		if err := s.startScale(ctx); err != nil {
+			return nil, err
+		}
+		res.Ready = append(res.Ready, s.srv.StartToReady)
+	}
+	big := progs[0]
+	if err := s.pages(ctx, big, res); err != nil {
+		return nil, err
+	}
+	if err := s.export(ctx, big, res); err != nil {
+		return nil, err
+	}
+	if err := s.retire(ctx, big, res); err != nil {
+		return nil, err
+	}
+	if err := s.stopServer(); err != nil {
+		return nil, err
+	}
+	if err := checkRetired(ctx, dbPath, big.ID); err != nil {
+		return nil, err
+	}
+	return res, s.recover(ctx, res)
+}
+
+// prepare makes the size's directories and its Litestream configuration:
+// a file replica next to the data directory.
+func (s *scaler) prepare() error {
+	s.dataDir = filepath.Join(s.work, "data")
+	s.logPath = filepath.Join(s.work, "server.log")
+	s.replica = filepath.Join(s.work, "replica")
+	s.config = filepath.Join(s.work, "litestream.yml")
+	for _, d := range []string{s.dataDir, s.replica} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	conf := fmt.Sprintf("dbs:\n  - path: %s\n    replica:\n      type: file\n      path: %s\nsnapshot:\n  interval: 24h\n  retention: 24h\n",
+		filepath.Join(s.dataDir, "admit.db"), s.replica)
+	return os.WriteFile(s.config, []byte(conf), 0o600)
+}
+
+// env is admit's environment in the scale mode: serverEnv with the file
+// replica, metrics on a loopback port and no restore drills (a drill is a
+// full restore in the background; backup verify measures the same work).
+func (s *scaler) env(metricsAddr string) []string {
+	return append(serverEnv(s.dataDir, "", s.cfg.WriteQueue), "ADMIT_LITESTREAM_CONFIG="+s.config,
+		"ADMIT_METRICS_ADDR="+metricsAddr, "ADMIT_BACKUP_DRILL_INTERVAL=off")
+}
+
+// startScale starts admit and waits until it is ready.
+func (s *scaler) startScale(ctx context.Context) error {
+	addr, err := proc.FreeLoopbackAddr()
+	if err != nil {
+		return err
+	}
+	proc.ReadyTimeout = scaleReadyTimeout
+	srv, err := proc.Start(ctx, s.bin, s.work, s.env(addr), s.logPath)
+	if err != nil {
+		return err
+	}
+	s.srv = &server{Server: srv}
+	s.metricsURL = "http://" + addr + "/metrics"
+	if s.c != nil {
+		s.c.http.CloseIdleConnections() // they led to the stopped process
+	}
+	s.c = newClient(srv.BaseURL, 2*s.cfg.OwnerClients+2)
+	s.progress("admit pid %d, ready in %s ms", srv.Pid(), ms(srv.StartToReady))
+	return nil
+}
+
+// stopServer stops admit.
+func (s *scaler) stopServer() error {
+	if s.srv == nil {
+		return nil
+	}
+	err := s.srv.stop()
+	s.srv = nil
+	if err != nil {
+		return fmt.Errorf("stop admit: %w", err)
+	}
+	return nil
+}
+
+// createPrograms starts admit on the empty data directory, signs the owner
+// in and creates one program per part of the split through the API.
+func (s *scaler) createPrograms(ctx context.Context, split []int) ([]*program, error) {
+	if err := s.startScale(ctx); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.owner, err = s.c.signIn(ctx, ownerEmail); err != nil {
+		return nil, fmt.Errorf("owner sign-in: %w", err)
+	}
+	progs := make([]*program, len(split))
+	for i := range split {
+		slug := fmt.Sprintf("scale-%s-%d", s.runID, i)
+		if progs[i], err = createProgram(ctx, s.c, s.owner, slug); err != nil {
+			return nil, fmt.Errorf("create program %s: %w", slug, err)
+		}
+	}
+	return progs, nil
+}
+
+// firstStart starts admit on the seeded database and waits for the
+// retention sweep at start and for the replica's first full sync.
+func (s *scaler) firstStart(ctx context.Context, res *scaleResult) error {
+	logStart := fileSize(s.logPath)
+	began := time.Now()
+	if err := s.startScale(ctx); err != nil {
+		return err
+	}
+	res.FirstReady = s.srv.StartToReady
+	deadline := time.Now().Add(scaleReadyTimeout)
+	for res.SweepTook == 0 || res.FirstSync == 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no sweep or first replica sync within %v", scaleReadyTimeout)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if res.SweepTook == 0 {
+			var err error
+			if res.SweepErased, res.SweepTook, err = sweepLine(s.logPath, logStart); err != nil {
+				return err
+			}
+		}
+		if res.FirstSync == 0 {
+			text, err := scrapeText(ctx, s.metricsURL)
+			if err != nil {
+				return err
+			}
+			if v, _ := metricValue(text, "admit_backup_last_sync_timestamp_seconds"); v > 0 {
+				res.FirstSync = time.Since(began)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h, err := s.holds(ctx)
+	if err != nil {
+		return err
+	}
+	res.SweepHolds = h
+	s.progress("sweep erased %d in %s; replica synced %s after start; longest write hold %s ms, %d of %d over 50 ms",
+		res.SweepErased, res.SweepTook, res.FirstSync.Round(time.Millisecond), ms(h.Max), h.Over, h.Count)
+	// The owner's session is in the database: it survives the restart.
+	return nil
+}
+
+// sweepRe matches the sweep's log line (text format).
+var sweepRe = regexp.MustCompile(`msg="retention sweep erased entries" count=(\d+) took=(\S+)`)
+
+// sweepLine finds the sweep's line in the server log after offset.
+func sweepLine(path string, offset int64) (int, time.Duration, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return 0, 0, err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "retention sweep failed") {
+			return 0, 0, fmt.Errorf("the sweep failed: %s", sc.Text())
+		}
+		if m := sweepRe.FindStringSubmatch(sc.Text()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			d, err := time.ParseDuration(m[2])
+			if err != nil {
+				return 0, 0, fmt.Errorf("sweep line: %w", err)
+			}
+			return n, max(d, time.Nanosecond), nil
+		}
+	}
+	return 0, 0, sc.Err()
+}
+
+// holds reads the write-lock hold metrics.
+func (s *scaler) holds(ctx context.Context) (holds, error) {
+	text, err := scrapeText(ctx, s.metricsURL)
+	if err != nil {
+		return holds{}, err
+	}
+	return parseHolds(text)
+}
+
+// parseHolds reads the write-lock hold histogram and gauge from metrics text.
+func parseHolds(text string) (holds, error) {
+	count, err1 := metricValue(text, "admit_store_write_lock_hold_seconds_count")
+	under, err2 := metricValue(text, `admit_store_write_lock_hold_seconds_bucket{le="0.05"}`)
+	longest, err3 := metricValue(text, "admit_store_write_lock_hold_max_seconds")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return holds{}, err
+	}
+	return holds{Count: int64(count), Over: int64(count - under), Max: time.Duration(longest * float64(time.Second))}, nil
+}
+
+// metricValue is the value of the sample line that starts with name (name
+// and labels exactly as exposed).
+func metricValue(text, name string) (float64, error) {
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, name+" ")
+		if !ok {
+			continue
+		}
+		return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+	}
+	return 0, fmt.Errorf("no %s in the metrics", name)
+}
+
+// scrapeText fetches the metrics text.
+func scrapeText(ctx context.Context, u string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("scrape metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("scrape metrics: status %d", resp.StatusCode)
+	}
+	return string(b), nil
+}
+
+// pages measures the largest program's owner pages.
+func (s *scaler) pages(ctx context.Context, p *program, res *scaleResult) error {
+	depth := res.Largest * 9 / 10
+	s.progress("walking the API to entry %d for a deep cursor", depth)
+	cursor, err := deepCursor(ctx, s.c, s.owner, p, depth)
+	if err != nil {
+		return fmt.Errorf("deep cursor: %w", err)
+	}
+	html := "/owner/programs/" + p.ID + "/entries"
+	api := "/api/owner/programs/" + p.ID + "/entries"
+	deep := "?cursor=" + url.QueryEscape(cursor)
+	paths := map[string]string{
+		"queue HTML first page": html, "queue HTML deep page": html + deep, "queue HTML state=selected": html + "?state=selected",
+		"queue API first page": api, "queue API deep page": api + deep, "queue API state=selected": api + "?state=selected",
+		"program page HTML": "/owner/programs/" + p.ID, "program API": "/api/owner/programs/" + p.ID,
+	}
+	// An address in the middle of the largest program.
+	q := "?q=" + url.QueryEscape(scaleEmail(0, res.Largest/2))
+	switch ok, err := s.searches(ctx, api); {
+	case err != nil:
+		return err
+	case ok:
+		paths["email search HTML"], paths["email search API"] = html+q, api+q
+	default:
+		s.progress("the queue has no search (?q=): no search rows")
+	}
+	for _, name := range scalePages {
+		if path, ok := paths[name]; ok {
+			res.Pages[name] = s.runner.measure(ctx, name, s.cfg.OwnerClients, s.cfg.ReadDuration, s.get(s.owner, path))
+		}
+	}
+	return nil
+}
+
+// searches reports whether the queue API filters by ?q=: an address that
+// is not listed must find nothing.
+func (s *scaler) searches(ctx context.Context, api string) (bool, error) {
+	var page queuePage
+	if _, _, err := s.c.do(ctx, request{Method: http.MethodGet, Path: api + "?q=" + url.QueryEscape("nobody-listed@example.test"),
+		Session: s.owner, Want: http.StatusOK, Into: &page}); err != nil {
+		return false, fmt.Errorf("search probe: %w", err)
+	}
+	return len(page.Entries) == 0, nil
+}
+
+// export streams the largest program's CSV export to nowhere, timing it
+// and reading admit's peak RSS over it.
+func (s *scaler) export(ctx context.Context, p *program, res *scaleResult) error {
+	pid := s.srv.Pid()
+	if err := resetPeakRSS(pid); err != nil {
+		return fmt.Errorf("reset peak RSS: %w", err)
+	}
+	base, err := readPeakRSS(pid)
+	if err != nil {
+		return err
+	}
+	s.progress("exporting %d entries as CSV", res.Largest)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.c.base+"/api/owner/programs/"+p.ID+"/export.csv", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Cookie", s.owner.Cookie)
+	t0 := time.Now()
+	resp, err := s.c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("export: status %d", resp.StatusCode)
+	}
+	lines := &lineCounter{}
+	n, err := io.Copy(io.MultiWriter(io.Discard, lines), resp.Body)
+	res.ExportTook = time.Since(t0)
+	if err != nil {
+		return fmt.Errorf("export: read: %w", err)
+	}
+	peak, err := readPeakRSS(pid)
+	if err != nil {
+		return err
+	}
+	res.ExportBytes, res.ExportRows, res.ExportBase, res.ExportRSS = n, lines.n-1, base, peak
+	s.progress("  %d rows, %s MiB in %s; peak RSS %s MiB (from %s)", res.ExportRows, mib(n), res.ExportTook.Round(time.Millisecond), mib(peak), mib(base))
+	return nil
+}
+
+// lineCounter counts newlines written to it.
+type lineCounter struct{ n int }
+
+func (l *lineCounter) Write(b []byte) (int, error) {
+	for _, c := range b {
+		if c == '\n' {
+			l.n++
+		}
+	}
+	return len(b), nil
+}
+
+// retire retires the largest program through the API, which answers once
+// the retirement's chunked bookkeeping is done, and reads the write-lock
+// holds it took.
+func (s *scaler) retire(ctx context.Context, p *program, res *scaleResult) error {
+	base := "/api/owner/programs/" + p.ID
+	if _, _, err := s.c.do(ctx, request{Method: http.MethodGet, Path: base, Session: s.owner, Want: http.StatusOK, Into: p}); err != nil {
+		return err
+	}
+	before, err := s.holds(ctx)
+	if err != nil {
+		return err
+	}
+	s.progress("retiring the program of %d entries", res.Largest)
+	t0 := time.Now()
+	_, _, err = s.c.do(ctx, request{Method: http.MethodPost, Path: base + "/retire", Session: s.owner,
+		ContentType: "application/json", Want: http.StatusOK,
+		Body: jsonBody(map[string]any{"expectedRevision": p.Revision, "confirm": p.Slug})})
+	res.RetireTook = time.Since(t0)
+	if err != nil {
+		// The retirement goes on to its end even when the answer is
+		// lost (a write timeout); checkRetired tells.
+		res.RetireErr = err.Error()
+		s.progress("  retire answered: %v", err)
+	}
+	after, err := s.holds(ctx)
+	if err != nil {
+		return err
+	}
+	res.RetireHolds = after.sub(before)
+	if after.Max <= before.Max {
+		// The longest hold since start came before the retirement: the
+		// retirement's is at most that.
+		res.RetireHolds.Max = -after.Max
+	}
+	s.progress("  retired in %s: %d write transactions, %d over 50 ms", res.RetireTook.Round(time.Millisecond),
+		res.RetireHolds.Count, res.RetireHolds.Over)
+	return nil
+}
+
+// checkRetired checks, admit stopped, that the retirement left nothing
+// pending and set every entry's erasure date.
+func checkRetired(ctx context.Context, dbPath, programID string) error {
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var pending, undated int
+	if err := db.QueryRowContext(ctx, `SELECT retire_pending FROM programs WHERE id = ?`, programID).Scan(&pending); err != nil {
+		return fmt.Errorf("read the retirement: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE program_id = ? AND erase_after IS NULL AND erased_at IS NULL`,
+		programID).Scan(&undated); err != nil {
+		return fmt.Errorf("read the retirement: %w", err)
+	}
+	if pending != 0 || undated != 0 {
+		return fmt.Errorf("the retirement is not finished: pending %d, %d entries without an erasure date", pending, undated)
+	}
+	return nil
+}
+
+// recover times `admit backup verify` and `admit restore` with admit
+// stopped, as a self-hoster recovering would run them.
+func (s *scaler) recover(ctx context.Context, res *scaleResult) error {
+	env := append(serverEnv(s.dataDir, "", s.cfg.WriteQueue), "ADMIT_LITESTREAM_CONFIG="+s.config)
+	s.progress("admit backup verify")
+	d, _, err := s.admitCmd(ctx, env, "backup", "verify")
+	if err != nil {
+		return err
+	}
+	res.Verify = d
+	out := filepath.Join(s.work, "restored.db")
+	s.progress("admit restore")
+	d, rss, err := s.admitCmd(ctx, env, "restore", "-o", out)
+	if err != nil {
+		return err
+	}
+	res.Restore, res.RestoreRSS, res.RestoredBytes = d, rss, fileSize(out)
+	s.progress("  verify %s, restore %s (%s MiB, peak RSS %s MiB)", res.Verify.Round(time.Millisecond), res.Restore.Round(time.Millisecond),
+		mib(res.RestoredBytes), mib(rss))
+	return nil
+}
+
+// admitCmd runs an admit command in the work directory and returns its
+// wall time and peak RSS.
+func (s *scaler) admitCmd(ctx context.Context, env []string, args ...string) (time.Duration, int64, error) {
+	cmd := exec.CommandContext(ctx, s.bin, args...)
+	cmd.Dir = s.work
+	cmd.Env = env
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	t0 := time.Now()
+	err := cmd.Run()
+	d := time.Since(t0)
+	if err != nil {
+		return d, 0, fmt.Errorf("admit %s: %w: %s", strings.Join(args, " "), err, snippet([]byte(out.String())))
+	}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss * 1024 // kB on Linux
+	}
+	return d, rss, nil
+}
+
+// scaleEmail is the address of the i-th entry of the p-th program.
+func scaleEmail(p, i int) string { return fmt.Sprintf("scale-%d-%07d@example.test", p, i) }
+
+// seedScale inserts each program's entries into the database file while
+// admit is stopped, as seedQueue does (entry, receipt, audit event; the
+// schema's triggers keep the counters), in transactions of scaleSeedChunk
+// entries, with the state mix of seedState and the due entries of
+// scaleEntry. Join times spread over the last 30 days in ID order.
+func seedScale(ctx context.Context, dbPath string, progs []*program, split []int, now time.Time) error {
+	db, err := openWriter(ctx, dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `PRAGMA cache_size = -262144`); err != nil {
+		return err
+	}
+	for pi, p := range progs {
+		for from := 0; from < split[pi]; from += scaleSeedChunk {
+			if err := seedChunk(ctx, db, p.ID, pi, from, min(from+scaleSeedChunk, split[pi]), split[pi], now); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	return err
+}
+
+// seedChunk inserts entries [from, to) of the pi-th program of n entries
+// in one transaction.
+func seedChunk(ctx context.Context, db *sql.DB, programID string, pi, from, to, n int, now time.Time) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var noticeID string
+	if err := tx.QueryRowContext(ctx, `SELECT current_notice_id FROM programs WHERE id = ?`, programID).Scan(&noticeID); err != nil {
+		return fmt.Errorf("read notice: %w", err)
+	}
+	entry, err := tx.PrepareContext(ctx, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state,
+		created_at, updated_at, removal_hash, erase_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	receipt, err := tx.PrepareContext(ctx, `INSERT INTO signup_receipts (program_id, request_key, binding_hmac, response_code, accepted_at)
+		VALUES (?, ?, ?, 202, ?)`)
+	if err != nil {
+		return err
+	}
+	event, err := tx.PrepareContext(ctx, `INSERT INTO audit_events (program_id, entry_id, actor_kind, event_type, event_at, details)
+		VALUES (?, ?, 'public', 'signup', ?, '{"noticeVersion":1}')`)
+	if err != nil {
+		return err
+	}
+	span := 30 * 24 * time.Hour
+	start := now.Add(-span).UnixMilli()
+	step := span.Milliseconds() / int64(n)
+	for i := from; i < to; i++ {
+		at := start + int64(i)*step
+		// Time-ordered IDs in join order, as admit gives its entries.
+		u, err := uuidV7At(at)
+		if err != nil {
+			return err
+		}
+		id := u.String()
+		state, due := scaleEntry(i, n)
+		var erase any
+		switch {
+		case due:
+			erase = now.Add(-time.Hour).UnixMilli()
+		case state == "declined" || state == "withdrawn":
+			erase = now.Add(30 * 24 * time.Hour).UnixMilli()
+		}
+		hash := sha256.Sum256([]byte(id))
+		if _, err := entry.ExecContext(ctx, id, programID, scaleEmail(pi, i), noticeID, at, state, at, at, hash[:], erase); err != nil {
+			return fmt.Errorf("insert entry: %w", err)
+		}
+		binding := make([]byte, 32)
+		rand.Read(binding)
+		if _, err := receipt.ExecContext(ctx, programID, uuid.NewString(), binding, at); err != nil {
+			return fmt.Errorf("insert receipt: %w", err)
+		}
+		if _, err := event.ExecContext(ctx, programID, id, at); err != nil {
+			return fmt.Errorf("insert event: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// uuidV7At is a version 7 UUID whose time is the Unix millisecond ms.
+func uuidV7At(ms int64) (uuid.UUID, error) {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return u, err
+	}
+	for i := range 6 {
+		u[i] = byte(ms >> (40 - 8*i))
+	}
+	return u, nil
+}

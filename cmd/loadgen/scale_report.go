@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Targets of the scale mode, at the largest size.
+const (
+	targetScalePageP95 = 15 * time.Millisecond
+	targetScaleHold    = 50 * time.Millisecond
+	targetScaleExport  = 80 << 20
+	targetScaleRestore = 30 * time.Second
+)
+
+// writeScaleReport writes the scale tables: page p95 by size, then the
+// costs by size, then the targets at the largest size.
+func writeScaleReport(w io.Writer, m machine, results []*scaleResult) {
+	if len(results) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "## Scale\n\n%s, %d CPUs, %s, %s; disk %s; load average %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		m.CPUs, m.CPUModel, m.GoVersion, m.Disk, loadAverages())
+	head := func(first string) {
+		fmt.Fprintf(w, "| %s |", first)
+		for _, r := range results {
+			fmt.Fprintf(w, " %s |", sizeName(r.N))
+		}
+		fmt.Fprint(w, "\n|---|")
+		for range results {
+			fmt.Fprint(w, "---:|")
+		}
+		fmt.Fprintln(w)
+	}
+	row := func(name string, cell func(*scaleResult) string) {
+		fmt.Fprintf(w, "| %s |", name)
+		for _, r := range results {
+			fmt.Fprintf(w, " %s |", cell(r))
+		}
+		fmt.Fprintln(w)
+	}
+	head("page p95 (p50), ms")
+	for _, name := range scalePages {
+		if results[len(results)-1].Pages[name] == nil {
+			continue
+		}
+		row(name, func(r *scaleResult) string {
+			res := r.Pages[name]
+			if res == nil {
+				return "–"
+			}
+			errs := ""
+			if res.Errors > 0 {
+				errs = fmt.Sprintf(", %d errors", res.Errors)
+			}
+			return fmt.Sprintf("%s (%s)%s", ms(res.Percentile(95)), ms(res.Percentile(50)), errs)
+		})
+	}
+	fmt.Fprintln(w)
+	head("cost")
+	row("programs (largest)", func(r *scaleResult) string { return fmt.Sprintf("%d (%d)", r.Programs, r.Largest) })
+	row("database size per entry", func(r *scaleResult) string {
+		return fmt.Sprintf("%d B (%s MiB)", r.DBBytes/int64(r.N), mib(r.DBBytes))
+	})
+	row("start to ready, first start (median of later)", func(r *scaleResult) string {
+		return fmt.Sprintf("%s ms (%s ms)", ms(r.FirstReady), ms(median(r.Ready)))
+	})
+	row("replica's first full sync after start", func(r *scaleResult) string { return secs(r.FirstSync) })
+	row("sweep at start: erased, time", func(r *scaleResult) string {
+		return fmt.Sprintf("%d in %s", r.SweepErased, secs(r.SweepTook))
+	})
+	row("sweep: write txs, longest hold, > 50 ms", func(r *scaleResult) string { return holdCell(r.SweepHolds) })
+	row("CSV export of the largest: time, size", func(r *scaleResult) string {
+		return fmt.Sprintf("%s, %s MiB", secs(r.ExportTook), mib(r.ExportBytes))
+	})
+	row("CSV export: admit's peak RSS (before)", func(r *scaleResult) string {
+		return fmt.Sprintf("%s MiB (%s)", mib(r.ExportRSS), mib(r.ExportBase))
+	})
+	row("retirement of the largest: time", func(r *scaleResult) string {
+		if r.RetireErr != "" {
+			return secs(r.RetireTook) + " (answer lost)"
+		}
+		return secs(r.RetireTook)
+	})
+	row("retirement: write txs, longest hold, > 50 ms", func(r *scaleResult) string { return holdCell(r.RetireHolds) })
+	row("`admit backup verify`", func(r *scaleResult) string { return secs(r.Verify) })
+	row("`admit restore` (peak RSS)", func(r *scaleResult) string {
+		return fmt.Sprintf("%s (%s MiB)", secs(r.Restore), mib(r.RestoreRSS))
+	})
+	row("seeding (loadgen, admit stopped)", func(r *scaleResult) string { return secs(r.Seed) })
+	fmt.Fprintln(w)
+	writeScaleTargets(w, results[len(results)-1])
+}
+
+// writeScaleTargets says which targets the largest size meets.
+func writeScaleTargets(w io.Writer, r *scaleResult) {
+	fmt.Fprintf(w, "Targets at %s entries:\n\n", sizeName(r.N))
+	var worst time.Duration
+	worstName := ""
+	for _, name := range scalePages {
+		if res := r.Pages[name]; res != nil && res.Percentile(95) > worst {
+			worst, worstName = res.Percentile(95), name
+		}
+	}
+	targetLine(w, worst <= targetScalePageP95, fmt.Sprintf("every page p95 ≤ %s: worst %s ms (%s)", targetScalePageP95, ms(worst), worstName))
+	hold := max(r.SweepHolds.Max, r.RetireHolds.Max, -r.RetireHolds.Max)
+	targetLine(w, r.SweepHolds.Over == 0 && r.RetireHolds.Over == 0,
+		fmt.Sprintf("no write-lock hold > %s: %d in the sweep, %d in the retirement, longest %s ms", targetScaleHold,
+			r.SweepHolds.Over, r.RetireHolds.Over, ms(hold)))
+	targetLine(w, r.ExportRSS <= targetScaleExport, fmt.Sprintf("export peak RSS ≤ %s MiB: %s MiB", mib(targetScaleExport), mib(r.ExportRSS)))
+	targetLine(w, r.Restore <= targetScaleRestore, fmt.Sprintf("restore ≤ %s: %s", targetScaleRestore, secs(r.Restore)))
+	fmt.Fprintln(w)
+}
+
+// targetLine writes one target line.
+func targetLine(w io.Writer, ok bool, what string) {
+	mark := "met"
+	if !ok {
+		mark = "NOT met"
+	}
+	fmt.Fprintf(w, "- %s — %s\n", what, mark)
+}
+
+// holdCell is "txs, longest ms, over"; a negative Max means the longest
+// hold since start came before, so this one's is at most that.
+func holdCell(h holds) string {
+	longest := ms(h.Max) + " ms"
+	if h.Max < 0 {
+		longest = "≤ " + ms(-h.Max) + " ms"
+	}
+	return fmt.Sprintf("%d, %s, %d", h.Count, longest, h.Over)
+}
+
+// secs formats a duration in seconds.
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+// sizeName is 10k, 100k, 1M.
+func sizeName(n int) string {
+	switch {
+	case n >= 1000000 && n%1000000 == 0:
+		return fmt.Sprintf("%dM", n/1000000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+// loadAverages is /proc/loadavg's three averages (1, 5 and 15 minutes).
+func loadAverages() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

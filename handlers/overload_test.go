@@ -103,6 +103,9 @@ func TestSignup_PastTheWriterQueueIs503WithRetryAfterAndChangesNothing(t *testin
 		return shed.Load() == n-depth && app.DB.SignupsWaiting() == depth
 	})
 	wantNoChange(t, "signups waiting for a held writer", app, before)
+	// The refusal comes before the body is read: a malformed one is
+	// refused for load too, not judged.
+	wantBusy(t, "a malformed signup past the bound", c.PostJSON(t, "POST", signupAPI, `{"requestKey":`))
 	release()
 	wg.Wait()
 

@@ -94,6 +94,9 @@ type Server struct {
 	patterns map[string]bool
 	// quotes caches what the form's 202 page quotes from a notice.
 	quotes quoteCache
+	// signups bounds the signups in progress, from the request's arrival
+	// to its answer: at most the store's signup queue (ADMIT_WRITE_QUEUE).
+	signups *signupLimiter
 }
 
 // New builds the server and its routes.
@@ -117,6 +120,8 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 		}
 	}
 	s := &Server{opts: opts, db: db, id: id, log: slog.New(requestIDLogHandler{opts.Logger.Handler()}), patterns: map[string]bool{}}
+	depth, _ := db.QueueBounds()
+	s.signups = newSignupLimiter(depth, time.Now)
 	s.origin = opts.PublicURL.Scheme + "://" + opts.PublicURL.Host
 	if id.Mode() == identity.ModeClerk {
 		fapi, err := frontendAPIFromPublishableKey(opts.ClerkPublishableKey)

@@ -126,6 +126,11 @@ func readSignupForm(r *http.Request) (*signupForm, error) {
 	return form, f.err
 }
 
+// startSignup takes a place among the signups in progress (signupLimiter),
+// or reports that there is none: admit then answers 503 at once
+// (store.ErrBusy).
+func (s *Server) startSignup() (done func(), ok bool) { return s.signups.start() }
+
 // handleWaitlistPost is the no-JavaScript signup form.
 func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) error {
 	slug := r.PathValue("slug")
@@ -137,6 +142,11 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return failed(err)
 	}
+	done, ok := s.startSignup()
+	if !ok {
+		return failed(store.ErrBusy)
+	}
+	defer done()
 	noStore(w)
 	res, err := s.admit(r, slug, f)
 	if err != nil {
@@ -221,6 +231,12 @@ type signupReceivedJSON struct {
 
 // handleSignupAPI is the JSON signup.
 func (s *Server) handleSignupAPI(w http.ResponseWriter, r *http.Request) error {
+	// rule: past the bound, refused before the body is read.
+	done, ok := s.startSignup()
+	if !ok {
+		return store.ErrBusy
+	}
+	defer done()
 	var body signupJSON
 	if err := decodeJSON(r, &body); err != nil {
 		return err

@@ -1,0 +1,89 @@
+package handlers
+
+import (
+	"sync"
+	"time"
+)
+
+// signupLimiter bounds the signups in progress, from a request's arrival
+// to its answer. The bound adapts to how fast signups are being answered
+// (Little's law): about signupLatencyTarget's worth of them at the rate of
+// the last window, never more than max (ADMIT_WRITE_QUEUE) and never fewer
+// than a full commit's worth. On a machine whose CPU, not its disk, is the
+// limit, signups wait mostly before the writer's queue, so a bound on that
+// queue alone would let their latency grow; a fixed count would suit only
+// one machine's speed (BENCHMARKS.md, "Overload").
+type signupLimiter struct {
+	max, min int
+	target   time.Duration
+	now      func() time.Time
+
+	mu       sync.Mutex
+	inFlight int
+	limit    int
+	// window counts the answers since windowStart; rate is the answers a
+	// second over recent windows (0 until the first window closes).
+	windowStart time.Time
+	window      int
+	rate        float64
+}
+
+const (
+	// signupLatencyTarget is the time a signup's answer should take at
+	// most, waiting included.
+	signupLatencyTarget = 100 * time.Millisecond
+	// signupRateWindow is how often the rate, and so the bound, is updated.
+	signupRateWindow = 250 * time.Millisecond
+	// minSignupsInProgress keeps the bound at a full commit's worth of
+	// signups at least, so that group commit keeps its batches.
+	minSignupsInProgress = 64
+)
+
+func newSignupLimiter(max int, now func() time.Time) *signupLimiter {
+	if max < 1 {
+		max = 1
+	}
+	return &signupLimiter{max: max, min: min(minSignupsInProgress, max), target: signupLatencyTarget, now: now,
+		limit: max, windowStart: now()}
+}
+
+// start takes a place among the signups in progress, or reports that none
+// is free.
+func (l *signupLimiter) start() (done func(), ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlight >= l.limit {
+		return nil, false
+	}
+	l.inFlight++
+	return l.done, true
+}
+
+// done gives the place back, counts the answer and, once a window is
+// over, sets the bound from the answers' rate.
+func (l *signupLimiter) done() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inFlight--
+	l.window++
+	now := l.now()
+	elapsed := now.Sub(l.windowStart)
+	if elapsed < signupRateWindow {
+		return
+	}
+	r := float64(l.window) / elapsed.Seconds()
+	if l.rate == 0 {
+		l.rate = r
+	} else {
+		l.rate = (l.rate + r) / 2
+	}
+	l.window, l.windowStart = 0, now
+	l.limit = min(l.max, max(l.min, int(l.rate*l.target.Seconds())))
+}
+
+// bound is the current bound, for tests.
+func (l *signupLimiter) bound() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limit
+}

@@ -120,7 +120,10 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 		}
 	}
 	s := &Server{opts: opts, db: db, id: id, log: slog.New(requestIDLogHandler{opts.Logger.Handler()}), patterns: map[string]bool{}}
-	depth, _ := db.QueueBounds()
+	depth := store.DefaultSignupQueue
+	if db != nil {
+		depth, _ = db.QueueBounds()
+	}
 	s.signups = newSignupLimiter(depth, time.Now)
 	s.origin = opts.PublicURL.Scheme + "://" + opts.PublicURL.Host
 	if id.Mode() == identity.ModeClerk {

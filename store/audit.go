@@ -119,7 +119,7 @@ var eventDetails = map[EventType]map[string]detailRule{
 	EventNoticePublished:  {"version": aCount},
 	EventSignup:           {"noticeVersion": aCount},
 	EventSelected:         {"reason": aCode(SelectReasons...), "from": fromState, "batch": aFlag},
-	EventDeclined:         {"reason": aCode(DeclineReasons...), "from": fromState},
+	EventDeclined:         {"reason": aCode(DeclineReasons...), "from": fromState, "batch": aFlag},
 	EventInviteIssued:     {"invitationId": anID},
 	EventDeliveryRecorded: {"invitationId": anID, "channel": aCode(DeliveryChannels...)},
 	EventInviteRevoked:    {"invitationId": anID, "cause": endedBy},

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,8 +104,15 @@ type QueueFilter struct {
 	State string
 	// From and To bound the join time: From ≤ created < To; zero is unbounded.
 	From, To time.Time
+	// Query is a search: a whole address, matched exactly after the signup
+	// grammar's normalisation, or the start of the part before the @, in
+	// any letter case. "" matches every entry. Erased entries never match.
+	Query string
 	// Cursor is the opaque position returned as NextCursor, or "".
 	Cursor string
+	// Before is the opaque position returned as PrevCursor, or "": the page
+	// that ends just before it. At most one of Cursor and Before is set.
+	Before string
 	// Limit is 1–MaxPageSize; 0 means DefaultPageSize.
 	Limit int
 }
@@ -113,6 +121,8 @@ type QueueFilter struct {
 type QueuePage struct {
 	Entries    []Entry
 	NextCursor string
+	// PrevCursor leads to the page before this one, "" on the first.
+	PrevCursor string
 }
 
 // encodeCursor makes an opaque cursor from a position: the join time and
@@ -152,7 +162,49 @@ func (f *QueueFilter) Validate() error {
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return Errorf(EINVALID, "The start of the time range must be before its end.")
 	}
-	return nil
+	if f.Cursor != "" && f.Before != "" {
+		return Errorf(EINVALID, "A page starts after one position or ends before one, not both.")
+	}
+	_, _, err := f.search()
+	return err
+}
+
+// MaxSearchLength bounds a queue search, in bytes: the longest address.
+const MaxSearchLength = 254
+
+// search reads the filter's query: an exact address (exact true) in the
+// signup grammar's normal form, or a lowercased local-part prefix; "" for
+// no search.
+func (f *QueueFilter) search() (term string, exact bool, err error) {
+	q := strings.Trim(f.Query, " ")
+	switch {
+	case q == "":
+		return "", false, nil
+	case len(q) > MaxSearchLength:
+		return "", false, Errorf(EINVALID, "A search is at most %d characters.", MaxSearchLength)
+	case strings.Contains(q, "@"):
+		addr, err := NormalizeEmail(q)
+		if err != nil {
+			return "", false, Errorf(EINVALID, "Search for a whole address (name@example.com) or for the start of the part before the @.")
+		}
+		return addr, true, nil
+	}
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.IndexByte(".!#$%&'*+/=?^_`{|}~-", c) >= 0) {
+			return "", false, Errorf(EINVALID, "Search for a whole address (name@example.com) or for the start of the part before the @.")
+		}
+	}
+	return strings.ToLower(q), false, nil
+}
+
+// prefixEnd is the least string greater than every string that starts
+// with prefix (a non-empty ASCII string): its last byte, plus one.
+func prefixEnd(prefix string) string {
+	b := []byte(prefix)
+	b[len(b)-1]++
+	return string(b)
 }
 
 // Queue returns a bounded page of the program's entries with keyset
@@ -162,33 +214,12 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	q := `SELECT ` + entryColumns + entryFrom + `WHERE e.program_id = ?`
-	args := []any{programID}
-	if f.State != "" {
-		q += ` AND e.state = ?`
-		args = append(args, f.State)
+	q, args, err := queueQuery(programID, f)
+	if err != nil {
+		return nil, err
 	}
-	if !f.From.IsZero() {
-		q += ` AND e.created_at >= ?`
-		args = append(args, Millis(f.From))
-	}
-	if !f.To.IsZero() {
-		q += ` AND e.created_at < ?`
-		args = append(args, Millis(f.To))
-	}
-	if f.Cursor != "" {
-		t, id, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return nil, err
-		}
-		q += ` AND (e.created_at, e.id) > (?, ?)`
-		args = append(args, t, id)
-	}
-	q += ` ORDER BY e.created_at, e.id LIMIT ?`
-	args = append(args, f.Limit+1)
-
 	page := &QueuePage{}
-	err := db.View(ctx, func(tx *Tx) error {
+	err = db.View(ctx, func(tx *Tx) error {
 		if _, err := ownedProgram(ctx, tx, a, programID); err != nil {
 			return err
 		}
@@ -209,12 +240,82 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 	if err != nil {
 		return nil, err
 	}
-	if len(page.Entries) > f.Limit {
+	more := len(page.Entries) > f.Limit
+	if more {
 		page.Entries = page.Entries[:f.Limit]
-		last := page.Entries[f.Limit-1]
+	}
+	if f.Before != "" {
+		// Read newest first to find the page just before; show it oldest first.
+		slices.Reverse(page.Entries)
+	}
+	if len(page.Entries) == 0 {
+		return page, nil
+	}
+	first, last := page.Entries[0], page.Entries[len(page.Entries)-1]
+	if (f.Before == "" && more) || f.Before != "" {
 		page.NextCursor = encodeCursor(Millis(last.CreatedAt), last.ID)
 	}
+	if (f.Before != "" && more) || f.Cursor != "" {
+		page.PrevCursor = encodeCursor(Millis(first.CreatedAt), first.ID)
+	}
 	return page, nil
+}
+
+// queueQuery is the SQL for a page of the queue. rule: a search reads only
+// the entries it matches, through an index (migration 00007), never the
+// program's whole queue; an erased entry never matches.
+func queueQuery(programID string, f QueueFilter) (string, []any, error) {
+	term, exact, err := f.search()
+	if err != nil {
+		return "", nil, err
+	}
+	q := `SELECT ` + entryColumns + ` FROM entries e `
+	if term != "" && !exact {
+		q += `INDEXED BY entries_search_idx `
+	}
+	q += `JOIN notices n ON n.id = e.notice_id AND n.program_id = e.program_id WHERE e.program_id = ?`
+	args := []any{programID}
+	switch {
+	case exact:
+		q += ` AND e.email_key = ? AND e.erased_at IS NULL`
+		args = append(args, term)
+	case term != "":
+		q += ` AND lower(e.email_key) >= ? AND lower(e.email_key) < ? AND e.erased_at IS NULL`
+		args = append(args, term, prefixEnd(term))
+	}
+	if f.State != "" {
+		q += ` AND e.state = ?`
+		args = append(args, f.State)
+	}
+	if !f.From.IsZero() {
+		q += ` AND e.created_at >= ?`
+		args = append(args, Millis(f.From))
+	}
+	if !f.To.IsZero() {
+		q += ` AND e.created_at < ?`
+		args = append(args, Millis(f.To))
+	}
+	order := ` ORDER BY e.created_at, e.id`
+	switch {
+	case f.Cursor != "":
+		t, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		q += ` AND (e.created_at, e.id) > (?, ?)`
+		args = append(args, t, id)
+	case f.Before != "":
+		t, id, err := decodeCursor(f.Before)
+		if err != nil {
+			return "", nil, err
+		}
+		q += ` AND (e.created_at, e.id) < (?, ?)`
+		args = append(args, t, id)
+		order = ` ORDER BY e.created_at DESC, e.id DESC`
+	}
+	q += order + ` LIMIT ?`
+	args = append(args, f.Limit+1)
+	return q, args, nil
 }
 
 // StateCounts counts a program's entries by state. It reads the counters
@@ -355,20 +456,59 @@ func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID stri
 		if err != nil {
 			return err
 		}
-		var blocking int
-		if err := tx.QueryRowContext(ctx, `SELECT
-			(SELECT count(*) FROM invitations WHERE entry_id = ? AND program_id = ? AND state = 'issued') +
-			(SELECT count(*) FROM grants WHERE entry_id = ? AND program_id = ?)`,
-			entryID, p.ID, entryID, p.ID).Scan(&blocking); err != nil {
-			return fmt.Errorf("check decline: %w", err)
-		}
-		if blocking > 0 {
-			return Errorf(ECONFLICT, "This entry has an invitation or access. Revoke it first.")
-		}
-		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting, StateSelected}, StateDeclined, EventDeclined, Details{"reason": reason})
+		e, err = db.decline(ctx, tx, a, p, entryID, Details{"reason": reason})
 		return err
 	})
 	return e, err
+}
+
+// DeclineEntries declines several entries in one transaction, the mirror
+// of SelectEntries: all of them or, if any cannot be declined, none.
+func (db *DB) DeclineEntries(ctx context.Context, a Actor, programID string, entryIDs []string, reason string) ([]Entry, error) {
+	if !oneOf(reason, DeclineReasons) {
+		return nil, Errorf(EINVALID, "Choose a reason for declining: %s.", strings.Join(DeclineReasons, ", "))
+	}
+	if len(entryIDs) == 0 || len(entryIDs) > MaxPageSize {
+		return nil, Errorf(EINVALID, "Decline 1–%d entries.", MaxPageSize)
+	}
+	var out []Entry
+	err := db.Update(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		seen := map[string]bool{}
+		for _, id := range entryIDs {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			e, err := db.decline(ctx, tx, a, p, id, Details{"reason": reason, "batch": true})
+			if err != nil {
+				return err
+			}
+			out = append(out, *e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// decline is the one decline transition: a waiting or selected entry with
+// no issued invitation and no grant becomes declined.
+func (db *DB) decline(ctx context.Context, tx *Tx, a Actor, p *Program, entryID string, d Details) (*Entry, error) {
+	var blocking int
+	if err := tx.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM invitations WHERE entry_id = ? AND program_id = ? AND state = 'issued') +
+		(SELECT count(*) FROM grants WHERE entry_id = ? AND program_id = ?)`,
+		entryID, p.ID, entryID, p.ID).Scan(&blocking); err != nil {
+		return nil, fmt.Errorf("check decline: %w", err)
+	}
+	if blocking > 0 {
+		return nil, Errorf(ECONFLICT, "This entry has an invitation or access. Revoke it first.")
+	}
+	return db.transition(ctx, tx, a, p, entryID, []string{StateWaiting, StateSelected}, StateDeclined, EventDeclined, d)
 }
 
 // withdraw is the one withdrawal transition, for the applicant and for an

@@ -53,6 +53,11 @@ func (s *Server) entryPageView(r *http.Request, programID, entryID string) (*vie
 	v.CanWithdraw = e.State != store.StateWithdrawn
 	v.CanIssue = d.Grant == nil && p.RetiredAt == nil &&
 		(e.State == store.StateSelected || (e.State == store.StateInvited && issued && lapsed))
+	if v.CanIssue {
+		if v.Seats, err = s.db.ProgramSeats(ctx, a, p.ID); err != nil {
+			return nil, err
+		}
+	}
 	return v, nil
 }
 

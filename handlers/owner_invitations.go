@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,23 +23,6 @@ func newIssueForm(p *store.Program, now time.Time) views.IssueForm {
 		Time: now.Format("15:04"), MinDate: now.Add(24 * time.Hour).Format(time.DateOnly), MaxDate: max.Format(time.DateOnly)}
 }
 
-// issuedView is the page that shows a new code once (or, on a same-key
-// replay, only that it was issued).
-func (s *Server) issuedView(r *http.Request, res *store.IssueResult) (*views.IssuedView, error) {
-	ctx, a := r.Context(), ownerActor(r)
-	p, err := s.db.ProgramByID(ctx, a, res.Invitation.ProgramID)
-	if err != nil {
-		return nil, err
-	}
-	d, err := s.db.EntryDetail(ctx, a, p.ID, res.Invitation.EntryID)
-	if err != nil {
-		return nil, err
-	}
-	return &views.IssuedView{Program: programSummary(p), EntryID: d.Entry.ID, EntryEmail: d.Entry.Email,
-		Invitation: invitationRow(res.Invitation, s.db.Now()), Code: res.Code,
-		Delivery: views.DeliveryForm{InvitationID: res.Invitation.ID, RequestKey: uuid.NewString()}}, nil
-}
-
 // readIssueForm reads the issue form: a request key, and the expiry as a
 // date and a time of day.
 func readIssueForm(r *http.Request) (views.IssueForm, store.NewInvitation, error) {
@@ -55,10 +39,11 @@ func readIssueForm(r *http.Request) (views.IssueForm, store.NewInvitation, error
 	return form, in, err
 }
 
-// handleIssueInvitation is the issue form. Unlike the other forms it does
-// not redirect: the code is rendered once, directly, in a no-store
-// response (the owner group sets Cache-Control: private, no-store), and it
-// is never logged.
+// handleIssueInvitation is the issue form. The new code is kept in the
+// encrypted session cookie, never in a URL, and the answer is 303 to the
+// invitation's code page, which shows it once and forgets it; Back and
+// reload then never offer to send the form again
+// (docs/console.md#invitation-codes).
 func (s *Server) handleIssueInvitation(w http.ResponseWriter, r *http.Request) error {
 	form, in, err := readIssueForm(r)
 	failed := func(err error) error {
@@ -83,13 +68,68 @@ func (s *Server) handleIssueInvitation(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return failed(err)
 	}
-	v, err := s.issuedView(r, res)
+	if res.Code != "" {
+		s.keepCode(w, r, res.Invitation.ID, res.Code)
+	}
+	return redirect(w, r, entryPath(r)+"/invitations/"+res.Invitation.ID)
+}
+
+// sessionCodeKey is where the session keeps a new code until its page is
+// read: the invitation ID and the code.
+const sessionCodeKey = "issuedCode"
+
+// keepCode holds a new invitation's code in the encrypted session for the
+// one page that shows it.
+func (s *Server) keepCode(w http.ResponseWriter, r *http.Request, invitationID, code string) {
+	sess := s.session(r)
+	sess.Values[sessionCodeKey] = invitationID + " " + code
+	if err := sess.Save(r, w); err != nil {
+		s.log.ErrorContext(r.Context(), "keep code", "err", err)
+	}
+}
+
+// takeCode returns the invitation's code if the session still holds it,
+// and forgets it: a code is shown exactly once.
+func (s *Server) takeCode(w http.ResponseWriter, r *http.Request, invitationID string) string {
+	sess := s.session(r)
+	held, _ := sess.Values[sessionCodeKey].(string)
+	id, code, ok := strings.Cut(held, " ")
+	if !ok || id != invitationID {
+		return ""
+	}
+	delete(sess.Values, sessionCodeKey)
+	if err := sess.Save(r, w); err != nil {
+		s.log.ErrorContext(r.Context(), "forget code", "err", err)
+		return ""
+	}
+	return code
+}
+
+// handleCodePage shows an invitation's code the first time it is loaded
+// after issuing; every later load says it was shown and offers to revoke
+// it and issue another. It is never stored by a browser or a proxy.
+func (s *Server) handleCodePage(w http.ResponseWriter, r *http.Request) error {
+	noStore(w)
+	ctx, a := r.Context(), ownerActor(r)
+	p, err := s.db.ProgramByID(ctx, a, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	noStore(w)
-	c := s.chrome(w, r, "Invitation · "+v.Program.Slug)
-	return s.render(w, r, http.StatusOK, c, views.IssuedPage(c, *v))
+	d, err := s.db.EntryDetail(ctx, a, p.ID, r.PathValue("entryId"))
+	if err != nil {
+		return err
+	}
+	invID := r.PathValue("invitationId")
+	i := slices.IndexFunc(d.Invitations, func(inv store.Invitation) bool { return inv.ID == invID })
+	if i < 0 {
+		return errNotFound
+	}
+	inv := &d.Invitations[i]
+	v := views.IssuedView{Program: programSummary(p), EntryID: d.Entry.ID, EntryEmail: d.Entry.Email,
+		Invitation: invitationRow(inv, s.db.Now()), Code: s.takeCode(w, r, inv.ID), RedeemURL: s.opts.PublicURL.JoinPath("redeem").String(),
+		Delivery: views.DeliveryForm{InvitationID: inv.ID, RequestKey: uuid.NewString()}}
+	c := s.chrome(w, r, "Invitation · "+p.Slug)
+	return s.render(w, r, http.StatusOK, c, views.IssuedPage(c, v))
 }
 
 // issueJSON is POST …/entries/{entryId}/invitations: the store's input,

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,16 +12,20 @@ import (
 	"admit/views"
 )
 
-// parseQueueFilter reads the queue's query: state, cursor, limit, and the
-// join-time window from (inclusive) and to. Each bound is RFC 3339 (to is
-// then exclusive) or a UTC date YYYY-MM-DD (to then includes that day).
+// parseQueueFilter reads the queue's query: state, the search q, cursor
+// (or before, for the page before a position), limit, and the join-time
+// window from (inclusive) and to. Each bound is RFC 3339 (to is then
+// exclusive) or a UTC date YYYY-MM-DD (to then includes that day).
 func parseQueueFilter(rawQuery string) (store.QueueFilter, views.QueueFilterView, error) {
 	q, err := singleQuery(rawQuery)
 	if err != nil {
 		return store.QueueFilter{}, views.QueueFilterView{}, err
 	}
-	fv := views.QueueFilterView{State: q.Get("state"), From: q.Get("from"), To: q.Get("to"), Limit: q.Get("limit")}
-	f := store.QueueFilter{State: fv.State, Cursor: q.Get("cursor")}
+	fv := views.QueueFilterView{State: q.Get("state"), Q: strings.Trim(q.Get("q"), " "), From: q.Get("from"), To: q.Get("to"), Limit: q.Get("limit")}
+	if fv.Limit == strconv.Itoa(store.DefaultPageSize) {
+		fv.Limit = ""
+	}
+	f := store.QueueFilter{State: fv.State, Query: fv.Q, Cursor: q.Get("cursor"), Before: q.Get("before")}
 	if f.Limit, err = pageLimit(fv.Limit); err != nil {
 		return f, fv, err
 	}
@@ -41,10 +46,18 @@ func parseBound(v string, end bool) (time.Time, error) {
 	return store.TimeBound(v, end)
 }
 
-// queueURL is the queue page with the given filter and position.
-func queueURL(programID string, fv views.QueueFilterView, cursor string) string {
+// queuePosition is a page's place in the queue: after a cursor, before
+// one, or (both "") the first page.
+type queuePosition struct{ cursor, before string }
+
+// queueURL is the queue page with the given filter and position. rule: it
+// carries only the filters that are set, so a URL says exactly what it
+// shows and can be shared or bookmarked as is.
+func queueURL(programID string, fv views.QueueFilterView, pos queuePosition, extra ...[2]string) string {
 	q := url.Values{}
-	for _, kv := range [][2]string{{"state", fv.State}, {"from", fv.From}, {"to", fv.To}, {"limit", fv.Limit}, {"cursor", cursor}} {
+	pairs := [][2]string{{"state", fv.State}, {"q", fv.Q}, {"from", fv.From}, {"to", fv.To}, {"limit", fv.Limit},
+		{"cursor", pos.cursor}, {"before", pos.before}}
+	for _, kv := range append(pairs, extra...) {
 		if kv[1] != "" {
 			q.Set(kv[0], kv[1])
 		}
@@ -75,28 +88,70 @@ func (s *Server) queueView(r *http.Request, programID string, rawQuery string) (
 	if err != nil {
 		return nil, err
 	}
+	here := queuePosition{cursor: f.Cursor, before: f.Before}
 	v := &views.QueueView{Program: programSummary(p), Counts: stateCountsView(counts), Filter: fv,
-		States: store.EntryStates, SelfURL: queueURL(p.ID, fv, f.Cursor), SelectReasons: store.SelectReasons}
-	if v.Filter.Limit == "" {
-		v.Filter.Limit = strconv.Itoa(store.DefaultPageSize)
+		States: store.EntryStates, SelfURL: queueURL(p.ID, fv, here),
+		ClearURL:      queueURL(p.ID, views.QueueFilterView{}, queuePosition{}),
+		ChooseAllURL:  queueURL(p.ID, fv, here, [2]string{"choose", "all"}),
+		SelectReasons: store.SelectReasons, DeclineReasons: store.DeclineReasons}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	// The tabs keep the search and the window, and start at the first page.
+	tab := fv
+	tab.State = ""
+	v.Tabs = append(v.Tabs, views.QueueTab{Label: "All", N: total, URL: queueURL(p.ID, tab, queuePosition{}), Current: fv.State == ""})
+	for _, st := range store.EntryStates {
+		tab.State = st
+		v.Tabs = append(v.Tabs, views.QueueTab{State: st, Label: st, N: counts[st], URL: queueURL(p.ID, tab, queuePosition{}),
+			Current: fv.State == st})
 	}
 	if page.NextCursor != "" {
-		v.NextURL = queueURL(p.ID, fv, page.NextCursor)
+		v.NextURL = queueURL(p.ID, fv, queuePosition{cursor: page.NextCursor})
 	}
-	if f.Cursor != "" {
-		v.FirstURL = queueURL(p.ID, fv, "")
+	if page.PrevCursor != "" {
+		v.PrevURL = queueURL(p.ID, fv, queuePosition{before: page.PrevCursor})
+		v.FirstURL = queueURL(p.ID, fv, queuePosition{})
 	}
 	for _, e := range page.Entries {
 		v.Entries = append(v.Entries, views.QueueRow{ID: e.ID, Email: e.Email, State: e.State, CreatedAt: e.CreatedAt,
 			NoticeVersion: e.NoticeVersion})
 	}
+	if q, _ := url.ParseQuery(rawQuery); q.Get("choose") == "all" {
+		v.Checked = map[string]bool{}
+		for _, e := range v.Entries {
+			v.Checked[e.ID] = e.Choosable()
+		}
+	}
 	return v, nil
+}
+
+// canonicalQuery reports whether the query names only filters that are
+// set (and the page size only when it is not the default).
+func canonicalQuery(rawQuery string) bool {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return true // the filter's parser answers it
+	}
+	for k, vs := range q {
+		for _, v := range vs {
+			if v == "" || (k == "limit" && v == strconv.Itoa(store.DefaultPageSize)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // renderQueue writes the queue page, or only its block for htmx.
 func (s *Server) renderQueue(w http.ResponseWriter, r *http.Request, status int, v *views.QueueView) error {
 	c := s.chrome(w, r, "Queue · "+v.Program.Slug)
 	if wantsBlock(r) {
+		// The address bar shows the page's own URL, without empty filters.
+		if r.Method == http.MethodGet {
+			w.Header().Set("HX-Push-Url", v.SelfURL)
+		}
 		return s.render(w, r, status, c, views.QueueBlock(c, *v))
 	}
 	return s.render(w, r, status, c, views.QueuePage(c, *v))
@@ -108,6 +163,11 @@ func (s *Server) handleQueuePage(w http.ResponseWriter, r *http.Request) error {
 	v, err := s.queueView(r, r.PathValue("id"), r.URL.RawQuery)
 	if err != nil {
 		return err
+	}
+	// The filter form sends its empty fields too; the address shows only
+	// the ones that are set.
+	if !wantsBlock(r) && !canonicalQuery(r.URL.RawQuery) {
+		return redirect(w, r, v.SelfURL)
 	}
 	v.Flash = s.takeFlash(w, r)
 	return s.renderQueue(w, r, http.StatusOK, v)
@@ -137,68 +197,139 @@ func queueReturn(programID, next string) string {
 	return base
 }
 
-// readBulkSelectForm reads the queue's select form: the chosen entries and
-// the reason, and the queue page to return to.
-func readBulkSelectForm(r *http.Request) (next string, in store.Selection, err error) {
+// bulkAction is one of the queue's actions on several entries at once: the
+// store operation, the form field holding its reason, and what the flash
+// says after it.
+type bulkAction struct {
+	do          func(db *store.DB, r *http.Request, sel store.Selection) ([]store.Entry, error)
+	reasonField string
+	done        func(n int) string
+	// confirm is true for an action that asks first (docs/console.md#dangerous-actions).
+	confirm bool
+}
+
+var (
+	bulkSelectAction = bulkAction{func(db *store.DB, r *http.Request, sel store.Selection) ([]store.Entry, error) {
+		return db.SelectEntries(r.Context(), ownerActor(r), r.PathValue("id"), sel)
+	}, "reason", func(n int) string { return countText(n, "Selected") }, false}
+	bulkDeclineAction = bulkAction{func(db *store.DB, r *http.Request, sel store.Selection) ([]store.Entry, error) {
+		return db.DeclineEntries(r.Context(), ownerActor(r), r.PathValue("id"), sel)
+	}, "declineReason", func(n int) string { return countText(n, "Declined") }, true}
+)
+
+// bulkForm is the queue's form as submitted: the chosen entries, the
+// reasons, the page to return to, and whether the owner has confirmed.
+type bulkForm struct {
+	next          string
+	in            store.Selection
+	reason        string
+	declineReason string
+	confirmed     bool
+}
+
+// readBulkForm reads the queue's form for act.
+func readBulkForm(r *http.Request, act bulkAction) (bulkForm, error) {
 	f, err := readForm(r)
 	if err != nil {
-		return "", store.Selection{}, err
+		return bulkForm{}, err
 	}
-	in.Reason, next = f.get("reason"), queueReturn(r.PathValue("id"), f.get("next"))
-	in.EntryIDs = r.PostForm["entryIds"]
-	return next, in, f.err
+	b := bulkForm{next: queueReturn(r.PathValue("id"), f.get("next")), reason: f.get("reason"),
+		declineReason: f.get("declineReason"), confirmed: f.get("confirmed") == "yes"}
+	b.in = store.Selection{EntryIDs: r.PostForm["entryIds"], Reason: f.get(act.reasonField)}
+	return b, f.err
 }
 
-// handleBulkSelect selects every chosen waiting entry in one transaction
-// (all or none) and returns to the same queue page.
-func (s *Server) handleBulkSelect(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
-	next, in, err := readBulkSelectForm(r)
-	failed := func(err error) error {
-		status, msg, ok := formFailure(err)
-		if !ok {
+// handleBulk is the queue's form for one bulk action: all chosen entries
+// or none, then back to the same queue page. A dangerous action first
+// answers a confirmation page naming the entries (nothing changes), whose
+// form sends the same fields again with confirmed=yes.
+func (s *Server) handleBulk(act bulkAction) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id := r.PathValue("id")
+		b, err := readBulkForm(r, act)
+		failed := func(err error) error {
+			status, msg, ok := formFailure(err)
+			if !ok {
+				return err
+			}
+			u, _ := url.Parse(b.next)
+			v, lerr := s.queueView(r, id, u.RawQuery)
+			if lerr != nil {
+				return lerr
+			}
+			v.Error, v.Reason, v.DeclineReason, v.Checked = msg, b.reason, b.declineReason, map[string]bool{}
+			for _, e := range b.in.EntryIDs {
+				v.Checked[e] = true
+			}
+			return s.renderQueue(w, r, status, v)
+		}
+		if err != nil {
+			return failed(err)
+		}
+		if act.confirm && !b.confirmed {
+			return s.confirmBulkDecline(w, r, b, failed)
+		}
+		done, err := act.do(s.db, r, b.in)
+		if err != nil {
+			return failed(err)
+		}
+		s.setFlash(w, r, act.done(len(done)))
+		return redirect(w, r, b.next)
+	}
+}
+
+// countText is a flash for a bulk action: "Selected 1 entry.",
+// "Declined 3 entries."
+func countText(n int, verb string) string {
+	if n == 1 {
+		return verb + " 1 entry."
+	}
+	return verb + " " + strconv.Itoa(n) + " entries."
+}
+
+// confirmBulkDecline answers the queue's decline with the confirmation
+// page: the chosen entries, the reason and what declining does. The reason
+// and the choice are checked first, so the page never asks to confirm
+// something that cannot be sent.
+func (s *Server) confirmBulkDecline(w http.ResponseWriter, r *http.Request, b bulkForm, failed func(error) error) error {
+	if !slices.Contains(store.DeclineReasons, b.in.Reason) {
+		return failed(store.Errorf(store.EINVALID, "Choose a reason for declining."))
+	}
+	ctx, a := r.Context(), ownerActor(r)
+	entries, err := s.db.EntriesByID(ctx, a, r.PathValue("id"), b.in.EntryIDs)
+	if err != nil {
+		return failed(err)
+	}
+	p, err := s.db.ProgramByID(ctx, a, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	v := views.BulkDeclineConfirmView{Program: programSummary(p), Reason: b.in.Reason, Next: b.next,
+		Action: views.OwnerURL("programs", p.ID, "entries", "decline"), Retention: views.Duration(s.db.RetentionPolicy().Declined)}
+	for _, e := range entries {
+		v.Entries = append(v.Entries, views.QueueRow{ID: e.ID, Email: e.Email, State: e.State, CreatedAt: e.CreatedAt,
+			NoticeVersion: e.NoticeVersion})
+	}
+	c := s.chrome(w, r, "Decline entries · "+p.Slug)
+	if wantsBlock(r) {
+		return s.render(w, r, http.StatusOK, c, views.BulkDeclineConfirmBlock(c, v))
+	}
+	return s.render(w, r, http.StatusOK, c, views.BulkDeclineConfirmPage(c, v))
+}
+
+// handleBulkAPI is the JSON form of a bulk action, all or none: 200
+// {entries}; 409 when any chosen entry cannot take it.
+func (s *Server) handleBulkAPI(act bulkAction) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var sel store.Selection
+		if err := decodeJSON(r, &sel); err != nil {
 			return err
 		}
-		u, _ := url.Parse(next)
-		v, lerr := s.queueView(r, id, u.RawQuery)
-		if lerr != nil {
-			return lerr
+		es, err := act.do(s.db, r, sel)
+		if err != nil {
+			return err
 		}
-		v.Error, v.Reason, v.Checked = msg, in.Reason, map[string]bool{}
-		for _, e := range in.EntryIDs {
-			v.Checked[e] = true
-		}
-		return s.renderQueue(w, r, status, v)
+		writeJSON(w, http.StatusOK, map[string]any{"entries": toEntriesJSON(es)})
+		return nil
 	}
-	if err != nil {
-		return failed(err)
-	}
-	done, err := s.db.SelectEntries(r.Context(), ownerActor(r), id, in)
-	if err != nil {
-		return failed(err)
-	}
-	s.setFlash(w, r, selectedText(len(done)))
-	return redirect(w, r, next)
-}
-
-func selectedText(n int) string {
-	if n == 1 {
-		return "Selected 1 entry."
-	}
-	return "Selected " + strconv.Itoa(n) + " entries."
-}
-
-// handleBulkSelectAPI selects several waiting entries at once, all or none
-// (POST …/entries/select): 200 {entries}.
-func (s *Server) handleBulkSelectAPI(w http.ResponseWriter, r *http.Request) error {
-	var sel store.Selection
-	if err := decodeJSON(r, &sel); err != nil {
-		return err
-	}
-	es, err := s.db.SelectEntries(r.Context(), ownerActor(r), r.PathValue("id"), sel)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": toEntriesJSON(es)})
-	return nil
 }

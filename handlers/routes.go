@@ -126,15 +126,24 @@ func (s *Server) ownerPageRoutes(mux routeMux) {
 	mux.Handle("GET /owner/programs/{id}/export.csv", o(s.handleExportCSV))
 
 	mux.Handle("GET /owner/programs/{id}/entries", o(s.handleQueuePage))
-	mux.Handle("POST /owner/programs/{id}/entries/select", o(s.handleBulkSelect))
+	mux.Handle("POST /owner/programs/{id}/entries/select", o(s.handleBulk(bulkSelectAction)))
+	mux.Handle("POST /owner/programs/{id}/entries/decline", o(s.handleBulk(bulkDeclineAction)))
 	mux.Handle("GET /owner/programs/{id}/entries/{entryId}", o(s.handleEntryPage))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/select", o(s.handleEntryAction(selectAction)))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/decline", o(s.handleEntryAction(declineAction)))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/withdraw", o(s.handleEntryAction(withdrawAction)))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/invitations", o(s.handleIssueInvitation))
+	mux.Handle("GET /owner/programs/{id}/entries/{entryId}/invitations/{invitationId}", o(s.handleCodePage))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/invitations/{invitationId}/delivery-record", o(s.handleRecordDelivery))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/invitations/{invitationId}/revoke", o(s.handleRevokeInvitation))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/grants/{grantId}/revoke", o(s.handleRevokeGrant))
+
+	// Dangerous actions ask first: each GET is the confirmation page (or,
+	// with JavaScript, the dialog's body) for the POST of the same path.
+	mux.Handle("GET /owner/programs/{id}/entries/{entryId}/decline", o(s.handleEntryDeclineConfirm))
+	mux.Handle("GET /owner/programs/{id}/entries/{entryId}/withdraw", o(s.handleEntryWithdrawConfirm))
+	mux.Handle("GET /owner/programs/{id}/entries/{entryId}/invitations/{invitationId}/revoke", o(s.handleRevokeInvitationConfirm))
+	mux.Handle("GET /owner/programs/{id}/entries/{entryId}/grants/{grantId}/revoke", o(s.handleRevokeGrantConfirm))
 }
 
 // ownerAPIRoutes are the owner JSON API, under the same guard as the
@@ -159,7 +168,8 @@ func (s *Server) ownerAPIRoutes(mux routeMux) {
 	mux.Handle("GET /api/owner/programs/{id}/export.csv", o(s.handleExportCSV))
 
 	mux.Handle("GET /api/owner/programs/{id}/entries", o(s.handleQueueAPI))
-	mux.Handle("POST /api/owner/programs/{id}/entries/select", o(s.handleBulkSelectAPI))
+	mux.Handle("POST /api/owner/programs/{id}/entries/select", o(s.handleBulkAPI(bulkSelectAction)))
+	mux.Handle("POST /api/owner/programs/{id}/entries/decline", o(s.handleBulkAPI(bulkDeclineAction)))
 	mux.Handle("GET /api/owner/programs/{id}/entries/{entryId}", o(s.handleEntryAPI))
 	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/select", o(s.handleEntryActionAPI(selectAction)))
 	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/decline", o(s.handleEntryActionAPI(declineAction)))

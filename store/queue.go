@@ -464,7 +464,8 @@ func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID stri
 
 // DeclineEntries declines several entries in one transaction, the mirror
 // of SelectEntries: all of them or, if any cannot be declined, none.
-func (db *DB) DeclineEntries(ctx context.Context, a Actor, programID string, entryIDs []string, reason string) ([]Entry, error) {
+func (db *DB) DeclineEntries(ctx context.Context, a Actor, programID string, sel Selection) ([]Entry, error) {
+	entryIDs, reason := sel.EntryIDs, sel.Reason
 	if !oneOf(reason, DeclineReasons) {
 		return nil, Errorf(EINVALID, "Choose a reason for declining: %s.", strings.Join(DeclineReasons, ", "))
 	}
@@ -545,4 +546,35 @@ func (db *DB) WithdrawEntry(ctx context.Context, a Actor, programID, entryID str
 		return err
 	})
 	return e, err
+}
+
+// EntriesByID reads the program's entries with the given IDs, in the order
+// asked, each once; an ID that is not an entry of this program is not
+// found (and nothing is returned).
+func (db *DB) EntriesByID(ctx context.Context, a Actor, programID string, entryIDs []string) ([]Entry, error) {
+	if len(entryIDs) == 0 || len(entryIDs) > MaxPageSize {
+		return nil, Errorf(EINVALID, "Choose 1–%d entries.", MaxPageSize)
+	}
+	var out []Entry
+	err := db.View(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		seen := map[string]bool{}
+		for _, id := range entryIDs {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			e, err := entryByID(ctx, tx, p.ID, id)
+			if err != nil {
+				return err
+			}
+			out = append(out, *e)
+		}
+		return nil
+	})
+	return out, err
 }

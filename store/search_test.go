@@ -110,7 +110,7 @@ func TestQueueSearch_LocalPartPrefixInAnyCaseWithinTheProgram(t *testing.T) {
 func TestQueueSearch_CombinesWithStateAndPages(t *testing.T) {
 	k := mustSearchKit(t)
 	ctx := context.Background()
-	if _, err := k.db.SelectEntry(ctx, k.a, k.p.ID, k.ids["search-a/alina@example.org"], "meets_policy"); err != nil {
+	if _, err := k.db.SelectEntry(ctx, k.a, k.p.ID, k.ids["search-a/alina@example.org"], Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := k.search(t, QueueFilter{Query: "al", State: StateSelected}); !slices.Equal(got, []string{"alina@example.org"}) {
@@ -260,21 +260,21 @@ func TestDeclineEntries_AllOrNoneWithOneAuditEventEach(t *testing.T) {
 	w1, w2, sel, gone := k.entry(t, StateWaiting), k.entry(t, StateWaiting), k.entry(t, StateSelected), k.entry(t, StateWithdrawn)
 
 	wantUnchangedBy(t, "a refused bulk decline", k.db, func() {
-		_, err := k.db.DeclineEntries(ctx, k.a, k.p.ID, []string{w1, gone, w2}, "capacity")
+		_, err := k.db.DeclineEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: []string{w1, gone, w2}, Reason: "capacity"})
 		wantErrorCode(t, "one withdrawn", err, ECONFLICT)
 	})
 	invited := k.entry(t, StateSelected)
-	if _, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, invited, uuid.NewString(), k.clock.Now().Add(time.Hour)); err != nil {
+	if _, err := k.db.IssueInvitation(ctx, k.a, k.p.ID, invited, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: k.clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	wantUnchangedBy(t, "a bulk decline with an invited entry", k.db, func() {
-		_, err := k.db.DeclineEntries(ctx, k.a, k.p.ID, []string{w1, invited}, "capacity")
+		_, err := k.db.DeclineEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: []string{w1, invited}, Reason: "capacity"})
 		wantErrorCode(t, "one invited", err, ECONFLICT)
 	})
 	var out []Entry
 	if got := auditDelta(t, k.db, func() {
 		var err error
-		out, err = k.db.DeclineEntries(ctx, k.a, k.p.ID, []string{w1, sel, w2, w1}, "not_eligible")
+		out, err = k.db.DeclineEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: []string{w1, sel, w2, w1}, Reason: "not_eligible"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,11 +293,11 @@ func TestDeclineEntries_AllOrNoneWithOneAuditEventEach(t *testing.T) {
 		AND json_extract(details, '$.reason') = 'not_eligible' AND json_extract(details, '$.batch') = 1`); n != 3 {
 		t.Fatalf("declined batch events with the reason=%d, want 3", n)
 	}
-	_, err := k.db.DeclineEntries(ctx, k.a, k.p.ID, nil, "capacity")
+	_, err := k.db.DeclineEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: nil, Reason: "capacity"})
 	wantErrorCode(t, "nothing chosen", err, EINVALID)
-	_, err = k.db.DeclineEntries(ctx, k.a, k.p.ID, []string{w1}, "meets_policy")
+	_, err = k.db.DeclineEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: []string{w1}, Reason: "meets_policy"})
 	wantErrorCode(t, "a select reason", err, EINVALID)
 	stranger, _ := mustOwner(t, k.db)
-	_, err = k.db.DeclineEntries(ctx, stranger, k.p.ID, []string{k.entry(t, StateWaiting)}, "capacity")
+	_, err = k.db.DeclineEntries(ctx, stranger, k.p.ID, Selection{EntryIDs: []string{k.entry(t, StateWaiting)}, Reason: "capacity"})
 	wantErrorCode(t, "a foreign owner", err, ENOTFOUND)
 }

@@ -140,6 +140,8 @@ type ProgramPageView struct {
 // QueueFilterView is the queue's filter as the owner typed it.
 type QueueFilterView struct {
 	State string
+	// Q is the search: a whole address or the start of its local part.
+	Q string
 	// From and To are UTC dates (YYYY-MM-DD), both inclusive.
 	From  string
 	To    string
@@ -155,6 +157,22 @@ type QueueRow struct {
 	NoticeVersion int
 }
 
+// Choosable reports whether a bulk action can take the entry: selecting
+// needs a waiting entry, declining a waiting or selected one.
+func (r QueueRow) Choosable() bool {
+	return r.State == store.StateWaiting || r.State == store.StateSelected
+}
+
+// QueueTab is one state filter above the queue, with its count.
+type QueueTab struct {
+	// State is "" for every state.
+	State   string
+	Label   string
+	N       int
+	URL     string
+	Current bool
+}
+
 // QueueView is a page of a program's queue.
 type QueueView struct {
 	Program ProgramSummary
@@ -164,16 +182,47 @@ type QueueView struct {
 	Entries []QueueRow
 	// SelfURL is this page (filters and position); forms return to it.
 	SelfURL string
-	// NextURL is the next page, "" on the last; FirstURL the first page
-	// with the same filters, "" when this is the first.
-	NextURL       string
-	FirstURL      string
-	SelectReasons []string
-	// Checked and Reason echo a bulk selection that failed.
-	Checked map[string]bool
-	Reason  string
-	Flash   string
-	Error   string
+	// NextURL is the next page, "" on the last; PrevURL the page before,
+	// and FirstURL the first page with the same filters, both "" when this
+	// is the first.
+	NextURL  string
+	PrevURL  string
+	FirstURL string
+	// Tabs filter by state; ClearURL drops every filter.
+	Tabs     []QueueTab
+	ClearURL string
+	// ChooseAllURL is this page with every entry chosen (for a browser
+	// without JavaScript; with it, a checkbox chooses them in place).
+	ChooseAllURL   string
+	SelectReasons  []string
+	DeclineReasons []string
+	// Checked, Reason and DeclineReason echo a bulk action that failed, or
+	// every choosable entry when the owner chose them all.
+	Checked       map[string]bool
+	Reason        string
+	DeclineReason string
+	Flash         string
+	Error         string
+}
+
+// CanSelect reports whether any entry on the page is waiting.
+func (v QueueView) CanSelect() bool {
+	for _, e := range v.Entries {
+		if e.State == store.StateWaiting {
+			return true
+		}
+	}
+	return false
+}
+
+// CanDecline reports whether any entry on the page can be declined.
+func (v QueueView) CanDecline() bool {
+	for _, e := range v.Entries {
+		if e.Choosable() {
+			return true
+		}
+	}
+	return false
 }
 
 // EntryRow is one entry as its detail page shows it.
@@ -284,6 +333,8 @@ type EntryPageView struct {
 	CanWithdraw bool
 	CanIssue    bool
 	Issue       IssueForm
+	// Seats is how the program's seats stand, shown before issuing.
+	Seats store.SeatUse
 	// Delivery is shown for the live invitation that has no record yet.
 	Delivery    *DeliveryForm
 	ActionError string
@@ -297,9 +348,24 @@ type IssuedView struct {
 	EntryID    string
 	EntryEmail string
 	Invitation InvitationRow
-	// Code is empty on a same-key replay: it is never shown again.
-	Code     string
-	Delivery DeliveryForm
+	// Code is empty once it has been shown: it is never shown again.
+	Code string
+	// RedeemURL is where the recipient enters the code.
+	RedeemURL string
+	Delivery  DeliveryForm
+}
+
+// Message is a message the owner can send with the code, in their own
+// channel: where to go, which address to sign in with, the code and
+// when it expires.
+func (v IssuedView) Message() string {
+	return "Hello,\n\n" +
+		"You are invited to " + v.Program.Slug + ". To accept:\n\n" +
+		"1. Open " + v.RedeemURL + "\n" +
+		"2. Sign in with this email address: " + emailOrErased(v.EntryEmail) + "\n" +
+		"3. Enter this code: " + v.Code + "\n\n" +
+		"The code works once and expires on " + When(v.Invitation.ExpiresAt) + ". " +
+		"If you did not expect this message, you can ignore it.\n"
 }
 
 // EventsView is a page of a program's audit log.
@@ -393,3 +459,54 @@ func noticeSummary(n NoticeView, current bool) string {
 	}
 	return s + ", published " + When(n.PublishedAt)
 }
+
+// tabID names a state tab for tests: the state, or "all".
+func tabID(state string) string {
+	if state == "" {
+		return "all"
+	}
+	return state
+}
+
+// limitSelected is the page-size option's condition: "" is the default.
+func limitSelected(option, current string) bool {
+	if current == "" {
+		return option == strconv.Itoa(store.DefaultPageSize)
+	}
+	return option == current
+}
+
+// pageSummary describes the page of the queue for its caption.
+func pageSummary(v QueueView) string {
+	n := len(v.Entries)
+	s := strconv.Itoa(n) + " entries"
+	if n == 1 {
+		s = "1 entry"
+	}
+	if v.Filter.State != "" {
+		s += " " + v.Filter.State
+	}
+	if v.Filter.Q != "" {
+		s += " matching “" + v.Filter.Q + "”"
+	}
+	switch {
+	case v.PrevURL == "" && v.NextURL == "":
+		return s + "."
+	case v.PrevURL == "":
+		return s + " on the first page; more follow."
+	case v.NextURL == "":
+		return s + " on the last page."
+	}
+	return s + " on this page; more follow."
+}
+
+// queueEmptyScope names the state an empty search was limited to.
+func queueEmptyScope(v QueueView) string {
+	if v.Filter.State != "" {
+		return " among " + v.Filter.State + " entries"
+	}
+	return ""
+}
+
+// EmailOrErased is an entry's address for people, or that it was erased.
+func EmailOrErased(email string) string { return emailOrErased(email) }

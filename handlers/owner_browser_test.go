@@ -115,8 +115,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 
 	// Filter to waiting entries: htmx swaps the block and pushes the URL.
 	if err := chromedp.Do(ctx,
-		chromedp.SetValue(chromedp.CSS(`[data-testid="filter-state"]`), "waiting"),
-		chromedp.Click(chromedp.CSS(`[data-testid="filter-submit"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="tab-waiting"]`)),
 	); err != nil {
 		t.Fatalf("filter: %v", err)
 	}
@@ -162,27 +161,26 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 
 	// The pushed URL is a real page: loading it shows the same filter.
 	owLoad(t, ctx, "reload the filtered queue", chromedp.Reload())
-	if got := owEval[string](t, ctx, `document.querySelector('[data-testid="filter-state"]').value`); got != "waiting" {
-		t.Fatalf("after reload the state filter is %q", got)
+	if got := owEval[string](t, ctx, `document.querySelector('[aria-current="page"][data-testid^="tab-"]').dataset.testid`); got != "tab-waiting" {
+		t.Fatalf("after reload the current state tab is %q", got)
 	}
 
-	// On an entry's page a decision swaps the entry block in place.
+	// On an entry's page declining asks first, in a dialog, then the
+	// confirmed form leads back to the entry.
 	owLoad(t, ctx, "open an entry", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/entries/"+waiting[0]))
-	owEval[bool](t, ctx, `window.__ownerMarker = true`)
-	if err := chromedp.Do(ctx,
-		chromedp.SetValue(chromedp.CSS(`#decline-reason`), "capacity"),
-		chromedp.Click(chromedp.CSS(`[data-testid="decline-form"] button[type="submit"]`)),
-	); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="decline-start"]`))); err != nil {
 		t.Fatalf("decline: %v", err)
 	}
+	owWaitFor(t, ctx, "the decline dialog", `!!document.querySelector('dialog[open] #confirm-reason')`)
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`dialog[open] #confirm-reason`), "capacity")); err != nil {
+		t.Fatalf("choose a reason: %v", err)
+	}
+	owLoad(t, ctx, "confirm the decline", chromedp.Click(chromedp.CSS(`dialog[open] [data-testid="confirm-submit"]`)))
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(function () {
 		var s = document.querySelector('#entry-block [data-testid="entry-state"]');
 		return !!s && s.textContent === "declined" && !!document.querySelector('#entry-block [data-testid="flash"]');
 	})()`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatalf("the declined state never showed: %v", err)
-	}
-	if !owEval[bool](t, ctx, `window.__ownerMarker === true`) {
-		t.Fatal("declining reloaded the page instead of swapping the block")
 	}
 	if got, want := owEntryState(t, app, waiting[0]), "declined"; got != want {
 		t.Fatalf("entry state=%q, want %q", got, want)
@@ -211,11 +209,8 @@ func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {
 		t.Fatalf("queue rows=%d, want %d", got, want)
 	}
 
-	// The filter is a plain GET form.
-	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`[data-testid="filter-state"]`), "waiting")); err != nil {
-		t.Fatalf("choose state: %v", err)
-	}
-	url := owLoad(t, ctx, "submit the filter", chromedp.Click(chromedp.CSS(`[data-testid="filter-submit"]`)))
+	// The state tabs are plain links.
+	url := owLoad(t, ctx, "follow the waiting tab", chromedp.Click(chromedp.CSS(`[data-testid="tab-waiting"]`)))
 	if !strings.Contains(url, "state=waiting") {
 		t.Fatalf("filter led to %s", url)
 	}
@@ -257,7 +252,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {
 	}
 	owWantFits(t, ctx, "the entry page", phoneW)
 	owScreenshot(t, ctx, "owner-entry")
-	owLoad(t, ctx, "issue a code", chromedp.Click(chromedp.CSS(`[data-testid="issue-form"] button[type="submit"]`)))
+	owLoad(t, ctx, "issue a code", chromedp.Click(chromedp.CSS(`[data-testid="issue-submit"]`)))
 	code := owEval[string](t, ctx, `document.querySelector('[data-testid="invitation-code"]').textContent`)
 	if len(strings.TrimSpace(code)) != 43 {
 		t.Fatalf("code %q is not 43 characters", code)
@@ -273,6 +268,14 @@ func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {
 	owScreenshot(t, ctx, "owner-events")
 	owLoad(t, ctx, "open settings", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID))
 	owScreenshot(t, ctx, "owner-program")
+}
+
+// owWaitFor polls a JavaScript condition until it holds (10 s at most).
+func owWaitFor(tb testing.TB, ctx context.Context, what, cond string) {
+	tb.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		tb.Fatalf("%s never showed (%s): %v", what, cond, err)
+	}
 }
 
 // phoneW and phoneH are a phone viewport in CSS pixels.

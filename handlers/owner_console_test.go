@@ -122,7 +122,7 @@ func TestOwnerConsole_EveryFormRedirectsAndAuditsOnce(t *testing.T) {
 		{"decline", p + "/entries/" + w4 + "/decline", url.Values{"reason": {"not_eligible"}}, 303, p + "/entries/" + w4, "Entry declined", 1},
 		{"withdraw", p + "/entries/" + w4 + "/withdraw", url.Values{"reason": {"applicant_request"}}, 303, p + "/entries/" + w4, "Entry withdrawn", 1},
 		{"issue", p + "/entries/" + w3 + "/invitations", url.Values{"requestKey": {owKey()}, "expiresOn": {"2026-12-01"}, "time": {"09:30"}},
-			200, "", "", 1},
+			303, "", "Invitation code for f3@example.com", 1},
 	}
 	for _, st := range steps {
 		audit := owAuditCount(t, app)
@@ -223,7 +223,7 @@ func TestOwnerConsole_RefusedFormsKeepTheInput(t *testing.T) {
 			409, []string{"changed since you loaded it", "My unsaved draft.", "Saved by someone else.", `data-testid="saved-content"`, `name="expectedRevision" value="2"`}},
 		{"content: empty", p + "/content", url.Values{"expectedRevision": {"2"}, "body": {"  "}}, 400, []string{"1–20000 characters"}},
 		{"bulk select: no reason", p + "/entries/select", url.Values{"entryIds": {w}, "reason": {""}, "next": {p + "/entries?state=waiting"}},
-			400, []string{"Choose a reason for selecting", `value="` + w + `" checked`, `<option value="waiting" selected`}},
+			400, []string{"Choose a reason for selecting", `value="` + w + `" checked`, `aria-current="page" data-testid="tab-waiting"`}},
 		{"decline: select reason", p + "/entries/" + w + "/decline", url.Values{"reason": {"meets_policy"}},
 			400, []string{"Choose a reason for declining", `data-testid="entry-block"`}},
 		{"issue: beyond the maximum", p + "/entries/" + sel + "/invitations", url.Values{"requestKey": {"0d6c5e1a-1b2c-4d3e-8f40-5a6b7c8d9e0f"},
@@ -306,25 +306,48 @@ func TestOwnerConsole_IssueShowsTheCodeOnceThenOnlyThatItWasIssued(t *testing.T)
 		t.Fatalf("default expiry day %q, want the maximum %q", got, want)
 	}
 	form := url.Values{"requestKey": {key[1]}, "expiresOn": {day[1]}, "time": {clock[1]}}
-	first := owner.postOwnerForm(t, entry+"/invitations", form)
-	owWantStatus(t, "issue", first, http.StatusOK)
+	// The form answers 303 to the invitation's code page: the code is in
+	// neither the Location nor the body of the redirect.
+	posted := owner.postOwnerForm(t, entry+"/invitations", form)
+	owWantStatus(t, "issue", posted, http.StatusSeeOther)
+	codePage := owLocation(posted)
+	if !regexp.MustCompile(`^` + regexp.QuoteMeta(entry) + `/invitations/[0-9a-f-]{36}$`).MatchString(codePage) {
+		t.Fatalf("issue led to %q, want the invitation's code page", codePage)
+	}
+	first := owner.Get(t, codePage)
+	owWantStatus(t, "code page", first, http.StatusOK)
 	m := codePattern.FindStringSubmatch(first.Body)
 	if m == nil {
-		t.Fatalf("no code on the issue page: %.400s", first.Body)
+		t.Fatalf("no code on the code page: %.400s", first.Body)
 	}
 	code := m[1]
+	if strings.Contains(posted.Body, code) || strings.Contains(codePage, code) {
+		t.Fatal("the redirect carries the code")
+	}
 	if got := first.Header.Get("Cache-Control"); got != "private, no-store" {
 		t.Fatalf("Cache-Control=%q", got)
 	}
-	for _, want := range []string{`class="secret"`, "shown only once", `data-testid="delivery-claim"`, "not a delivery receipt"} {
+	for _, want := range []string{`class="secret"`, "shown only this once", `data-testid="delivery-claim"`, "not a delivery receipt",
+		`data-testid="redeem-url">` + app.URL + `/redeem<`, "3. Enter this code: " + code, "Sign in with this email address: once@example.com"} {
 		if !strings.Contains(first.Body, want) {
-			t.Fatalf("issue page lacks %q", want)
+			t.Fatalf("code page lacks %q", want)
 		}
 	}
+	// A reload says the code was shown and offers revoke-and-reissue.
+	reload := owner.Get(t, codePage)
+	owWantStatus(t, "code page again", reload, http.StatusOK)
+	if strings.Contains(reload.Body, code) || !strings.Contains(reload.Body, `data-testid="issue-replay"`) ||
+		!strings.Contains(reload.Body, `data-testid="revoke-reissue"`) {
+		t.Fatal("a reload of the code page shows the code, or no notice and no way to reissue")
+	}
+	// The same form sent again leads to the same page, without the code.
 	again := owner.postOwnerForm(t, entry+"/invitations", form)
-	owWantStatus(t, "same form again", again, http.StatusOK)
-	if strings.Contains(again.Body, code) || !strings.Contains(again.Body, `data-testid="issue-replay"`) {
-		t.Fatal("the repeated form shows the code or no replay notice")
+	owWantStatus(t, "same form again", again, http.StatusSeeOther)
+	if owLocation(again) != codePage {
+		t.Fatalf("the repeated form led to %q, want %q", owLocation(again), codePage)
+	}
+	if body := owner.Get(t, codePage).Body; strings.Contains(body, code) || !strings.Contains(body, `data-testid="issue-replay"`) {
+		t.Fatal("the repeated form's page shows the code or no replay notice")
 	}
 	for _, path := range []string{entry, "/owner/programs/" + app.Demo.ID + "/events", "/api/owner/programs/" + app.Demo.ID + "/entries/" + e} {
 		if strings.Contains(owner.Get(t, path).Body, code) {

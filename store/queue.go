@@ -125,27 +125,44 @@ type QueuePage struct {
 	PrevCursor string
 }
 
-// encodeCursor makes an opaque cursor from a position: the join time and
-// the entry ID, nothing else.
+// queueCursor is a position in the queue: after (or before) an entry in
+// join order, or, for a search, in address order.
+type queueCursor struct {
+	search bool
+	at     int64
+	id     string
+}
+
+// encodeCursor makes an opaque cursor from a position in join order: the
+// join time and the entry ID, nothing else.
 func encodeCursor(createdAt int64, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(createdAt, 10) + "." + id))
 }
 
-func decodeCursor(c string) (int64, string, error) {
+// encodeSearchCursor makes an opaque cursor from a position in a search's
+// address order: only the entry ID, never the address.
+func encodeSearchCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("s." + id))
+}
+
+func decodeCursor(c string) (queueCursor, error) {
 	bad := Errorf(EINVALID, "The page position is not valid. Start again from the first page.")
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return 0, "", bad
+		return queueCursor{}, bad
 	}
-	ms, id, ok := strings.Cut(string(b), ".")
-	t, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil {
-		return 0, "", bad
+	head, id, ok := strings.Cut(string(b), ".")
+	if _, err := uuid.Parse(id); !ok || err != nil {
+		return queueCursor{}, bad
 	}
-	if _, err := uuid.Parse(id); err != nil {
-		return 0, "", bad
+	if head == "s" {
+		return queueCursor{search: true, id: id}, nil
 	}
-	return t, id, nil
+	t, err := strconv.ParseInt(head, 10, 64)
+	if err != nil {
+		return queueCursor{}, bad
+	}
+	return queueCursor{at: t, id: id}, nil
 }
 
 // Validate checks the filter's bounds.
@@ -251,41 +268,53 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 	if len(page.Entries) == 0 {
 		return page, nil
 	}
+	cursor := func(e Entry) string {
+		if term, exact, _ := f.search(); term != "" && !exact {
+			return encodeSearchCursor(e.ID)
+		}
+		return encodeCursor(Millis(e.CreatedAt), e.ID)
+	}
 	first, last := page.Entries[0], page.Entries[len(page.Entries)-1]
 	if (f.Before == "" && more) || f.Before != "" {
-		page.NextCursor = encodeCursor(Millis(last.CreatedAt), last.ID)
+		page.NextCursor = cursor(last)
 	}
 	if (f.Before != "" && more) || f.Cursor != "" {
-		page.PrevCursor = encodeCursor(Millis(first.CreatedAt), first.ID)
+		page.PrevCursor = cursor(first)
 	}
 	return page, nil
 }
 
 // queueQuery is the SQL for a page of the queue. rule: a search reads only
-// the entries it matches, through an index (migration 00007), never the
-// program's whole queue; an erased entry never matches.
+// the entries it matches, in the order of an index (migration 00007), so a
+// page costs the same whether a prefix matches ten entries or all of them;
+// an erased entry never matches. A search's pages are in address order, by
+// the lowercased address and then the ID; every other page is in join order.
 func queueQuery(programID string, f QueueFilter) (string, []any, error) {
 	term, exact, err := f.search()
 	if err != nil {
 		return "", nil, err
 	}
+	prefix := term != "" && !exact
 	q := `SELECT ` + entryColumns + ` FROM entries e `
-	if term != "" && !exact {
+	switch {
+	case prefix && f.State != "":
+		q += `INDEXED BY entries_state_search_idx `
+	case prefix:
 		q += `INDEXED BY entries_search_idx `
 	}
 	q += `JOIN notices n ON n.id = e.notice_id AND n.program_id = e.program_id WHERE e.program_id = ?`
 	args := []any{programID}
+	if f.State != "" {
+		q += ` AND e.state = ?`
+		args = append(args, f.State)
+	}
 	switch {
 	case exact:
 		q += ` AND e.email_key = ? AND e.erased_at IS NULL`
 		args = append(args, term)
-	case term != "":
+	case prefix:
 		q += ` AND lower(e.email_key) >= ? AND lower(e.email_key) < ? AND e.erased_at IS NULL`
 		args = append(args, term, prefixEnd(term))
-	}
-	if f.State != "" {
-		q += ` AND e.state = ?`
-		args = append(args, f.State)
 	}
 	if !f.From.IsZero() {
 		q += ` AND e.created_at >= ?`
@@ -295,23 +324,34 @@ func queueQuery(programID string, f QueueFilter) (string, []any, error) {
 		q += ` AND e.created_at < ?`
 		args = append(args, Millis(f.To))
 	}
+	pos, dir := f.Cursor, ">"
+	if f.Before != "" {
+		pos, dir = f.Before, "<"
+	}
 	order := ` ORDER BY e.created_at, e.id`
-	switch {
-	case f.Cursor != "":
-		t, id, err := decodeCursor(f.Cursor)
+	if prefix {
+		order = ` ORDER BY lower(e.email_key), e.id`
+	}
+	if pos != "" {
+		c, err := decodeCursor(pos)
 		if err != nil {
 			return "", nil, err
 		}
-		q += ` AND (e.created_at, e.id) > (?, ?)`
-		args = append(args, t, id)
-	case f.Before != "":
-		t, id, err := decodeCursor(f.Before)
-		if err != nil {
-			return "", nil, err
+		if c.search != prefix {
+			return "", nil, Errorf(EINVALID, "The page position belongs to another search. Start again from the first page.")
 		}
-		q += ` AND (e.created_at, e.id) < (?, ?)`
-		args = append(args, t, id)
-		order = ` ORDER BY e.created_at DESC, e.id DESC`
+		if prefix {
+			// rule: a search's cursor holds only an entry ID, never an
+			// address; the position is that entry's place in the order.
+			q += ` AND (lower(e.email_key), e.id) ` + dir + ` (SELECT lower(c.email_key), c.id FROM entries c WHERE c.id = ? AND c.program_id = ?)`
+			args = append(args, c.id, programID)
+		} else {
+			q += ` AND (e.created_at, e.id) ` + dir + ` (?, ?)`
+			args = append(args, c.at, c.id)
+		}
+	}
+	if f.Before != "" {
+		order = strings.ReplaceAll(order, ", e.id", " DESC, e.id DESC")
 	}
 	q += order + ` LIMIT ?`
 	args = append(args, f.Limit+1)

@@ -107,8 +107,8 @@ func (s *Server) recipientRoutes(mux routeMux) {
 // workspace the caller owns now (the store checks it in the same
 // transaction), and absent and foreign give the same 404. Writes need the
 // session-bound CSRF token. Mutations are POSTs to verb paths, so each works
-// as a plain form; they answer 303 (PRG), except the issue form, which
-// shows the new code once.
+// as a plain form; they answer 303 (PRG) — the issue form too, to the code
+// page that shows the new code once (docs/console.md#invitation-codes).
 func (s *Server) ownerPageRoutes(mux routeMux) {
 	o := s.owner
 

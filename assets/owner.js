@@ -7,7 +7,8 @@
 //  - a dangerous action's confirmation (a GET page, or the queue decline's
 //    first step) opens in a modal dialog: focus moves into it, Escape or
 //    Cancel closes it and returns focus to the button that opened it;
-//  - copy buttons copy an invitation code or message.
+//  - copy buttons copy an invitation code or message, and a secret shown
+//    once is wiped when the page is left.
 // docs/console.md describes each.
 (function () {
   "use strict";
@@ -183,6 +184,20 @@
     var ok = false;
     try { ok = document.execCommand("copy"); } catch (err) { ok = false; }
     done(ok);
+  });
+
+  // A secret shown once ([data-once]) never comes back from the browser's
+  // back-forward cache: it is wiped as the page is left, and a page
+  // restored from that cache loads again (and then says it was shown).
+  window.addEventListener("pagehide", function (e) {
+    if (!e.persisted) return;
+    document.querySelectorAll("[data-once]").forEach(function (el) {
+      if (el.tagName === "TEXTAREA") el.value = "";
+      el.textContent = "";
+    });
+  });
+  window.addEventListener("pageshow", function (e) {
+    if (e.persisted && document.querySelector("[data-once]")) window.location.reload();
   });
 
   if (document.readyState === "loading") {

@@ -75,8 +75,12 @@ func (s *Server) handleIssueInvitation(w http.ResponseWriter, r *http.Request) e
 }
 
 // sessionCodeKey is where the session keeps a new code until its page is
-// read: the invitation ID and the code.
-const sessionCodeKey = "issuedCode"
+// read: the invitation ID and the code. sessionShownKey then holds the
+// invitation ID until the owner's next page elsewhere.
+const (
+	sessionCodeKey  = "issuedCode"
+	sessionShownKey = "codeShown"
+)
 
 // keepCode holds a new invitation's code in the encrypted session for the
 // one page that shows it.
@@ -98,11 +102,29 @@ func (s *Server) takeCode(w http.ResponseWriter, r *http.Request, invitationID s
 		return ""
 	}
 	delete(sess.Values, sessionCodeKey)
+	sess.Values[sessionShownKey] = invitationID
 	if err := sess.Save(r, w); err != nil {
 		s.log.ErrorContext(r.Context(), "forget code", "err", err)
 		return ""
 	}
 	return code
+}
+
+// forgetShownCode runs on the first page after a code page: it changes the
+// session cookie. rule: a browser may keep a no-store page in its
+// back-forward cache and show it again on Back — unless a cookie of the
+// site changed meanwhile — so this change makes Back load the code page
+// anew, and it then says the code was shown (docs/console.md#invitation-codes).
+func (s *Server) forgetShownCode(w http.ResponseWriter, r *http.Request) {
+	sess := s.session(r)
+	shown, ok := sess.Values[sessionShownKey].(string)
+	if !ok || shown == r.PathValue("invitationId") {
+		return
+	}
+	delete(sess.Values, sessionShownKey)
+	if err := sess.Save(r, w); err != nil {
+		s.log.ErrorContext(r.Context(), "forget shown code", "err", err)
+	}
 }
 
 // handleCodePage shows an invitation's code the first time it is loaded

@@ -25,6 +25,7 @@ func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) vi
 	}
 	if p != nil {
 		c.SignedIn = true
+		s.forgetShownCode(w, r)
 		c.CSRF = s.csrfToken(w, r, p)
 		c.SignedInAs = s.signedInAs(w, r, p)
 		// The owner group already read the memberships for this request.

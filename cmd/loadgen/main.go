@@ -13,7 +13,8 @@
 //	form     the same through the HTML form (urlencoded)
 //	mixed    public traffic: 70% new, 20% duplicate, 10% invalid signups
 //	queue    the owner queue (HTML and API) at -entries entries: first page,
-//	         a deep cursor page, a state filter; plus start-to-ready time
+//	         a deep cursor page, a state filter, a search by exact address
+//	         and by local-part prefix; plus start-to-ready time
 //	private  private-content reads (HTML and API) by a redeemed recipient
 //	overload (only when named) JSON signups at each -sweep concurrency
 //	         level, past what the writer commits: accepted and shed (503)

@@ -469,6 +469,15 @@ func (r *runner) queue(ctx context.Context, p *program) error {
 	r.measure(ctx, "c. queue API first page", n, d, r.get(r.owner, api))
 	r.measure(ctx, "c. queue API deep page", n, d, r.get(r.owner, api+deep))
 	r.measure(ctx, "c. queue API state=selected", n, d, r.get(r.owner, api+"?state=selected"))
+
+	// Search (docs/console.md#the-queue): one exact address deep in the
+	// queue, a prefix matching 1,000 entries, and a prefix matching every
+	// entry; each answers one page through an index.
+	exact := "?q=" + url.QueryEscape(fmt.Sprintf("seed-%06d@example.test", depth))
+	r.measure(ctx, "c. queue API search exact address", n, d, r.get(r.owner, api+exact))
+	r.measure(ctx, "c. queue API search prefix (1,000 match)", n, d, r.get(r.owner, api+"?q=seed-0450"))
+	r.measure(ctx, "c. queue API search prefix (all match)", n, d, r.get(r.owner, api+"?q=SEED"))
+	r.measure(ctx, "c. queue HTML search prefix (1,000 match)", n, d, r.get(r.owner, html+"?q=seed-0450"))
 	return nil
 }
 

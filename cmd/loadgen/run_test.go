@@ -35,6 +35,8 @@ func TestRun_EveryScenarioAgainstTheRealBinary(t *testing.T) {
 	for _, name := range []string{"ceiling: raw FULL txn", "a. signup JSON", "a. signup HTML form", "b. mixed 70/20/10",
 		"c. queue HTML first page", "c. queue HTML deep page", "c. queue HTML state=selected",
 		"c. queue API first page", "c. queue API deep page", "c. queue API state=selected",
+		"c. queue API search exact address", "c. queue API search prefix (1,000 match)",
+		"c. queue API search prefix (all match)", "c. queue HTML search prefix (1,000 match)",
 		"d. private read API", "d. private read HTML"} {
 		row := reportRow(report, name)
 		if len(row) != 12 {

@@ -48,6 +48,14 @@ func (s *Server) privacyView() views.PrivacyView {
 
 // handlePrivacy renders the privacy page.
 func (s *Server) handlePrivacy(w http.ResponseWriter, r *http.Request) error {
+	contacts, err := s.db.PrivacyContacts(r.Context())
+	if err != nil {
+		return err
+	}
+	v := s.privacyView()
+	for _, pc := range contacts {
+		v.Contacts = append(v.Contacts, views.PrivacyContact{Workspace: pc.WorkspaceName, Contact: pc.Contact, Programs: pc.Programs})
+	}
 	c := s.chrome(w, r, "Privacy")
-	return s.render(w, r, http.StatusOK, c, views.Privacy(c, s.privacyView()))
+	return s.render(w, r, http.StatusOK, c, views.Privacy(c, v))
 }

@@ -27,13 +27,13 @@ func (s *Server) handlePrivatePage(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return denyPrivate(err)
 	}
-	v := views.PrivateView{Slug: pc.Slug, Purpose: pc.Purpose, Paragraphs: views.Paragraphs(pc.Body),
+	v := views.PrivateView{Slug: pc.Slug, Name: pc.Name, Purpose: pc.Purpose, Paragraphs: views.Paragraphs(pc.Body),
 		Revision: pc.Revision, UpdatedAt: pc.UpdatedAt}
 	for _, a := range pc.Assets {
 		v.Assets = append(v.Assets, views.PrivateAsset{Name: a.Name, URL: privateAssetPath(pc.Slug, a.Name),
 			ContentType: a.ContentType, Size: a.Size})
 	}
-	c := s.chrome(w, r, "Early access")
+	c := s.chrome(w, r, pc.Name+" · early access")
 	return s.render(w, r, http.StatusOK, c, views.Private(c, v))
 }
 

@@ -17,7 +17,7 @@ func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
 	}
 	rows := make([]views.MyEntry, 0, len(own))
 	for _, o := range own {
-		rows = append(rows, views.MyEntry{Slug: o.Slug, Purpose: o.Purpose, State: o.State, JoinedAt: o.JoinedAt,
+		rows = append(rows, views.MyEntry{Slug: o.Slug, Name: o.Name, Purpose: o.Purpose, State: o.State, JoinedAt: o.JoinedAt,
 			NoticeVersion: o.NoticeVersion, AccessEnabled: o.AccessEnabled})
 	}
 	c := s.chrome(w, r, "My waitlists")
@@ -59,8 +59,8 @@ func (s *Server) handleWithdrawConfirm(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return ownEntryOr404(err)
 	}
-	c := s.chrome(w, r, "Withdraw from a waitlist")
-	return s.render(w, r, http.StatusOK, c, views.WithdrawConfirm(c, views.WithdrawView{Slug: e.Slug, Purpose: e.Purpose, State: e.State}))
+	c := s.chrome(w, r, "Withdraw from "+e.Name)
+	return s.render(w, r, http.StatusOK, c, views.WithdrawConfirm(c, views.WithdrawView{Slug: e.Slug, Name: e.Name, Purpose: e.Purpose, State: e.State}))
 }
 
 // handleWithdrawPost withdraws the signed-in applicant's own entry (form,

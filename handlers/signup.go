@@ -92,7 +92,8 @@ func (s *Server) waitlistView(r *http.Request, slug string) (*views.WaitlistView
 		return nil, err
 	}
 	return &views.WaitlistView{
-		Slug: p.Slug, Purpose: p.Purpose, Open: p.SignupOpen && p.RetiredAt == nil,
+		Slug: p.Slug, Name: p.Name, Purpose: p.Purpose, Open: p.SignupOpen && p.RetiredAt == nil, Retired: p.RetiredAt != nil,
+		WorkspaceName: p.WorkspaceName, Contact: p.WorkspaceContact,
 		Notice: views.NoticeView{Version: n.Version, Purpose: n.Purpose, ContactText: n.ContactText,
 			RetentionText: n.RetentionText, PublishedAt: n.PublishedAt},
 		RequestKey: uuid.NewString(),
@@ -107,7 +108,7 @@ func (s *Server) handleWaitlist(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The form carries a fresh request key: never cache it.
 	noStore(w)
-	c := s.chrome(w, r, "Join the waitlist")
+	c := s.chrome(w, r, v.Name)
 	return s.render(w, r, http.StatusOK, c, views.Waitlist(c, *v))
 }
 
@@ -211,7 +212,7 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 		}
 	}
 	// 409 and 429 get the fresh key waitlistView made.
-	c := s.chrome(w, r, "Join the waitlist")
+	c := s.chrome(w, r, v.Name)
 	return s.render(w, r, status, c, views.Waitlist(c, *v))
 }
 

@@ -147,6 +147,7 @@ func (db *DB) redeem(ctx context.Context, tx *Tx, userID string, verifiedEmails 
 type PrivateContent struct {
 	ProgramID string
 	Slug      string
+	Name      string
 	Purpose   string
 	Body      string
 	Revision  int64
@@ -190,11 +191,11 @@ func (db *DB) ReadPrivateContent(ctx context.Context, slug, userID string, verif
 	c := &PrivateContent{}
 	var updated int64
 	var assets string
-	err := db.readRow(ctx, `SELECT p.id, p.public_slug, p.purpose, c.body, c.revision, c.updated_at,
+	err := db.readRow(ctx, `SELECT p.id, p.public_slug, p.name, p.purpose, c.body, c.revision, c.updated_at,
 			(SELECT json_group_array(json_array(a.name, a.content_type, length(a.data), a.created_at) ORDER BY a.name)
 				FROM private_assets a WHERE a.program_id = p.id) `+
 		accessGate(len(verifiedEmails)), gateArgs(userID, verifiedEmails, slug)...).
-		Scan(&c.ProgramID, &c.Slug, &c.Purpose, &c.Body, &c.Revision, &updated, &assets)
+		Scan(&c.ProgramID, &c.Slug, &c.Name, &c.Purpose, &c.Body, &c.Revision, &updated, &assets)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound()
 	}

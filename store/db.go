@@ -205,7 +205,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	db := &DB{Path: path, now: opt.Now, retention: opt.Retention,
 		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1),
-		wslots: newSlots(opt.WriteReserve, DefaultWriteReserve),
+		wslots:   newSlots(opt.WriteReserve, DefaultWriteReserve),
 		erasures: make(chan struct{}, 1), obs: observer(opt.Observer)}
 	if err := checkPragmas(ctx, w, false); err != nil {
 		w.Close()

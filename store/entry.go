@@ -22,6 +22,7 @@ const (
 type OwnEntry struct {
 	ProgramID     string
 	Slug          string
+	Name          string
 	Purpose       string
 	AccessEnabled bool
 	State         string
@@ -63,7 +64,7 @@ func (db *DB) ownEntries(ctx context.Context, slug string, emails []string) ([]O
 	}
 	// An entry of a retired program reads as retirement leaves it, also
 	// while the retirement's steps have not reached it yet (retire.go).
-	q := `SELECT p.id, p.public_slug, p.purpose, p.access_enabled,
+	q := `SELECT p.id, p.public_slug, p.name, p.purpose, p.access_enabled,
 			CASE WHEN p.retired_at IS NULL THEN e.state WHEN e.state = 'invited' THEN 'selected'
 				WHEN e.state = 'active' THEN 'revoked' ELSE e.state END,
 			e.created_at, n.version
@@ -91,7 +92,7 @@ func (db *DB) ownEntries(ctx context.Context, slug string, emails []string) ([]O
 		for rows.Next() {
 			var o OwnEntry
 			var joined int64
-			if err := rows.Scan(&o.ProgramID, &o.Slug, &o.Purpose, &o.AccessEnabled, &o.State, &joined, &o.NoticeVersion); err != nil {
+			if err := rows.Scan(&o.ProgramID, &o.Slug, &o.Name, &o.Purpose, &o.AccessEnabled, &o.State, &joined, &o.NoticeVersion); err != nil {
 				return err
 			}
 			o.JoinedAt = FromMillis(joined)

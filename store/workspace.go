@@ -334,3 +334,42 @@ func (db *DB) UpdateWorkspace(ctx context.Context, a Actor, workspaceID string, 
 	})
 	return w, err
 }
+
+// PrivacyContact is who answers privacy questions about some programs.
+type PrivacyContact struct {
+	WorkspaceName string
+	// Contact is an email address or https link; "" when none is set.
+	Contact string
+	// Programs are the names of the workspace's public programs.
+	Programs []string
+}
+
+// PrivacyContacts lists, for the privacy page, every active workspace with
+// a public program (one with a notice), its contact and those programs.
+func (db *DB) PrivacyContacts(ctx context.Context) ([]PrivacyContact, error) {
+	var out []PrivacyContact
+	err := db.View(ctx, func(tx *Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT w.id, w.display_name, coalesce(w.contact, ''), p.name
+			FROM workspaces w JOIN programs p ON p.workspace_id = w.id
+			WHERE w.active = 1 AND p.current_notice_id IS NOT NULL
+			ORDER BY w.display_name, w.id, p.created_at, p.id`)
+		if err != nil {
+			return fmt.Errorf("privacy contacts: %w", err)
+		}
+		defer rows.Close()
+		last := ""
+		for rows.Next() {
+			var id, name, contact, program string
+			if err := rows.Scan(&id, &name, &contact, &program); err != nil {
+				return err
+			}
+			if id != last {
+				out = append(out, PrivacyContact{WorkspaceName: name, Contact: contact})
+				last = id
+			}
+			out[len(out)-1].Programs = append(out[len(out)-1].Programs, program)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

@@ -5,6 +5,7 @@ import "time"
 // ProgramCard is an open program on the start page.
 type ProgramCard struct {
 	Slug    string
+	Name    string
 	Purpose string
 }
 

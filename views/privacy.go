@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"strings"
 	"math"
 	"time"
 )
@@ -18,6 +19,8 @@ type RetentionRow struct {
 // PrivacyView is the privacy page, filled from the code's constants and the
 // live configuration, never written by hand.
 type PrivacyView struct {
+	// Contacts say who answers privacy questions, per workspace.
+	Contacts          []PrivacyContact
 	Rows              []RetentionRow
 	RetiredProgram    string
 	CounterLifetime   string
@@ -51,4 +54,23 @@ func plural(n int, unit string) string {
 		return fmt.Sprintf("1 %s", unit)
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// PrivacyContact is a workspace, its public programs and who answers
+// privacy questions about them.
+type PrivacyContact struct {
+	Workspace string
+	Contact   string
+	Programs  []string
+}
+
+// programList joins program names for a sentence: "A", "A and B", "A, B and C".
+func programList(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -20,6 +20,7 @@ type RedeemView struct {
 // PrivateView is a program's private page.
 type PrivateView struct {
 	Slug    string
+	Name    string
 	Purpose string
 	// Paragraphs is the owner's text split on blank lines, each paragraph
 	// a list of lines; templ escapes every line.
@@ -43,6 +44,7 @@ func (a PrivateAsset) IsImage() bool { return strings.HasPrefix(a.ContentType, "
 // WithdrawView is the confirmation page before withdrawing one's own entry.
 type WithdrawView struct {
 	Slug    string
+	Name    string
 	Purpose string
 	State   string
 }

@@ -1,6 +1,11 @@
 package views
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+)
 
 // NoticeView is the exact notice an applicant is shown.
 type NoticeView struct {
@@ -14,9 +19,15 @@ type NoticeView struct {
 // WaitlistView is the public signup page and its form state.
 type WaitlistView struct {
 	Slug    string
+	Name    string
 	Purpose string
 	Notice  NoticeView
 	Open    bool
+	// Retired says the list is closed for good.
+	Retired bool
+	// WorkspaceName runs the program; Contact takes privacy questions ("" when unset).
+	WorkspaceName string
+	Contact       string
 	// RequestKey is a fresh server-generated UUID for this form.
 	RequestKey string
 	// Email and Permission echo what was submitted when the form is shown again.
@@ -53,4 +64,13 @@ type ManageView struct {
 func (v WaitlistView) Errors() []FieldError {
 	return fieldErrors(FieldError{Message: v.Message}, FieldError{Field: "email", Message: v.EmailError},
 		FieldError{Field: "permission", Message: v.PermissionError})
+}
+
+// contactHref links a privacy contact: mailto: for an address, the https
+// link itself otherwise (store.CheckContact allows nothing else).
+func contactHref(contact string) templ.SafeURL {
+	if strings.HasPrefix(contact, "https://") {
+		return templ.SafeURL(contact)
+	}
+	return templ.SafeURL("mailto:" + contact)
 }

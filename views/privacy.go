@@ -2,8 +2,8 @@ package views
 
 import (
 	"fmt"
-	"strings"
 	"math"
+	"strings"
 	"time"
 )
 

@@ -1,9 +1,6 @@
 package handlers
 
 import (
-	"fmt"
-	"sort"
-	"strconv"
 	"time"
 
 	"admit/store"
@@ -180,34 +177,4 @@ func toAssetJSON(a store.AssetInfo) assetJSON {
 type contentJSON struct {
 	Body     string `json:"body"`
 	Revision int64  `json:"revision"`
-}
-
-// sortedDetails renders event details as "key=value" pairs in key order,
-// for the HTML audit views.
-func sortedDetails(d store.Details) []string {
-	keys := make([]string, 0, len(d))
-	for k := range d {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, k+"="+detailText(d[k]))
-	}
-	return out
-}
-
-// detailText renders one audit detail value (decoded from JSON).
-func detailText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return x
-	case bool:
-		return strconv.FormatBool(x)
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	return fmt.Sprint(v)
 }

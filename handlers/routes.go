@@ -123,6 +123,7 @@ func (s *Server) ownerPageRoutes(mux routeMux) {
 	mux.Handle("POST /owner/programs/{id}/assets", s.multipartCSRF(o(s.handleUploadAsset)), maxUploadBody)
 	mux.Handle("POST /owner/programs/{id}/retire", o(s.handleRetire))
 	mux.Handle("GET /owner/programs/{id}/events", o(s.handleEventsPage))
+	mux.Handle("POST /owner/programs/{id}/events", o(s.handleEventsFilter))
 	mux.Handle("GET /owner/programs/{id}/export.csv", o(s.handleExportCSV))
 
 	mux.Handle("GET /owner/programs/{id}/entries", o(s.handleQueuePage))

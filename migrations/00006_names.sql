@@ -24,7 +24,11 @@ UPDATE workspaces SET display_name = trim(substr(name, 1, 80));
 ALTER TABLE workspaces ADD COLUMN contact TEXT
   CHECK (contact IS NULL OR length(contact) BETWEEN 3 AND 254);
 
+-- The audit log filters by event type; entries already have their own index.
+CREATE INDEX audit_program_type_idx ON audit_events(program_id, event_type, id);
+
 -- +goose Down
+DROP INDEX audit_program_type_idx;
 ALTER TABLE workspaces DROP COLUMN contact;
 ALTER TABLE workspaces DROP COLUMN display_name;
 ALTER TABLE programs DROP COLUMN name;

@@ -60,6 +60,14 @@ const (
 	EventErased           EventType = "erased"
 )
 
+// EventTypes lists every program event type, in the order a program's
+// life usually meets them.
+var EventTypes = []string{string(EventProgramCreated), string(EventNoticePublished), string(EventProgramChanged),
+	string(EventContentUpdated), string(EventAssetUploaded), string(EventSignup), string(EventSelected),
+	string(EventDeclined), string(EventInviteIssued), string(EventDeliveryRecorded), string(EventInviteExpired),
+	string(EventInviteRevoked), string(EventRedeemed), string(EventGrantRevoked), string(EventWithdrawn),
+	string(EventErased), string(EventQueueExported), string(EventProgramRetired)}
+
 // detailRule reports whether a value may be stored under a detail key.
 type detailRule func(v any) bool
 
@@ -163,6 +171,9 @@ type Event struct {
 	ActorKind ActorKind
 	At        time.Time
 	Details   Details
+	// EntryEmail is the entry's address while it keeps one, where the read
+	// asked for it (FilteredEvents); "" otherwise.
+	EntryEmail string
 }
 
 // maxDetailsBytes bounds an event's serialized details (the schema checks it too).

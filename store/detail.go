@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
 )
 
 // EntryDetail is everything an owner sees about one entry.
@@ -19,17 +22,31 @@ type EntryDetail struct {
 }
 
 func scanEvents(rows *sql.Rows) ([]Event, error) {
+	return scanEventRows(rows, false)
+}
+
+// scanEventsWithEmail scans events followed by their entry's address
+// (NULL when none or erased).
+func scanEventsWithEmail(rows *sql.Rows) ([]Event, error) {
+	return scanEventRows(rows, true)
+}
+
+func scanEventRows(rows *sql.Rows, withEmail bool) ([]Event, error) {
 	defer rows.Close()
 	var out []Event
 	for rows.Next() {
 		var ev Event
-		var entry sql.NullString
+		var entry, email sql.NullString
 		var at int64
 		var details string
-		if err := rows.Scan(&ev.ID, &ev.ProgramID, &entry, &ev.ActorKind, &ev.Type, &at, &details); err != nil {
+		dest := []any{&ev.ID, &ev.ProgramID, &entry, &ev.ActorKind, &ev.Type, &at, &details}
+		if withEmail {
+			dest = append(dest, &email)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		ev.EntryID = entry.String
+		ev.EntryID, ev.EntryEmail = entry.String, email.String
 		ev.At = FromMillis(at)
 		if err := json.Unmarshal([]byte(details), &ev.Details); err != nil {
 			return nil, fmt.Errorf("decode event details: %w", err)
@@ -106,8 +123,29 @@ type EventPage struct {
 	NextCursor string
 }
 
+// EventFilter narrows a program's audit log. Each field is optional.
+type EventFilter struct {
+	// Type is one event type (EventTypes).
+	Type string
+	// EntryID is one entry's ID (EntryIDFor finds it from an address).
+	EntryID string
+	// Cursor is the opaque position returned as NextCursor, or "".
+	Cursor string
+	// Limit is 1–MaxPageSize; 0 means DefaultPageSize.
+	Limit int
+}
+
 // ProgramEvents returns a page of the program's audit log, newest first.
 func (db *DB) ProgramEvents(ctx context.Context, a Actor, programID, cursor string, limit int) (*EventPage, error) {
+	return db.FilteredEvents(ctx, a, programID, EventFilter{Cursor: cursor, Limit: limit})
+}
+
+// FilteredEvents returns a page of the program's audit log, newest first,
+// holding only the events the filter names. Each event of an entry that
+// still has its address carries it (EntryEmail). Every filter reads one
+// index range (docs/ARCHITECTURE.md#the-audit-log).
+func (db *DB) FilteredEvents(ctx context.Context, a Actor, programID string, f EventFilter) (*EventPage, error) {
+	limit := f.Limit
 	if limit == 0 {
 		limit = DefaultPageSize
 	}
@@ -115,12 +153,23 @@ func (db *DB) ProgramEvents(ctx context.Context, a Actor, programID, cursor stri
 		return nil, Errorf(EINVALID, "A page holds 1–%d events.", MaxPageSize)
 	}
 	before := int64(1<<62 - 1)
-	if cursor != "" {
-		n, err := strconv.ParseInt(cursor, 10, 64)
+	if f.Cursor != "" {
+		n, err := strconv.ParseInt(f.Cursor, 10, 64)
 		if err != nil || n < 1 {
 			return nil, Errorf(EINVALID, "The page position is not valid. Start again from the first page.")
 		}
 		before = n
+	}
+	if f.Type != "" && !oneOf(f.Type, EventTypes) {
+		return nil, Errorf(EINVALID, "Choose an event type from the list.")
+	}
+	entryID := ""
+	if f.EntryID != "" {
+		u, err := uuid.Parse(f.EntryID)
+		if err != nil || len(f.EntryID) != 36 {
+			return nil, Errorf(EINVALID, "An entry filter is an entry's ID.")
+		}
+		entryID = u.String()
 	}
 	page := &EventPage{}
 	err := db.View(ctx, func(tx *Tx) error {
@@ -128,12 +177,24 @@ func (db *DB) ProgramEvents(ctx context.Context, a Actor, programID, cursor stri
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM audit_events WHERE program_id = ? AND id < ?
-			ORDER BY id DESC LIMIT ?`, p.ID, before, limit+1)
+		q := `SELECT a.id, a.program_id, a.entry_id, a.actor_kind, a.event_type, a.event_at, a.details,
+				CASE WHEN e.erased_at IS NULL THEN e.email_key END
+			FROM audit_events a LEFT JOIN entries e ON e.id = a.entry_id AND e.program_id = a.program_id
+			WHERE a.program_id = ? AND a.id < ?`
+		args := []any{p.ID, before}
+		if f.Type != "" {
+			q += ` AND a.event_type = ?`
+			args = append(args, f.Type)
+		}
+		if entryID != "" {
+			q += ` AND a.entry_id = ?`
+			args = append(args, entryID)
+		}
+		rows, err := tx.QueryContext(ctx, q+` ORDER BY a.id DESC LIMIT ?`, append(args, limit+1)...)
 		if err != nil {
 			return fmt.Errorf("list events: %w", err)
 		}
-		page.Events, err = scanEvents(rows)
+		page.Events, err = scanEventsWithEmail(rows)
 		return err
 	})
 	if err != nil {
@@ -144,6 +205,39 @@ func (db *DB) ProgramEvents(ctx context.Context, a Actor, programID, cursor stri
 		page.NextCursor = strconv.FormatInt(page.Events[limit-1].ID, 10)
 	}
 	return page, nil
+}
+
+// EntryIDFor finds the entry of the program that an owner names by its ID or
+// by its address (while the entry keeps one), for filters that must not
+// carry an address in a URL.
+func (db *DB) EntryIDFor(ctx context.Context, a Actor, programID, idOrAddress string) (string, error) {
+	v := strings.TrimSpace(idOrAddress)
+	notFound := Errorf(EINVALID, "No entry of this program has that ID or address.")
+	var id string
+	err := db.View(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		q, arg := `SELECT id FROM entries WHERE program_id = ? AND id = ?`, any(strings.ToLower(v))
+		if _, err := uuid.Parse(v); err != nil || len(v) != 36 {
+			email, err := NormalizeEmail(v)
+			if err != nil {
+				return Errorf(EINVALID, "Give an entry's ID or its email address.")
+			}
+			// An erased entry is found by its ID only.
+			q, arg = `SELECT id FROM entries WHERE program_id = ? AND email_key = ? AND erased_at IS NULL`, email
+		}
+		err = tx.QueryRowContext(ctx, q, p.ID, arg).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound
+		}
+		if err != nil {
+			return fmt.Errorf("find entry: %w", err)
+		}
+		return nil
+	})
+	return id, err
 }
 
 // ExportQueue records the export as an audit event (holding only the row

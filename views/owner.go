@@ -262,8 +262,11 @@ type EventRow struct {
 	Type      string
 	ActorKind string
 	EntryID   string
-	At        time.Time
-	Details   []string
+	// EntryEmail is the entry's address while it keeps one, where known.
+	EntryEmail string
+	At         time.Time
+	// Details are the stored codes and IDs; eventDetailText says them.
+	Details store.Details
 }
 
 // IssueForm issues an invitation code. The code expires at Time (UTC, the
@@ -374,6 +377,16 @@ type EventsView struct {
 	Events   []EventRow
 	NextURL  string
 	FirstURL string
+	// Filter is what the log shows: an event type and one entry, each
+	// optional; EntryLabel names the filtered entry.
+	Type       string
+	EntryID    string
+	EntryLabel string
+	// FilterEntry echoes what the owner typed after a failed filter.
+	FilterEntry string
+	Error       string
+	// ClearURL is the unfiltered log, "" when nothing is filtered.
+	ClearURL string
 }
 
 // OwnerURL builds an owner console path from its segments.

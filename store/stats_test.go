@@ -221,3 +221,101 @@ func funnelBackfillSQL(t *testing.T) string {
 	}
 	return s[start : start+end]
 }
+
+func TestEventTypes_ListsEveryTypeOnTheAllowlist(t *testing.T) {
+	if got, want := len(EventTypes), len(eventDetails); got != want {
+		t.Fatalf("EventTypes has %d types, the allowlist %d", got, want)
+	}
+	for _, et := range EventTypes {
+		if _, ok := eventDetails[EventType(et)]; !ok {
+			t.Fatalf("EventTypes lists %q, which is not on the allowlist", et)
+		}
+	}
+}
+
+func TestFilteredEvents_ByTypeAndEntryWithAddressesUntilErased(t *testing.T) {
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	sp := mustSignupProgram(t, db, "history-filter", 100, 100)
+	ids := map[string]string{}
+	tokens := map[string]string{}
+	for _, e := range []string{"ada@example.com", "grace@example.com", "edsger@example.com"} {
+		tokens[e] = mustSignup(t, db, sp.signupReq(e)).RemovalToken
+		ids[e] = mustEntrySnapshot(t, db, sp.Program.ID, e).ID
+	}
+	for _, e := range []string{"ada@example.com", "grace@example.com"} {
+		if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, ids[e], Decision{Reason: "meets_policy"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Edsger leaves with the private link: the address is erased at once.
+	if err := db.RemoveByToken(ctx, tokens["edsger@example.com"]); err != nil {
+		t.Fatal(err)
+	}
+
+	page, err := db.FilteredEvents(ctx, sp.Owner, sp.Program.ID, EventFilter{Type: string(EventSelected)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(page.Events); got != 2 {
+		t.Fatalf("selected events=%d, want 2", got)
+	}
+	for _, ev := range page.Events {
+		if ev.Type != string(EventSelected) || ev.EntryEmail == "" {
+			t.Fatalf("event %+v: want a selection naming its entry's address", ev)
+		}
+	}
+	// Ada's history: signup and selection, newest first, one per page.
+	f := EventFilter{EntryID: ids["ada@example.com"], Limit: 1}
+	var types []string
+	for {
+		page, err := db.FilteredEvents(ctx, sp.Owner, sp.Program.ID, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range page.Events {
+			if ev.EntryID != ids["ada@example.com"] || ev.EntryEmail != "ada@example.com" {
+				t.Fatalf("event %+v in Ada's history", ev)
+			}
+			types = append(types, ev.Type)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		f.Cursor = page.NextCursor
+	}
+	if got, want := strings.Join(types, ","), "selected,signup"; got != want {
+		t.Fatalf("Ada's history=%s, want %s", got, want)
+	}
+	// The erased entry's history names no address, and is found by ID only.
+	page, err = db.FilteredEvents(ctx, sp.Owner, sp.Program.ID, EventFilter{EntryID: ids["edsger@example.com"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) == 0 {
+		t.Fatal("the erased entry has no history")
+	}
+	for _, ev := range page.Events {
+		if ev.EntryEmail != "" || strings.Contains(ev.EntryEmail, "edsger") {
+			t.Fatalf("erased entry's event carries %q", ev.EntryEmail)
+		}
+	}
+	if id, err := db.EntryIDFor(ctx, sp.Owner, sp.Program.ID, " Grace@EXAMPLE.com "); err == nil {
+		t.Fatalf("a different local part found entry %s", id)
+	}
+	if id, err := db.EntryIDFor(ctx, sp.Owner, sp.Program.ID, "grace@EXAMPLE.com"); err != nil || id != ids["grace@example.com"] {
+		t.Fatalf("by address: %q, %v", id, err)
+	}
+	_, err = db.EntryIDFor(ctx, sp.Owner, sp.Program.ID, "edsger@example.com")
+	wantCode(t, "an erased address", err, EINVALID)
+	if id, err := db.EntryIDFor(ctx, sp.Owner, sp.Program.ID, strings.ToUpper(ids["edsger@example.com"])); err != nil || id != ids["edsger@example.com"] {
+		t.Fatalf("erased entry by ID: %q, %v", id, err)
+	}
+	for _, bad := range []EventFilter{{Type: "nonsense"}, {EntryID: "ada@example.com"}, {EntryID: "1234"}} {
+		_, err := db.FilteredEvents(ctx, sp.Owner, sp.Program.ID, bad)
+		wantCode(t, "filter "+bad.Type+bad.EntryID, err, EINVALID)
+	}
+	other, _ := mustOwner(t, db)
+	_, err = db.EntryIDFor(ctx, other, sp.Program.ID, "grace@example.com")
+	wantCode(t, "a foreign owner looking up an address", err, ENOTFOUND)
+}

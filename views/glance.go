@@ -139,3 +139,19 @@ func stateLabel(s string) string {
 	}
 	return s
 }
+
+// retiredOn says when a program was retired.
+func retiredOn(p ProgramSummary) string {
+	if p.RetiredAt == nil {
+		return "Retired"
+	}
+	return "Retired on " + DayLong(*p.RetiredAt)
+}
+
+// erasedOn completes retiredOn with the day every entry's address is gone.
+func erasedOn(p ProgramSummary) string {
+	if p.EntriesErasedBy == nil {
+		return "."
+	}
+	return ", entries erased on " + DayLong(*p.EntriesErasedBy) + "."
+}

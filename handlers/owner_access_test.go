@@ -82,6 +82,7 @@ func ownerRouteCases(tb testing.TB, f ownerFixture, csrf string) []ownerRouteCas
 		{"POST /owner/programs/{id}/content", "POST", p + "/content", fct, form("expectedRevision", "1", "body", "Replaced.")},
 		{"POST /owner/programs/{id}/assets", "POST", p + "/assets", mpType, mpBody},
 		{"GET /owner/programs/{id}/events", "GET", p + "/events", "", ""},
+		{"POST /owner/programs/{id}/events", "POST", p + "/events", fct, form("type", "selected", "entry", "waiting@example.com")},
 		{"GET /owner/programs/{id}/export.csv", "GET", p + "/export.csv", "", ""},
 		{"GET /owner/programs/{id}/entries", "GET", p + "/entries", "", ""},
 		{"POST /owner/programs/{id}/entries/select", "POST", p + "/entries/select", fct, form("entryIds", f.waiting, "reason", "meets_policy")},

@@ -20,15 +20,17 @@ func eventRows(evs []store.Event) []views.EventRow {
 }
 
 // eventsQuery reads the audit log's ?type=, ?entry= (an entry ID), ?cursor=
-// and ?limit=. blank reports a parameter given with no value: the page
-// answers it with the same URL without it.
+// and ?limit=. blank reports a filter (type or entry) given with no value:
+// the page answers it with the same URL without it.
 func eventsQuery(r *http.Request) (f store.EventFilter, blank bool, err error) {
 	q, err := singleQuery(r.URL.RawQuery)
 	if err != nil {
 		return f, false, err
 	}
-	for _, vs := range q {
-		blank = blank || vs[0] == ""
+	for _, k := range []string{"type", "entry"} {
+		if vs, ok := q[k]; ok && vs[0] == "" {
+			blank = true
+		}
 	}
 	if f.Limit, err = pageLimit(q.Get("limit")); err != nil {
 		return f, blank, err

@@ -1,0 +1,637 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"admit/internal/browser"
+	"admit/internal/identity"
+	"admit/store"
+)
+
+// The accessibility audit (docs/ACCESSIBILITY.md): every page a person can
+// reach is opened in one headless Chromium, in light and dark colour schemes
+// at a desktop and a phone width, and checked with axe-core against the WCAG
+// 2.0, 2.1 and 2.2 A and AA rules; then it is walked with the Tab key.
+//
+// To audit a new page, append a row to a11yPages: who is signed in, how to
+// prepare the state it shows, the path to open and, for a page that is the
+// answer to a form, what to fill in and which button to press.
+
+// axeVersion is the vendored axe-core in testdata/axe.
+const axeVersion = "4.14.1"
+
+// axeTags are the rule sets the audit runs: WCAG 2.0, 2.1 and 2.2, levels A
+// and AA.
+var axeTags = []string{"wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"}
+
+// Who is signed in while a page is audited.
+const (
+	a11ySignedOut = ""
+	a11yOwner     = "owner@example.test"
+)
+
+// a11yPage is one page of the audit.
+type a11yPage struct {
+	// Name names the page in failures.
+	Name string
+	// As is the email address signed in through the development sign-in
+	// form, or a11ySignedOut.
+	As string
+	// Path prepares the state the page shows (through the store, as the
+	// console or a signup would) and returns the path to open.
+	Path func(tb testing.TB, e *a11yEnv) string
+	// Fill sets form fields on the opened page, in order, before Submit.
+	Fill []a11yField
+	// Submit, when set, is the CSS selector of the button pressed on the
+	// opened page; the page it answers with is the one audited.
+	Submit string
+	// Status is the audited document's HTTP status; 0 means 200.
+	Status int64
+	// NoJS audits the page with JavaScript off, as a visitor without it
+	// sees it (<noscript> content, no htmx).
+	NoJS bool
+}
+
+// a11yField sets one form control: a value typed into a field, or, for a
+// checkbox or radio button, "on" to check it. A selector that names a
+// <details> element, or an element inside one, opens it.
+type a11yField struct {
+	Selector, Value string
+}
+
+// a11yEnv is what a row's Path may use: the running app and the owner's
+// store operations.
+type a11yEnv struct {
+	App *testApp
+	Kit accessKit
+}
+
+// a11yPath returns a fixed path.
+func a11yPath(p string) func(testing.TB, *a11yEnv) string {
+	return func(testing.TB, *a11yEnv) string { return p }
+}
+
+// a11yProgram creates an open program with content in the demo workspace.
+func (e *a11yEnv) program(tb testing.TB, slug string) *store.Program {
+	tb.Helper()
+	return e.Kit.program(tb, slug, "Welcome to the early access of "+slug+".\n\nThe private notes are below.")
+}
+
+// a11yPages are the pages of the audit. Each row prepares its own state
+// (its own program, its own applicant) so that rows do not depend on one
+// another.
+var a11yPages = []a11yPage{
+	// Public pages.
+	{Name: "start page", Path: a11yPath("/")},
+	{Name: "waitlist page", Path: a11yPath("/waitlist/demo")},
+	{Name: "waitlist page without JavaScript", Path: a11yPath("/waitlist/demo"), NoJS: true},
+	{Name: "join form with errors", Path: a11yPath("/waitlist/demo"),
+		Fill:   []a11yField{{"#email", "not an address"}},
+		Submit: `#signup-form button[type="submit"]`, Status: 400},
+	{Name: "request received, removal link shown once", Path: a11yPath("/waitlist/demo"),
+		Fill:   []a11yField{{"#email", "joiner@example.com"}, {"#permission", "on"}},
+		Submit: `#signup-form button[type="submit"]`},
+	{Name: "waitlist full (429)", Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-full")
+		ctx := context.Background()
+		one := 1
+		p, err := e.App.DB.UpdateProgram(ctx, e.Kit.owner, p.ID, store.ProgramSettings{ExpectedRevision: p.Revision, QueueCap: &one})
+		if err != nil {
+			tb.Fatalf("cap the queue: %v", err)
+		}
+		e.Kit.entry(tb, p, "first@example.com")
+		return "/waitlist/" + p.Slug
+	},
+		Fill:   []a11yField{{"#email", "second@example.com"}, {"#permission", "on"}},
+		Submit: `#signup-form button[type="submit"]`, Status: 429},
+	{Name: "request received, reloaded", Path: a11yPath("/waitlist/demo/received")},
+	{Name: "privacy", Path: a11yPath("/privacy")},
+	{Name: "manage (removal)", Path: a11yPath("/manage/")},
+	{Name: "manage (removal) without JavaScript", Path: a11yPath("/manage/"), NoJS: true},
+	{Name: "removal processed", Path: a11yPath("/manage/"),
+		Fill:   []a11yField{{"#token", strings.Repeat("0", 64)}},
+		Submit: `#remove-form button[type="submit"]`},
+	{Name: "manage with a malformed token", Path: a11yPath("/manage/"),
+		Fill:   []a11yField{{"#token", "not-a-token"}},
+		Submit: `#remove-form button[type="submit"]`, Status: 400},
+	{Name: "sign-in", Path: a11yPath("/sign-in")},
+	{Name: "sign-in with an error", Path: a11yPath("/sign-in"),
+		// The browser lets a double dot through; the address grammar does not.
+		Fill:   []a11yField{{`[data-testid="dev-sign-in"] input[name="email"]`, "a..b@example.com"}},
+		Submit: `[data-testid="dev-sign-in"] button[type="submit"]`, Status: 400},
+	{Name: "redeem, signed out", Path: a11yPath("/redeem")},
+
+	// Applicant and recipient pages.
+	{Name: "my waitlists (/me)", As: "applicant@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
+		const email = "applicant@example.com"
+		e.Kit.entry(tb, e.App.Demo, email)
+		e.Kit.grant(tb, e.program(tb, "a11y-me-active"), email, identity.DevUserID(email))
+		e.Kit.invite(tb, e.program(tb, "a11y-me-invited"), email, true)
+		p := e.program(tb, "a11y-me-declined")
+		id := e.Kit.entry(tb, p, email)
+		if _, err := e.App.DB.DeclineEntry(context.Background(), e.Kit.owner, p.ID, id, store.Decision{Reason: "capacity"}); err != nil {
+			tb.Fatalf("decline: %v", err)
+		}
+		return "/me"
+	}},
+	{Name: "my waitlists, none yet", As: "newcomer@example.com", Path: a11yPath("/me")},
+	{Name: "withdraw confirmation", As: "leaver@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-withdraw")
+		e.Kit.entry(tb, p, "leaver@example.com")
+		return "/me/waitlist/" + p.Slug + "/withdraw"
+	}},
+	{Name: "signed in", As: "redeemer@example.com", Path: a11yPath("/sign-in?redirect_url=%2Fredeem")},
+	{Name: "redeem, signed in", As: "redeemer@example.com", Path: a11yPath("/redeem")},
+	{Name: "redeem with a wrong code", As: "redeemer@example.com", Path: a11yPath("/redeem"),
+		Fill:   []a11yField{{"#code", strings.Repeat("A", 43)}},
+		Submit: `#redeem-form button[type="submit"]`, Status: 404},
+	{Name: "private content", As: "reader@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
+		const email = "reader@example.com"
+		p := e.program(tb, "a11y-private")
+		e.Kit.asset(tb, p, "map.png", "image/png", a11yPNG(tb))
+		e.Kit.grant(tb, p, email, identity.DevUserID(email))
+		return "/early-access/" + p.Slug
+	}},
+
+	// Owner console.
+	{Name: "owner home", As: a11yOwner, Path: a11yPath("/owner")},
+	{Name: "owner home, create form with an error", As: a11yOwner, Path: a11yPath("/owner"),
+		Fill:   []a11yField{{`[data-testid="create-program"]`, ""}, {"#name", "Second demo"}, {"#slug", "demo"}, {"#purpose", "A second demo."}},
+		Submit: `[data-testid="create-program"] button[type="submit"]`, Status: 409},
+	{Name: "program page and settings", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/programs/" + e.App.Demo.ID
+	}},
+	{Name: "retired program page", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-retired")
+		e.Kit.entry(tb, p, "waiting@example.com")
+		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
+			store.Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
+			tb.Fatalf("retire: %v", err)
+		}
+		return "/owner/programs/" + p.ID
+	}},
+	{Name: "workspace settings", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/workspaces/" + e.App.Demo.WorkspaceID
+	}},
+	{Name: "workspace settings with an error", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/workspaces/" + e.App.Demo.WorkspaceID
+	}, Fill: []a11yField{{"#contact", "http://not-https.example.com"}},
+		Submit: `[data-testid="workspace-form"] button[type="submit"]`, Status: 400},
+	{Name: "queue", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-queue")
+		e.Kit.entry(tb, p, "waiting@example.com")
+		mustInsertEntry(tb, e.App.DB, p, "chosen@example.com", store.StateSelected)
+		mustInsertEntry(tb, e.App.DB, p, "declined@example.com", store.StateDeclined)
+		e.Kit.invite(tb, p, "invited@example.com", false)
+		e.Kit.grant(tb, p, "active@example.com", identity.DevUserID("active@example.com"))
+		return "/owner/programs/" + p.ID + "/entries"
+	}},
+	{Name: "entry, waiting", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-entry-waiting")
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "waiting@example.com")
+	}},
+	{Name: "entry, invited, send not recorded", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-entry-invited")
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.invite(tb, p, "invited@example.com", false).EntryID
+	}},
+	{Name: "entry, active", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-entry-active")
+		e.Kit.grant(tb, p, "active@example.com", identity.DevUserID("active@example.com"))
+		return "/owner/programs/" + p.ID + "/entries/" + a11yEntryID(tb, e, p, "active@example.com")
+	}},
+	{Name: "invitation code page", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-issue")
+		return "/owner/programs/" + p.ID + "/entries/" + mustInsertEntry(tb, e.App.DB, p, "chosen@example.com", store.StateSelected)
+	}, Submit: `[data-testid="issue-form"] button[type="submit"]`},
+	{Name: "audit log", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-audit")
+		e.Kit.invite(tb, p, "invited@example.com", true)
+		return "/owner/programs/" + p.ID + "/events"
+	}},
+
+	// Error pages.
+	{Name: "not found (404)", Path: a11yPath("/no-such-page"), Status: 404},
+	{Name: "not found, signed in (404)", As: a11yOwner, Path: a11yPath("/owner/programs/no-such-program"), Status: 404},
+	{Name: "method not allowed (405)", Path: a11yPath("/manage/remove"), Status: 405},
+	{Name: "expired form (403)", As: a11yOwner, Path: a11yPath("/owner"),
+		Fill:   []a11yField{{`#sign-out-form input[name="csrf"]`, "expired"}},
+		Submit: `#sign-out-form button[type="submit"]`, Status: 403},
+}
+
+// a11yPNG is a small PNG image, for a private file.
+func a11yPNG(tb testing.TB) []byte {
+	tb.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		tb.Fatalf("encode PNG: %v", err)
+	}
+	return b.Bytes()
+}
+
+// a11yEntryID finds the entry of email in program p.
+func a11yEntryID(tb testing.TB, e *a11yEnv, p *store.Program, email string) string {
+	tb.Helper()
+	var id string
+	if err := e.App.DB.View(context.Background(), func(tx *store.Tx) error {
+		return tx.QueryRow(`SELECT id FROM entries WHERE program_id = ? AND email_key = ?`, p.ID, email).Scan(&id)
+	}); err != nil {
+		tb.Fatalf("find the entry of %s: %v", email, err)
+	}
+	return id
+}
+
+// a11yView is one rendering the audit checks: a colour scheme at a width.
+type a11yView struct {
+	Scheme        string
+	Width, Height int64
+	// Keyboard walks the page with Tab in this view.
+	Keyboard bool
+}
+
+func (v a11yView) String() string { return fmt.Sprintf("%s, %d px", v.Scheme, v.Width) }
+
+// a11yViews: light and dark at a desktop and a phone width. The keyboard
+// walk runs once per width, in each scheme once.
+var a11yViews = []a11yView{
+	{Scheme: "light", Width: 1280, Height: 800, Keyboard: true},
+	{Scheme: "dark", Width: 1280, Height: 800},
+	{Scheme: "light", Width: phoneWidth, Height: phoneHeight},
+	{Scheme: "dark", Width: phoneWidth, Height: phoneHeight, Keyboard: true},
+}
+
+// TestA11y_EveryPageHasNoWCAGViolationsAndWorksByKeyboard audits every row
+// of a11yPages in every view.
+func TestA11y_EveryPageHasNoWCAGViolationsAndWorksByKeyboard(t *testing.T) {
+	axe := mustReadAxe(t)
+	app := MustStartApp(t)
+	env := &a11yEnv{App: app, Kit: newAccessKit(app)}
+	ctx := browser.MustNew(t, browser.WithTimeout(5*time.Minute))
+	start := time.Now()
+	signedInAs := a11ySignedOut
+	for _, pg := range a11yPages {
+		t.Run(pg.Name, func(t *testing.T) {
+			if pg.As != signedInAs {
+				a11ySignIn(t, ctx, app, pg.As)
+				signedInAs = pg.As
+			}
+			p := pg.Path(t, env)
+			if err := setScriptsDisabled(ctx, pg.NoJS); err != nil {
+				t.Fatal(err)
+			}
+			a11yReach(t, ctx, app, pg, p)
+			// axe-core and the keyboard walk are scripts: with the page
+			// loaded as a visitor without JavaScript sees it, scripts are
+			// turned back on to audit it. The document stays as it was
+			// parsed (<noscript> content shown, the page's own scripts not
+			// run).
+			if err := setScriptsDisabled(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](axe)); err != nil {
+				t.Fatalf("load axe-core: %v", err)
+			}
+			for _, v := range a11yViews {
+				if err := setView(ctx, v); err != nil {
+					t.Fatalf("%s: %v", v, err)
+				}
+				for _, f := range runAxe(t, ctx) {
+					t.Errorf("%s [%s]: %s", pg.Name, v, f)
+				}
+				if dir := os.Getenv("ADMIT_A11Y_SHOTS"); dir != "" {
+					browser.Screenshot(t, ctx, filepath.Join(dir, a11yFileName(pg.Name)+"-"+v.Scheme+"-"+strconv.Itoa(int(v.Width))+".png"))
+				}
+				if v.Keyboard {
+					for _, f := range walkKeyboard(t, ctx) {
+						t.Errorf("%s [%s]: keyboard: %s", pg.Name, v, f)
+					}
+				}
+			}
+			if t.Failed() {
+				mustScreenshot(t, ctx, "a11y-"+a11yFileName(pg.Name))
+			}
+		})
+	}
+	t.Logf("audited %d pages in %d views in %v", len(a11yPages), len(a11yViews), time.Since(start).Round(time.Millisecond))
+}
+
+// a11yFileName turns a page's name into a file name.
+func a11yFileName(name string) string {
+	return strings.NewReplacer(" ", "-", "/", "", "(", "", ")", "", ",", "").Replace(name)
+}
+
+// mustReadAxe returns the vendored axe-core source, checking its version.
+func mustReadAxe(tb testing.TB) string {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
+	if err != nil {
+		tb.Fatalf("read axe-core: %v", err)
+	}
+	if !strings.HasPrefix(string(b), "/*! axe v"+axeVersion+"\n") {
+		tb.Fatalf("testdata/axe/axe.min.js is not axe-core %s", axeVersion)
+	}
+	return string(b)
+}
+
+// a11ySignIn signs the browser out and, unless email is a11ySignedOut, in
+// again as email through the development sign-in form.
+func a11ySignIn(tb testing.TB, ctx context.Context, app *testApp, email string) {
+	tb.Helper()
+	if _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+		tb.Fatalf("sign out: %v", err)
+	}
+	if email == a11ySignedOut {
+		return
+	}
+	mustNavigate(tb, ctx, "open /sign-in", chromedp.Navigate(app.URL+"/sign-in"))
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid="dev-sign-in"] input[name="email"]`), email)); err != nil {
+		tb.Fatalf("type the email: %v", err)
+	}
+	mustNavigate(tb, ctx, "sign in as "+email, chromedp.Click(chromedp.CSS(`[data-testid="dev-sign-in"] button[type="submit"]`)))
+	if got, want := mustCount(tb, ctx, `#sign-out-form`), 1; got != want {
+		tb.Fatalf("sign-out forms after signing in as %s=%d, want %d", email, got, want)
+	}
+}
+
+// a11yReach opens the row's page: the path, then the form it fills and
+// submits, if any. It fails unless the audited document has the row's
+// status.
+func a11yReach(tb testing.TB, ctx context.Context, app *testApp, pg a11yPage, p string) {
+	tb.Helper()
+	want := pg.Status
+	if want == 0 {
+		want = 200
+	}
+	openWant := want
+	if pg.Submit != "" {
+		openWant = 200
+	}
+	a11yLoad(tb, ctx, "open "+p, openWant, chromedp.Navigate(app.URL+p))
+	if pg.Submit == "" {
+		return
+	}
+	for _, f := range pg.Fill {
+		js := fmt.Sprintf(`(() => {
+			const el = document.querySelector(%s);
+			if (!el) return false;
+			for (let d = el.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+			if (el.tagName === "DETAILS") return true;
+			if (el.type === "checkbox" || el.type === "radio") el.checked = %s === "on";
+			else el.value = %s;
+			return true;
+		})()`, jsString(f.Selector), jsString(f.Value), jsString(f.Value))
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil || !ok {
+			tb.Fatalf("fill %s: found=%v %v", f.Selector, ok, err)
+		}
+	}
+	a11yLoad(tb, ctx, "press "+pg.Submit, want, chromedp.Click(chromedp.CSS(pg.Submit)))
+}
+
+// a11yLoad runs steps that load one document and fails unless it answers
+// want.
+func a11yLoad(tb testing.TB, ctx context.Context, what string, want int64, steps ...chromedp.Action[chromedp.Void]) {
+	tb.Helper()
+	// A press that loads nothing (a form the browser refuses to send)
+	// fails here instead of waiting out the test's deadline.
+	loadCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := chromedp.RunResponse(loadCtx, steps...)
+	if err != nil {
+		tb.Fatalf("%s: %v", what, err)
+	}
+	if resp == nil {
+		tb.Fatalf("%s: no document response", what)
+		return
+	}
+	if resp.Status != want {
+		tb.Fatalf("%s: %s answered %d, want %d", what, resp.URL, resp.Status, want)
+	}
+}
+
+// setScriptsDisabled turns the tab's script execution off or on.
+func setScriptsDisabled(ctx context.Context, off bool) error {
+	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled,
+		emulation.SetScriptExecutionDisabledParams{Value: off}); err != nil {
+		return fmt.Errorf("set script execution disabled=%v: %w", off, err)
+	}
+	return nil
+}
+
+// setView sizes the viewport and emulates the colour scheme, with reduced
+// motion so that no transition is caught halfway between two colours.
+func setView(ctx context.Context, v a11yView) error {
+	opts := []chromedp.EmulateViewportOption{chromedp.EmulatePortrait}
+	if v.Width < 800 {
+		opts = append(opts, chromedp.EmulateMobile)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(v.Width, v.Height, opts...)); err != nil {
+		return fmt.Errorf("viewport: %w", err)
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{
+			{Name: "prefers-color-scheme", Value: v.Scheme},
+			{Name: "prefers-reduced-motion", Value: "reduce"},
+		},
+	}); err != nil {
+		return fmt.Errorf("colour scheme: %w", err)
+	}
+	scheme, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`matchMedia("(prefers-color-scheme: `+v.Scheme+`)").matches`))
+	if err != nil || !scheme {
+		return fmt.Errorf("the page does not see prefers-color-scheme %s (%v)", v.Scheme, err)
+	}
+	return nil
+}
+
+// axeViolation is one failed axe-core rule on a page.
+type axeViolation struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  []struct {
+		Target  string `json:"target"`
+		HTML    string `json:"html"`
+		Summary string `json:"summary"`
+	} `json:"nodes"`
+}
+
+// runAxe runs axe-core on the page in its current view and describes each
+// violation: the rule, and each element by its selector and markup.
+func runAxe(tb testing.TB, ctx context.Context) []string {
+	tb.Helper()
+	tags, _ := json.Marshal(axeTags)
+	js := `axe.run(document, {runOnly: {type: "tag", values: ` + string(tags) + `}, resultTypes: ["violations"]})
+		.then(r => r.violations.map(v => ({id: v.id, impact: v.impact || "", help: v.help,
+			nodes: v.nodes.map(n => ({target: JSON.stringify(n.target), html: n.html, summary: n.failureSummary || ""}))})))`
+	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	vs, err := chromedp.Run(runCtx, chromedp.Evaluate[[]axeViolation](js, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.Fatalf("run axe-core: %v", err)
+	}
+	var out []string
+	for _, v := range vs {
+		for _, n := range v.Nodes {
+			out = append(out, fmt.Sprintf("rule %s (%s): %s\n\telement %s\n\t%s\n\t%s",
+				v.ID, v.Impact, v.Help, n.Target, n.HTML, strings.ReplaceAll(n.Summary, "\n", "\n\t")))
+		}
+	}
+	return out
+}
+
+// keyboardProbe lists the page's interactive elements and numbers them in
+// document order, then focuses the first, so that Tab starts from it.
+const keyboardProbe = `(() => {
+	const sel = 'a[href], area[href], button, input, select, textarea, summary, iframe, [tabindex], [contenteditable]';
+	const seenRadio = new Set();
+	const list = [...document.querySelectorAll(sel)].filter(el => {
+		if (el.disabled || el.tabIndex < 0 || el.type === "hidden") return false;
+		if (el.closest("[inert]")) return false;
+		if (!el.checkVisibility({visibilityProperty: true, opacityProperty: false})) return false;
+		if (el.tagName === "SUMMARY" && el.parentElement.tagName === "DETAILS" && el.parentElement.querySelector(":scope > summary") !== el) return false;
+		if (el.type === "radio" && el.name) {
+			const group = (el.form ? el.form.id : "") + "/" + el.name;
+			if (seenRadio.has(group)) return false;
+			seenRadio.add(group);
+		}
+		return true;
+	});
+	window.__a11yList = list;
+	list.forEach((el, i) => { el.__a11yIndex = i; });
+	const positive = list.filter(el => el.tabIndex > 0).map(el => el.outerHTML.slice(0, 160));
+	if (list.length) list[0].focus();
+	window.__a11yPrev = list[0] || null;
+	window.__a11yVisited = new Set();
+	return {count: list.length, positive};
+})()`
+
+// keyboardStep describes the element Tab moved focus to.
+const keyboardStep = `(() => {
+	const el = document.activeElement;
+	if (!el || el === document.body || el === document.documentElement) return {done: true};
+	const cs = getComputedStyle(el);
+	const seen = c => c && c !== "transparent" && !/rgba\([^)]*,\s*0\)$/.test(c);
+	const outline = cs.outlineStyle !== "none" && parseFloat(cs.outlineWidth) >= 1 && seen(cs.outlineColor);
+	// A box-shadow is visible when one of its shadows has a colour and
+	// a spread or blur.
+	const shadow = cs.boxShadow !== "none" && cs.boxShadow.split(/,(?![^(]*\))/).some(s => {
+		const colour = (s.match(/rgba?\([^)]*\)/) || ["transparent"])[0];
+		const lengths = (s.replace(/rgba?\([^)]*\)/, "").match(/-?[\d.]+px/g) || []).map(parseFloat);
+		return seen(colour) && lengths.slice(2).some(n => n > 0);
+	});
+	// The first box of the element: a link that wraps has one per line.
+	const r = el.getClientRects()[0] || el.getBoundingClientRect();
+	// The part of that box on screen: inside the window and inside every
+	// ancestor that clips (a table that scrolls sideways). Its centre must
+	// show the element, not something drawn over it.
+	let obscured = "";
+	if (r.width > 0 && r.height > 0) {
+		let box = {l: r.left, t: r.top, r: r.right, b: r.bottom};
+		const clip = q => { box = {l: Math.max(box.l, q.left), t: Math.max(box.t, q.top), r: Math.min(box.r, q.right), b: Math.min(box.b, q.bottom)}; };
+		clip({left: 0, top: 0, right: innerWidth, bottom: innerHeight});
+		for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+			const s = getComputedStyle(a);
+			if (s.overflowX !== "visible" || s.overflowY !== "visible") clip(a.getBoundingClientRect());
+		}
+		if (box.r - box.l < 1 || box.b - box.t < 1) {
+			obscured = "the edge of the window or of its scroll region: it is out of view";
+		} else {
+			const hit = document.elementFromPoint((box.l + box.r) / 2, (box.t + box.b) / 2);
+			if (hit && hit !== el && !el.contains(hit) && !(el.labels && [...el.labels].some(l => l.contains(hit)))) obscured = hit.outerHTML.slice(0, 80);
+		}
+	}
+	const prev = window.__a11yPrev;
+	const backwards = !!prev && prev !== el && !!(el.compareDocumentPosition(prev) & Node.DOCUMENT_POSITION_FOLLOWING);
+	const first = window.__a11yList[0] === el;
+	window.__a11yPrev = el;
+	if (el.__a11yIndex !== undefined) window.__a11yVisited.add(el.__a11yIndex);
+	return {done: false, first, backwards, visible: outline || shadow, obscured,
+		html: el.outerHTML.slice(0, 160), prev: prev ? prev.outerHTML.slice(0, 80) : ""};
+})()`
+
+// keyboardMissed lists the interactive elements Tab never reached.
+const keyboardMissed = `window.__a11yList.filter((el, i) => !window.__a11yVisited.has(i)).map(el => el.outerHTML.slice(0, 160))`
+
+// walkKeyboard tabs through the page from its first interactive element
+// until focus leaves the page or comes back to the start. It reports an
+// element that never gets focus, a focus that moves backwards in the
+// document, a focused element with no visible outline or box-shadow, and
+// one hidden under another element.
+func walkKeyboard(tb testing.TB, ctx context.Context) []string {
+	tb.Helper()
+	type probe struct {
+		Count    int      `json:"count"`
+		Positive []string `json:"positive"`
+	}
+	pr, err := chromedp.Run(ctx, chromedp.Evaluate[probe](keyboardProbe))
+	if err != nil {
+		tb.Fatalf("list interactive elements: %v", err)
+	}
+	var out []string
+	for _, h := range pr.Positive {
+		out = append(out, "a positive tabindex changes the tab order: "+h)
+	}
+	type step struct {
+		Done      bool   `json:"done"`
+		First     bool   `json:"first"`
+		Backwards bool   `json:"backwards"`
+		Visible   bool   `json:"visible"`
+		Obscured  string `json:"obscured"`
+		HTML      string `json:"html"`
+		Prev      string `json:"prev"`
+	}
+	// Room for every element, scrollable regions Chromium adds as tab
+	// stops, and the way back to the start. Tab from the last element
+	// leaves the page; the next one comes back to the first.
+	outside := 0
+	for i := 0; i < pr.Count+20 && outside < 3; i++ {
+		if err := chromedp.Do(ctx, chromedp.KeyEvent("\t")); err != nil {
+			tb.Fatalf("press Tab: %v", err)
+		}
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[step](keyboardStep))
+		if err != nil {
+			tb.Fatalf("read the focus: %v", err)
+		}
+		if s.Done {
+			outside++
+			continue
+		}
+		outside = 0
+		if !s.Visible {
+			out = append(out, "no visible focus (outline or box-shadow) on "+s.HTML)
+		}
+		if s.Obscured != "" {
+			out = append(out, "focused element "+s.HTML+" is hidden under "+s.Obscured)
+		}
+		if s.First {
+			break
+		}
+		if s.Backwards {
+			out = append(out, fmt.Sprintf("focus moves backwards in the page: from %s to %s", s.Prev, s.HTML))
+		}
+	}
+	missed, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](keyboardMissed))
+	if err != nil {
+		tb.Fatalf("list unreached elements: %v", err)
+	}
+	for _, h := range missed {
+		out = append(out, "Tab never reaches "+h)
+	}
+	return out
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -284,6 +286,13 @@ func TestA11y_EveryPageHasNoWCAGViolationsAndWorksByKeyboard(t *testing.T) {
 	env := &a11yEnv{App: app, Kit: newAccessKit(app)}
 	ctx := browser.MustNew(t, browser.WithTimeout(5*time.Minute))
 	start := time.Now()
+	// Where the time goes, for the log line at the end.
+	var reaching, auditing, walking time.Duration
+	timed := func(d *time.Duration, f func()) {
+		t0 := time.Now()
+		f()
+		*d += time.Since(t0)
+	}
 	signedInAs := a11ySignedOut
 	for _, pg := range a11yPages {
 		t.Run(pg.Name, func(t *testing.T) {
@@ -295,7 +304,7 @@ func TestA11y_EveryPageHasNoWCAGViolationsAndWorksByKeyboard(t *testing.T) {
 			if err := setScriptsDisabled(ctx, pg.NoJS); err != nil {
 				t.Fatal(err)
 			}
-			a11yReach(t, ctx, app, pg, p)
+			timed(&reaching, func() { a11yReach(t, ctx, app, pg, p) })
 			// axe-core and the keyboard walk are scripts: with the page
 			// loaded as a visitor without JavaScript sees it, scripts are
 			// turned back on to audit it. The document stays as it was
@@ -311,14 +320,18 @@ func TestA11y_EveryPageHasNoWCAGViolationsAndWorksByKeyboard(t *testing.T) {
 				if err := setView(ctx, v); err != nil {
 					t.Fatalf("%s: %v", v, err)
 				}
-				for _, f := range runAxe(t, ctx) {
+				var violations []string
+				timed(&auditing, func() { violations = runAxe(t, ctx) })
+				for _, f := range violations {
 					t.Errorf("%s [%s]: %s", pg.Name, v, f)
 				}
 				if dir := os.Getenv("ADMIT_A11Y_SHOTS"); dir != "" {
 					browser.Screenshot(t, ctx, filepath.Join(dir, a11yFileName(pg.Name)+"-"+v.Scheme+"-"+strconv.Itoa(int(v.Width))+".png"))
 				}
 				if v.Keyboard {
-					for _, f := range walkKeyboard(t, ctx) {
+					var problems []string
+					timed(&walking, func() { problems = walkKeyboard(t, ctx) })
+					for _, f := range problems {
 						t.Errorf("%s [%s]: keyboard: %s", pg.Name, v, f)
 					}
 				}
@@ -328,7 +341,9 @@ func TestA11y_EveryPageHasNoWCAGViolationsAndWorksByKeyboard(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("audited %d pages in %d views in %v", len(a11yPages), len(a11yViews), time.Since(start).Round(time.Millisecond))
+	t.Logf("audited %d pages in %d views in %v: reaching them %v, axe-core %v, keyboard walks %v",
+		len(a11yPages), len(a11yViews), time.Since(start).Round(time.Millisecond),
+		reaching.Round(time.Millisecond), auditing.Round(time.Millisecond), walking.Round(time.Millisecond))
 }
 
 // a11yFileName turns a page's name into a file name.
@@ -459,6 +474,16 @@ func setView(ctx context.Context, v a11yView) error {
 	return nil
 }
 
+// mustJSON encodes v as JSON.
+func mustJSON(tb testing.TB, v any) string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
 // axeViolation is one failed axe-core rule on a page.
 type axeViolation struct {
 	ID     string `json:"id"`
@@ -475,8 +500,7 @@ type axeViolation struct {
 // violation: the rule, and each element by its selector and markup.
 func runAxe(tb testing.TB, ctx context.Context) []string {
 	tb.Helper()
-	tags, _ := json.Marshal(axeTags)
-	js := `axe.run(document, {runOnly: {type: "tag", values: ` + string(tags) + `}, resultTypes: ["violations"]})
+	js := `axe.run(document, {runOnly: {type: "tag", values: ` + mustJSON(tb, axeTags) + `}, resultTypes: ["violations"]})
 		.then(r => r.violations.map(v => ({id: v.id, impact: v.impact || "", help: v.help,
 			nodes: v.nodes.map(n => ({target: JSON.stringify(n.target), html: n.html, summary: n.failureSummary || ""}))})))`
 	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -634,4 +658,56 @@ func walkKeyboard(tb testing.TB, ctx context.Context) []string {
 		out = append(out, "Tab never reaches "+h)
 	}
 	return out
+}
+
+// a11yBadPage breaks one rule of each kind the audit checks: faint text, an
+// unlabelled field, a button whose focus cannot be seen, a positive
+// tabindex and a link covered by a fixed box.
+const a11yBadPage = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Broken on purpose</title>
+<style>
+.faint { color: #bbb; background: #fff; }
+#hidden-focus:focus, #hidden-focus:focus-visible { outline: none; box-shadow: none; }
+.cover { position: fixed; top: 0; left: 0; width: 100%; height: 50vh; background: #fff; }
+</style></head>
+<body><main>
+<h1>Broken on purpose</h1>
+<a href="#top" id="covered">Covered link</a>
+<div class="cover"></div>
+<p class="faint">Text too faint to read.</p>
+<input type="text" name="nolabel">
+<button id="hidden-focus" type="button">No focus ring</button>
+<a href="#x" tabindex="2">Jumps the queue</a>
+</main></body></html>`
+
+// TestA11y_AuditReportsEachKindOfProblem runs the audit's own checks on
+// a11yBadPage, so that a check that stopped finding anything would fail
+// here instead of passing every page.
+func TestA11y_AuditReportsEachKindOfProblem(t *testing.T) {
+	axe := mustReadAxe(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, a11yBadPage)
+	}))
+	t.Cleanup(srv.Close)
+	ctx := browser.MustNew(t)
+	a11yLoad(t, ctx, "open the broken page", 200, chromedp.Navigate(srv.URL))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](axe)); err != nil {
+		t.Fatalf("load axe-core: %v", err)
+	}
+	if err := setView(ctx, a11yView{Scheme: "light", Width: 1280, Height: 800}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(append(runAxe(t, ctx), walkKeyboard(t, ctx)...), "\n")
+	for _, want := range []string{
+		"rule color-contrast", `<p class="faint">`,
+		"rule label", `name="nolabel"`,
+		"no visible focus (outline or box-shadow) on " + `<button id="hidden-focus"`,
+		"a positive tabindex changes the tab order",
+		`focused element <a href="#top" id="covered">Covered link</a> is hidden under <div class="cover">`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the audit did not report %q; it reported:\n%s", want, got)
+		}
+	}
 }

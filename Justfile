@@ -31,6 +31,14 @@ bench *FLAGS:
 bench-retire:
     ADMIT_BENCH_LARGE=1 go test ./store -run '^$' -bench 'BenchmarkRetireProgram|BenchmarkSweepRetiredProgram' -benchtime 1x -timeout 60m
 
+# Scale (BENCHMARKS.md, "Scale"): fresh databases of 10,000, 100,000 and
+# 1,000,000 entries with a file replica; owner pages, export, sweep,
+# retirement, write-lock holds, backup verify and restore at each size.
+# Flags pass through, e.g. `just bench-scale -scale 10000`. About half an
+# hour on two cores.
+bench-scale *FLAGS:
+    go run ./cmd/loadgen -scale 10000,100000,1000000 -timeout 1h {{FLAGS}}
+
 # Crash soak (RELIABILITY.md): the real binary with a file replica, signups
 # from 32 clients, SIGKILL and restart at once, 20 times; after every restart
 # every new restore point of the replica is restored and checked. Flags pass

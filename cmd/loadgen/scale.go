@@ -112,9 +112,15 @@ type holds struct {
 	Max         time.Duration
 }
 
-// sub is the holds between two scrapes (Max is the later one's).
-func (h holds) sub(before holds) holds {
-	return holds{Count: h.Count - before.Count, Over: h.Over - before.Over, Max: h.Max}
+// sinceHolds is the holds between two scrapes. Max is the later scrape's
+// longest hold since start when it rose in between (it is then the longest
+// of these); otherwise it is negated: these holds were at most that long.
+func sinceHolds(after, before holds) holds {
+	h := holds{Count: after.Count - before.Count, Over: after.Over - before.Over, Max: after.Max}
+	if after.Max <= before.Max {
+		h.Max = -after.Max
+	}
+	return h
 }
 
 // scaleResult is one size's measurements.
@@ -139,10 +145,13 @@ type scaleResult struct {
 	ExportBytes           int64
 	ExportRows            int
 	ExportBase, ExportRSS int64
+	ExportHolds           holds
 	// The largest program's retirement.
 	RetireTook  time.Duration
 	RetireErr   string
 	RetireHolds holds
+	// Scrape is how long one metrics scrape took.
+	Scrape time.Duration
 	// Backup verify and restore with admit stopped.
 	Verify, Restore time.Duration
 	RestoreRSS      int64
@@ -342,6 +351,9 @@ func (s *scaler) firstStart(ctx context.Context, res *scaleResult) error {
 	}
 	res.FirstReady = s.srv.StartToReady
 	deadline := time.Now().Add(scaleReadyTimeout)
+	// The log is read every 50 ms; the metrics once a second, since a
+	// scrape counts every program's entries (see the scrape row).
+	var lastScrape time.Time
 	for res.SweepTook == 0 || res.FirstSync == 0 {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no sweep or first replica sync within %v", scaleReadyTimeout)
@@ -355,7 +367,8 @@ func (s *scaler) firstStart(ctx context.Context, res *scaleResult) error {
 				return err
 			}
 		}
-		if res.FirstSync == 0 {
+		if res.FirstSync == 0 && time.Since(lastScrape) >= time.Second {
+			lastScrape = time.Now()
 			text, err := scrapeText(ctx, s.metricsURL)
 			if err != nil {
 				return err
@@ -366,10 +379,12 @@ func (s *scaler) firstStart(ctx context.Context, res *scaleResult) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	t0 := time.Now()
 	h, err := s.holds(ctx)
 	if err != nil {
 		return err
 	}
+	res.Scrape = time.Since(t0)
 	res.SweepHolds = h
 	s.progress("sweep erased %d in %s; replica synced %s after start; longest write hold %s ms, %d of %d over 50 ms",
 		res.SweepErased, res.SweepTook, res.FirstSync.Round(time.Millisecond), ms(h.Max), h.Over, h.Count)
@@ -510,6 +525,10 @@ func (s *scaler) searches(ctx context.Context, api string) (bool, error) {
 // export streams the largest program's CSV export to nowhere, timing it
 // and reading admit's peak RSS over it.
 func (s *scaler) export(ctx context.Context, p *program, res *scaleResult) error {
+	before, err := s.holds(ctx)
+	if err != nil {
+		return err
+	}
 	pid := s.srv.Pid()
 	if err := resetPeakRSS(pid); err != nil {
 		return fmt.Errorf("reset peak RSS: %w", err)
@@ -544,6 +563,11 @@ func (s *scaler) export(ctx context.Context, p *program, res *scaleResult) error
 		return err
 	}
 	res.ExportBytes, res.ExportRows, res.ExportBase, res.ExportRSS = n, lines.n-1, base, peak
+	after, err := s.holds(ctx)
+	if err != nil {
+		return err
+	}
+	res.ExportHolds = sinceHolds(after, before)
 	s.progress("  %d rows, %s MiB in %s; peak RSS %s MiB (from %s)", res.ExportRows, mib(n), res.ExportTook.Round(time.Millisecond), mib(peak), mib(base))
 	return nil
 }
@@ -588,12 +612,7 @@ func (s *scaler) retire(ctx context.Context, p *program, res *scaleResult) error
 	if err != nil {
 		return err
 	}
-	res.RetireHolds = after.sub(before)
-	if after.Max <= before.Max {
-		// The longest hold since start came before the retirement: the
-		// retirement's is at most that.
-		res.RetireHolds.Max = -after.Max
-	}
+	res.RetireHolds = sinceHolds(after, before)
 	s.progress("  retired in %s: %d write transactions, %d over 50 ms", res.RetireTook.Round(time.Millisecond),
 		res.RetireHolds.Count, res.RetireHolds.Over)
 	return nil

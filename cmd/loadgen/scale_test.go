@@ -156,3 +156,17 @@ func TestRunScale_TenThousandEntriesAgainstTheRealBinary(t *testing.T) {
 		}
 	}
 }
+
+// Between two scrapes: the counts are the difference; the longest is the
+// later gauge when it rose, else negated (at most that).
+func TestSinceHolds_LongestOnlyWhenItRose(t *testing.T) {
+	before := holds{Count: 10, Over: 1, Max: 80 * time.Millisecond}
+	rose := sinceHolds(holds{Count: 25, Over: 3, Max: 120 * time.Millisecond}, before)
+	if rose != (holds{Count: 15, Over: 2, Max: 120 * time.Millisecond}) {
+		t.Errorf("rose: %+v", rose)
+	}
+	flat := sinceHolds(holds{Count: 12, Over: 1, Max: 80 * time.Millisecond}, before)
+	if flat != (holds{Count: 2, Over: 0, Max: -80 * time.Millisecond}) || holdCell(flat) != "2, ≤ 80.00 ms, 0" {
+		t.Errorf("flat: %+v, %q", flat, holdCell(flat))
+	}
+}

@@ -150,6 +150,8 @@ type scaleResult struct {
 	RetireTook  time.Duration
 	RetireErr   string
 	RetireHolds holds
+	// Stop is the longest stop, SIGTERM to exit (final replica sync included).
+	Stop time.Duration
 	// Scrape is how long one metrics scrape took.
 	Scrape time.Duration
 	// Backup verify and restore with admit stopped.
@@ -204,6 +206,8 @@ func runScale(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error 
 type scaler struct {
 	*runner
 	replica, config, metricsURL string
+	// longestStop is the longest time from SIGTERM to exit.
+	longestStop time.Duration
 }
 
 // measure runs every step for n entries.
@@ -256,6 +260,7 @@ func (s *scaler) measure(ctx context.Context, n int) (*scaleResult, error) {
 	if err := s.stopServer(); err != nil {
 		return nil, err
 	}
+	res.Stop = s.longestStop
 	if err := checkRetired(ctx, dbPath, big.ID); err != nil {
 		return nil, err
 	}
@@ -308,12 +313,18 @@ func (s *scaler) startScale(ctx context.Context) error {
 	return nil
 }
 
-// stopServer stops admit.
+// scaleStopTimeout bounds a stop: admit's final replica sync after a large
+// sweep or retirement takes longer than loadgen's usual 15 seconds.
+const scaleStopTimeout = 3 * time.Minute
+
+// stopServer stops admit (SIGTERM) and keeps the longest stop.
 func (s *scaler) stopServer() error {
 	if s.srv == nil {
 		return nil
 	}
-	err := s.srv.stop()
+	t0 := time.Now()
+	err := s.srv.Stop(scaleStopTimeout)
+	s.longestStop = max(s.longestStop, time.Since(t0))
 	s.srv = nil
 	if err != nil {
 		return fmt.Errorf("stop admit: %w", err)

@@ -87,6 +87,7 @@ func writeScaleReport(w io.Writer, m machine, results []*scaleResult) {
 		return secs(r.RetireTook)
 	})
 	row("retirement: write txs, longest hold, > 50 ms", func(r *scaleResult) string { return holdCell(r.RetireHolds) })
+	row("longest stop, SIGTERM to exit", func(r *scaleResult) string { return secs(r.Stop) })
 	row("`admit backup verify`", func(r *scaleResult) string { return secs(r.Verify) })
 	row("`admit restore` (peak RSS)", func(r *scaleResult) string {
 		return fmt.Sprintf("%s (%s MiB)", secs(r.Restore), mib(r.RestoreRSS))

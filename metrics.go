@@ -119,7 +119,7 @@ func (m *metrics) watch(db *store.DB, repl *backup.Replicator, logger *slog.Logg
 var (
 	descOccupied = prometheus.NewDesc("admit_program_queue_occupied", "Entries holding a queue place, by program ID.", []string{"program_id"}, nil)
 	descCap      = prometheus.NewDesc("admit_program_queue_capacity", "The queue cap, by program ID.", []string{"program_id"}, nil)
-	descEntries  = prometheus.NewDesc("admit_program_entries", "Entries not yet erased, by program ID and state.", []string{"program_id", "state"}, nil)
+	descEntries  = prometheus.NewDesc("admit_program_entries", "Entries by program ID and state, erased ones included (they keep their state).", []string{"program_id", "state"}, nil)
 	descScrapeOK = prometheus.NewDesc("admit_store_scrape_ok", "1 when the program counts could be read for this scrape.", nil, nil)
 	descLag      = prometheus.NewDesc("admit_backup_lag_seconds", "How long committed changes have waited for the replica; 0 when none wait.", nil, nil)
 	descLastSync = prometheus.NewDesc("admit_backup_last_sync_timestamp_seconds", "When the replica last held every change (Unix time); 0 before the first sync.", nil, nil)

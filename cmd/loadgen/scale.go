@@ -608,17 +608,24 @@ func (s *scaler) retire(ctx context.Context, p *program, res *scaleResult) error
 		return err
 	}
 	s.progress("retiring the program of %d entries", res.Largest)
+	// The API answers once the chunked bookkeeping is done; past admit's
+	// 30 s write timeout that answer is lost, but the retirement goes on
+	// to its end. So the end is read from the database itself: the
+	// program's pending mark, read-only beside the running admit.
+	long := &client{base: s.c.base, http: &http.Client{Transport: s.c.http.Transport, Timeout: scaleReadyTimeout,
+		CheckRedirect: s.c.http.CheckRedirect}}
 	t0 := time.Now()
-	_, _, err = s.c.do(ctx, request{Method: http.MethodPost, Path: base + "/retire", Session: s.owner,
+	_, _, err = long.do(ctx, request{Method: http.MethodPost, Path: base + "/retire", Session: s.owner,
 		ContentType: "application/json", Want: http.StatusOK,
 		Body: jsonBody(map[string]any{"expectedRevision": p.Revision, "confirm": p.Slug})})
-	res.RetireTook = time.Since(t0)
 	if err != nil {
-		// The retirement goes on to its end even when the answer is
-		// lost (a write timeout); checkRetired tells.
 		res.RetireErr = err.Error()
-		s.progress("  retire answered: %v", err)
+		s.progress("  retire answered after %s: %v", time.Since(t0).Round(time.Millisecond), err)
 	}
+	if err := waitRetired(ctx, filepath.Join(s.dataDir, "admit.db"), p.ID, scaleReadyTimeout); err != nil {
+		return err
+	}
+	res.RetireTook = time.Since(t0)
 	after, err := s.holds(ctx)
 	if err != nil {
 		return err
@@ -627,6 +634,30 @@ func (s *scaler) retire(ctx context.Context, p *program, res *scaleResult) error
 	s.progress("  retired in %s: %d write transactions, %d over 50 ms", res.RetireTook.Round(time.Millisecond),
 		res.RetireHolds.Count, res.RetireHolds.Over)
 	return nil
+}
+
+// waitRetired polls the database, read-only, until the program's
+// retirement is no longer pending.
+func waitRetired(ctx context.Context, dbPath, programID string, within time.Duration) error {
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	deadline := time.Now().Add(within)
+	for {
+		var pending int
+		if err := db.QueryRowContext(ctx, `SELECT retire_pending FROM programs WHERE id = ?`, programID).Scan(&pending); err != nil {
+			return fmt.Errorf("read the retirement: %w", err)
+		}
+		if pending == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the retirement still pending after %v", within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // checkRetired checks, admit stopped, that the retirement left nothing

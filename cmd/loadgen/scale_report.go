@@ -82,7 +82,7 @@ func writeScaleReport(w io.Writer, m machine, results []*scaleResult) {
 	row("CSV export: write txs, longest hold, > 50 ms", func(r *scaleResult) string { return holdCell(r.ExportHolds) })
 	row("retirement of the largest: time", func(r *scaleResult) string {
 		if r.RetireErr != "" {
-			return secs(r.RetireTook) + " (answer lost)"
+			return secs(r.RetireTook) + " (answer lost: write timeout)"
 		}
 		return secs(r.RetireTook)
 	})

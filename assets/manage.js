@@ -40,6 +40,15 @@
     form.addEventListener("submit", clearFragment);
   }
 
+  // 4. A page restored from the back/forward cache keeps what was typed:
+  //    empty the field unless the address itself carries a token.
+  window.addEventListener("pageshow", function (e) {
+    var field = document.querySelector("#remove-form input[name=token]");
+    if (e.persisted && field && !TOKEN.test(window.location.hash)) {
+      field.value = "";
+    }
+  });
+
   document.addEventListener("htmx:afterSettle", function () {
     if (removalConfirmed()) {
       clearFragment();

@@ -73,7 +73,7 @@ func (s *Server) handleWithdrawPost(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return ownEntryOr404(err)
 	}
-	s.setNote(w, r, withdrawnNote(e.Purpose))
+	s.setNote(w, r, withdrawnNote(e.Name))
 	http.Redirect(w, r, "/me", http.StatusSeeOther)
 	return nil
 }

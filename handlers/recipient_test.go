@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"admit/internal/identity"
+	"admit/views"
 )
 
 // meRow returns the /me card of the program, or "".
@@ -41,6 +42,9 @@ func TestMe_ListsOwnEntriesWithStateOpenAndWithdrawLinks(t *testing.T) {
 	if strings.Contains(r.Body, "stranger@example.com") {
 		t.Fatal("/me shows another person's entry")
 	}
+	if !strings.Contains(meRow(r.Body, "demo"), `<h2 id="entry-demo">`+app.Demo.Name+`</h2>`) {
+		t.Error("the demo card is not headed by the program's name")
+	}
 	for _, tc := range []struct {
 		slug, state string
 		want, not   []string
@@ -55,6 +59,13 @@ func TestMe_ListsOwnEntriesWithStateOpenAndWithdrawLinks(t *testing.T) {
 		}
 		if !strings.Contains(row, `data-state="`+tc.state+`"`) {
 			t.Errorf("%s row does not show state %s", tc.slug, tc.state)
+		}
+		// Status and next step first, in words, under the program's name.
+		e := views.MyEntry{State: tc.state, AccessEnabled: true}
+		for _, want := range []string{`>` + e.StateWords() + `</span>`, `data-testid="entry-next">` + e.Next() + `</p>`} {
+			if !strings.Contains(row, want) {
+				t.Errorf("%s card lacks %s", tc.slug, want)
+			}
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(row, w) {

@@ -55,6 +55,7 @@ func (s *Server) handleRemovePost(w http.ResponseWriter, r *http.Request) error 
 	if err := s.db.RemoveByToken(r.Context(), tok); err != nil {
 		return err
 	}
+	forgetRemovalPage(w, s.isHTTPS())
 	c := s.chrome(w, r, "Removal processed")
 	return s.render(w, r, http.StatusOK, c, views.Removed(c))
 }
@@ -75,4 +76,16 @@ func (s *Server) handleRemovalAPI(w http.ResponseWriter, r *http.Request) error 
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "processed"})
 	return nil
+}
+
+// removedCookie marks, for a minute, that this browser just removed an
+// entry. It holds nothing: setting it is a cookie change, on which
+// browsers drop the no-store removal page from their back/forward cache,
+// so going Back finds a fresh, empty form instead of the pasted token.
+const removedCookie = "admit_removed"
+
+// forgetRemovalPage sets removedCookie.
+func forgetRemovalPage(w http.ResponseWriter, secure bool) {
+	http.SetCookie(w, &http.Cookie{Name: removedCookie, Value: "1", Path: "/manage/", MaxAge: 60, HttpOnly: true,
+		Secure: secure, SameSite: http.SameSiteLaxMode})
 }

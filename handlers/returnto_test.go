@@ -258,7 +258,7 @@ func TestNotes_SignOutWithdrawalAndRedemptionAreConfirmedOnce(t *testing.T) {
 		t.Fatalf("withdraw: %d", r.StatusCode)
 	}
 	me := c.Get(t, "/me")
-	if got, want := noteOf(me.Body), withdrawnNote(app.Demo.Purpose); got != want {
+	if got, want := noteOf(me.Body), withdrawnNote(app.Demo.Name); got != want {
 		t.Fatalf("/me after withdrawing says %q, want %q", got, want)
 	}
 	if got := noteOf(c.Get(t, "/me").Body); got != "" {

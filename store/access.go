@@ -274,7 +274,7 @@ func (db *DB) WithdrawOwn(ctx context.Context, slug, userID string, verifiedEmai
 		if err != nil {
 			return err
 		}
-		out = &OwnEntry{ProgramID: p.ID, Slug: p.Slug, Purpose: p.Purpose, AccessEnabled: p.AccessEnabled,
+		out = &OwnEntry{ProgramID: p.ID, Slug: p.Slug, Name: p.Name, Purpose: p.Purpose, AccessEnabled: p.AccessEnabled,
 			State: e.State, JoinedAt: e.CreatedAt, NoticeVersion: e.NoticeVersion}
 		return nil
 	})

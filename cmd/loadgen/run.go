@@ -469,6 +469,10 @@ func (r *runner) queue(ctx context.Context, p *program) error {
 	r.measure(ctx, "c. queue API first page", n, d, r.get(r.owner, api))
 	r.measure(ctx, "c. queue API deep page", n, d, r.get(r.owner, api+deep))
 	r.measure(ctx, "c. queue API state=selected", n, d, r.get(r.owner, api+"?state=selected"))
+	// The program page at a glance (counts, seats, 30 days, funnel) and its
+	// JSON: counters and bounded reads, whatever the queue's size.
+	r.measure(ctx, "c. program page HTML", n, d, r.get(r.owner, "/owner/programs/"+p.ID))
+	r.measure(ctx, "c. program stats API", n, d, r.get(r.owner, "/api/owner/programs/"+p.ID+"/stats"))
 
 	// Search (docs/console.md#the-queue): one exact address deep in the
 	// queue, a prefix matching 1,000 entries, and a prefix matching every

@@ -229,6 +229,23 @@ var a11yPages = []a11yPage{
 		e.Kit.invite(tb, p, "invited@example.com", true)
 		return "/owner/programs/" + p.ID + "/events"
 	}},
+	{Name: "audit log filtered by type and entry", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-audit-filtered")
+		inv := e.Kit.invite(tb, p, "invited@example.com", true)
+		return "/owner/programs/" + p.ID + "/events?type=invite_issued&entry=" + inv.EntryID
+	}},
+	{Name: "audit log filter with an error", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/programs/" + e.App.Demo.ID + "/events"
+	}, Fill: []a11yField{{`[data-testid="filter-entry"]`, "nobody@example.com"}},
+		Submit: `[data-testid="filter-submit"]`, Status: 400},
+	{Name: "retired program's public page", Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-retired-public")
+		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
+			store.Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
+			tb.Fatalf("retire: %v", err)
+		}
+		return "/waitlist/" + p.Slug
+	}},
 
 	// Error pages.
 	{Name: "not found (404)", Path: a11yPath("/no-such-page"), Status: 404},

@@ -184,6 +184,33 @@ func BenchmarkQueue100k(b *testing.B) {
 			}
 		})
 	}
+	// Searches (seeded addresses are seed-000000@example.test …): one exact
+	// address, a prefix matching 1,000 entries, one matching all 100,000,
+	// and that one in a state and past a cursor; each reads one page.
+	prefixCursor := encodeSearchCursor(ids[n/2])
+	for _, c := range []struct {
+		name string
+		f    QueueFilter
+		want int
+	}{
+		{"SearchExact", QueueFilter{Query: fmt.Sprintf("seed-%06d@example.test", n*9/10)}, 1},
+		{"SearchPrefix1000", QueueFilter{Query: "seed-045"}, DefaultPageSize},
+		{"SearchPrefixAll", QueueFilter{Query: "SEED"}, DefaultPageSize},
+		{"SearchPrefixAllSelected", QueueFilter{Query: "seed", State: StateSelected}, DefaultPageSize},
+		{"SearchPrefixAllDeep", QueueFilter{Query: "seed", Cursor: prefixCursor}, DefaultPageSize},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				page, err := db.Queue(ctx, sp.Owner, sp.Program.ID, c.f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page.Entries) != c.want {
+					b.Fatalf("page of %d entries, want %d", len(page.Entries), c.want)
+				}
+			}
+		})
+	}
 	b.Run("StateCounts", func(b *testing.B) {
 		for range b.N {
 			counts, err := db.StateCounts(ctx, sp.Owner, sp.Program.ID)

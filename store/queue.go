@@ -231,13 +231,15 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	q, args, err := queueQuery(programID, f)
-	if err != nil {
-		return nil, err
-	}
 	page := &QueuePage{}
-	err = db.View(ctx, func(tx *Tx) error {
+	err := db.View(ctx, func(tx *Tx) error {
 		if _, err := ownedProgram(ctx, tx, a, programID); err != nil {
+			return err
+		}
+		q, args, err := queueQuery(programID, f, func(entryID string) (string, error) {
+			return searchKeyOf(ctx, tx, programID, entryID)
+		})
+		if err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, q, args...)
@@ -284,12 +286,27 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 	return page, nil
 }
 
+// searchKeyOf is an entry's place in a search's address order: its
+// lowercased address. An entry not in the program is an invalid position.
+func searchKeyOf(ctx context.Context, tx *Tx, programID, entryID string) (string, error) {
+	var key string
+	err := tx.QueryRowContext(ctx, `SELECT lower(email_key) FROM entries WHERE id = ? AND program_id = ?`, entryID, programID).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", Errorf(EINVALID, "The page position is not valid. Start again from the first page.")
+	}
+	if err != nil {
+		return "", fmt.Errorf("read search position: %w", err)
+	}
+	return key, nil
+}
+
 // queueQuery is the SQL for a page of the queue. rule: a search reads only
 // the entries it matches, in the order of an index (migration 00007), so a
 // page costs the same whether a prefix matches ten entries or all of them;
 // an erased entry never matches. A search's pages are in address order, by
 // the lowercased address and then the ID; every other page is in join order.
-func queueQuery(programID string, f QueueFilter) (string, []any, error) {
+// keyOf resolves a search cursor's entry to its place in address order.
+func queueQuery(programID string, f QueueFilter, keyOf func(entryID string) (string, error)) (string, []any, error) {
 	term, exact, err := f.search()
 	if err != nil {
 		return "", nil, err
@@ -313,8 +330,38 @@ func queueQuery(programID string, f QueueFilter) (string, []any, error) {
 		q += ` AND e.email_key = ? AND e.erased_at IS NULL`
 		args = append(args, term)
 	case prefix:
-		q += ` AND lower(e.email_key) >= ? AND lower(e.email_key) < ? AND e.erased_at IS NULL`
-		args = append(args, term, prefixEnd(term))
+		lo, hi := term, prefixEnd(term)
+		loOp, hiOp := ">=", "<"
+		if pos := f.Cursor + f.Before; pos != "" {
+			// rule: a search's cursor holds only an entry ID, never an
+			// address; its place in the order is that entry's lowercased
+			// address, read here and bound. The index seeks to it: the
+			// range starts (or, going back, ends) at that address, and
+			// only entries with the very same address are told apart by ID.
+			c, err := decodeCursor(pos)
+			if err != nil {
+				return "", nil, err
+			}
+			if !c.search {
+				return "", nil, Errorf(EINVALID, "The page position belongs to another list. Start again from the first page.")
+			}
+			key, err := keyOf(c.id)
+			if err != nil {
+				return "", nil, err
+			}
+			if f.Cursor != "" {
+				lo = max(lo, key)
+				q += ` AND (lower(e.email_key) > ? OR e.id > ?)`
+			} else {
+				if key < hi {
+					hi, hiOp = key, "<="
+				}
+				q += ` AND (lower(e.email_key) < ? OR e.id < ?)`
+			}
+			args = append(args, key, c.id)
+		}
+		q += ` AND lower(e.email_key) ` + loOp + ` ? AND lower(e.email_key) ` + hiOp + ` ? AND e.erased_at IS NULL`
+		args = append(args, lo, hi)
 	}
 	if !f.From.IsZero() {
 		q += ` AND e.created_at >= ?`
@@ -332,23 +379,16 @@ func queueQuery(programID string, f QueueFilter) (string, []any, error) {
 	if prefix {
 		order = ` ORDER BY lower(e.email_key), e.id`
 	}
-	if pos != "" {
+	if pos != "" && !prefix {
 		c, err := decodeCursor(pos)
 		if err != nil {
 			return "", nil, err
 		}
-		if c.search != prefix {
-			return "", nil, Errorf(EINVALID, "The page position belongs to another search. Start again from the first page.")
+		if c.search {
+			return "", nil, Errorf(EINVALID, "The page position belongs to another list. Start again from the first page.")
 		}
-		if prefix {
-			// rule: a search's cursor holds only an entry ID, never an
-			// address; the position is that entry's place in the order.
-			q += ` AND (lower(e.email_key), e.id) ` + dir + ` (SELECT lower(c.email_key), c.id FROM entries c WHERE c.id = ? AND c.program_id = ?)`
-			args = append(args, c.id, programID)
-		} else {
-			q += ` AND (e.created_at, e.id) ` + dir + ` (?, ?)`
-			args = append(args, c.at, c.id)
-		}
+		q += ` AND (e.created_at, e.id) ` + dir + ` (?, ?)`
+		args = append(args, c.at, c.id)
 	}
 	if f.Before != "" {
 		order = strings.ReplaceAll(order, ", e.id", " DESC, e.id DESC")

@@ -216,7 +216,7 @@ func TestQueueSearch_UsesAnIndexAt100kEntries(t *testing.T) {
 	}
 	for _, c := range cases {
 		c.f.Limit = DefaultPageSize
-		q, args, err := queueQuery(k.p.ID, c.f)
+		q, args, err := queueQuery(k.p.ID, c.f, func(string) (string, error) { return "seed-050000@example.test", nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,8 +257,36 @@ func TestQueueSearch_UsesAnIndexAt100kEntries(t *testing.T) {
 			}
 		}
 	}
+	// A deep position in a search that matches every entry continues right
+	// after that entry, and going back ends right before it.
+	ctx := context.Background()
+	var mid Entry
+	mustUpdate(t, k.db, func(tx *Tx) error {
+		e, err := scanEntry(tx.QueryRowContext(ctx, `SELECT `+entryColumns+entryFrom+`WHERE e.email_key = 'seed-050000@example.test'`))
+		if e != nil {
+			mid = *e
+		}
+		return err
+	})
+	after, err := k.db.Queue(ctx, k.a, k.p.ID, QueueFilter{Query: "Seed", Cursor: encodeSearchCursor(mid.ID), Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := k.db.Queue(ctx, k.a, k.p.ID, QueueFilter{Query: "Seed", Before: encodeSearchCursor(mid.ID), Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range append(before.Entries, after.Entries...) {
+		got = append(got, e.Email)
+	}
+	if want := []string{"seed-049998@example.test", "seed-049999@example.test", "seed-050001@example.test",
+		"seed-050002@example.test", "seed-050003@example.test"}; !slices.Equal(got, want) {
+		t.Fatalf("around seed-050000: %v, want %v", got, want)
+	}
+
 	// And the search finds what it should among the 100,000.
-	page, err := k.db.Queue(context.Background(), k.a, k.p.ID, QueueFilter{Query: "SEED-00012"})
+	page, err := k.db.Queue(ctx, k.a, k.p.ID, QueueFilter{Query: "SEED-00012"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -234,6 +234,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/owner/programs/" + demo + "/export.csv", noBody, "", onlyThese(see, ok, pOwner)},
 		{"GET", "/owner/programs/" + demo + "/entries", noBody, "", onlyThese(see, ok, pOwner)},
 		{"GET", entry, noBody, "", onlyThese(see, ok, pOwner)},
+		{"GET", "/owner/programs/" + demo + "/retire", noBody, "", onlyThese(see, ok, pOwner)},
 		{"GET", entry + "/decline", noBody, "", onlyThese(see, ok, pOwner)},
 		{"GET", entry + "/withdraw", noBody, "", onlyThese(see, ok, pOwner)},
 		{"GET", "/owner/programs/" + demo + "/entries/" + f.pendingForm.EntryID + "/invitations/" + f.pendingForm.ID, noBody, "", onlyThese(see, ok, pOwner)},

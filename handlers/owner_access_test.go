@@ -87,6 +87,7 @@ func ownerRouteCases(tb testing.TB, f ownerFixture, csrf string) []ownerRouteCas
 		{"GET /owner/programs/{id}/entries", "GET", p + "/entries", "", ""},
 		{"POST /owner/programs/{id}/entries/select", "POST", p + "/entries/select", fct, form("entryIds", f.waiting, "reason", "meets_policy")},
 		{"GET /owner/programs/{id}/entries/{entryId}", "GET", p + "/entries/" + f.waiting, "", ""},
+		{"GET /owner/programs/{id}/retire", "GET", p + "/retire", "", ""},
 		{"GET /owner/programs/{id}/entries/{entryId}/decline", "GET", p + "/entries/" + f.waiting + "/decline", "", ""},
 		{"GET /owner/programs/{id}/entries/{entryId}/withdraw", "GET", p + "/entries/" + f.waiting + "/withdraw", "", ""},
 		{"GET /owner/programs/{id}/entries/{entryId}/invitations/{invitationId}", "GET",

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"slices"
+	"strconv"
 
 	"admit/store"
 	"admit/views"
@@ -17,6 +18,9 @@ import (
 // renderConfirm writes a confirmation page, or only its block for the
 // console's dialog.
 func (s *Server) renderConfirm(w http.ResponseWriter, r *http.Request, v views.ConfirmView) error {
+	if v.Nav == "" {
+		v.Nav = "queue"
+	}
 	c := s.chrome(w, r, v.Title)
 	if wantsBlock(r) {
 		return s.render(w, r, http.StatusOK, c, views.ConfirmBlock(c, v))
@@ -136,4 +140,31 @@ func (s *Server) handleRevokeGrantConfirm(w http.ResponseWriter, r *http.Request
 			who + " can no longer read " + p.Slug + "'s private content, from their next request. This cannot be undone: to let them back in, they need a new invitation.",
 		},
 		Action: entryPath(r) + "/grants/" + grantID + "/revoke", Button: "Revoke access", Cancel: entryPath(r)})
+}
+
+// handleRetireConfirm asks before retiring a program: it names the program,
+// says what retiring does, and asks for the program's address to be typed.
+func (s *Server) handleRetireConfirm(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.db.ProgramByID(r.Context(), ownerActor(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if p.RetiredAt != nil {
+		return store.Errorf(store.ECONFLICT, "This program is already retired.")
+	}
+	base := views.OwnerURL("programs", p.ID)
+	name := p.Name
+	if name == "" {
+		name = p.Slug
+	}
+	return s.renderConfirm(w, r, views.ConfirmView{Program: programSummary(p), Kind: "retire", Nav: "settings",
+		Title: "Retire " + name + "?",
+		Consequences: []string{
+			"Signup closes, access ends, and every issued invitation and every recipient's access to " + name + " is revoked at once.",
+			"Every entry's email address is erased within " + views.Duration(s.db.RetentionPolicy().RetiredProgram+store.SweepInterval) +
+				". This cannot be undone: a new cycle needs a new program.",
+		},
+		Action: base + "/retire", Button: "Retire " + name, Cancel: base,
+		Confirm: p.Slug, ConfirmLabel: "To confirm, type the program's address:",
+		Hidden: []views.HiddenField{{Name: "expectedRevision", Value: strconv.FormatInt(p.Revision, 10)}}})
 }

@@ -184,11 +184,12 @@ func TestBrowser_QueueChooseAllAndBulkDeclineChangeExactlyTheChosenWaitingEntrie
 	})
 }
 
-// dangerousAction is one action that asks first, on an entry's page.
+// dangerousAction is one action that asks first, on an entry's page (or,
+// for retiring, the program's page).
 type dangerousAction struct {
 	kind   string // the data-testid prefix and the confirmation's kind
-	entry  string
-	email  string
+	entry  string // "" for the program page
+	email  string // whom (or which program) the confirmation names
 	reason string // chosen in the confirmation, "" when none is asked
 	done   func(t *testing.T) bool
 }
@@ -215,10 +216,16 @@ func TestBrowser_DangerousActionsNeedTheirConfirmationAndDoNothingWhenCancelled(
 			{"revoke-grant", granted, "revoke-access@example.com", "", func(t *testing.T) bool {
 				return owCount(t, app, `SELECT count(*) FROM grants WHERE id = ? AND active = 0`, grant) == 1
 			}},
+			{"retire", "", app.Demo.Name, "", func(t *testing.T) bool {
+				return mustOwnerProgram(t, app, pid).RetiredAt != nil
+			}},
 		}
 		ctx := owBrowserMode(t, app, js)
 		for i, a := range actions {
 			entry := app.URL + "/owner/programs/" + pid + "/entries/" + a.entry
+			if a.entry == "" {
+				entry = app.URL + "/owner/programs/" + pid
+			}
 			start := chromedp.Click(chromedp.CSS(`[data-testid="` + a.kind + `-start"]`))
 			owLoad(t, ctx, "open "+a.email, chromedp.Navigate(entry))
 			audit := owAuditCount(t, app)
@@ -264,7 +271,7 @@ func TestBrowser_DangerousActionsNeedTheirConfirmationAndDoNothingWhenCancelled(
 					owScreenshot(t, ctx, "owner-confirm-page")
 				}
 				owLoad(t, ctx, a.kind+" cancel", chromedp.Click(chromedp.CSS(`[data-testid="confirm-cancel"]`)))
-				if got := owEval[string](t, ctx, `location.pathname`); !strings.HasSuffix(got, "/entries/"+a.entry) {
+				if got := owEval[string](t, ctx, `location.href`); got != entry {
 					t.Fatalf("%s: cancel led to %s", a.kind, got)
 				}
 			}
@@ -287,6 +294,12 @@ func TestBrowser_DangerousActionsNeedTheirConfirmationAndDoNothingWhenCancelled(
 				}
 				if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#confirm-reason`), a.reason)); err != nil {
 					t.Fatalf("%s: reason: %v", a.kind, err)
+				}
+			}
+			if a.kind == "retire" {
+				// Retiring also asks for the program's address to be typed.
+				if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`#confirm-text`), app.Demo.Slug)); err != nil {
+					t.Fatalf("type the address: %v", err)
 				}
 			}
 			owLoad(t, ctx, a.kind+" confirm", chromedp.Click(chromedp.CSS(`[data-testid="confirm-submit"]`)))

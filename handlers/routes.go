@@ -145,6 +145,7 @@ func (s *Server) ownerPageRoutes(mux routeMux) {
 	mux.Handle("GET /owner/programs/{id}/entries/{entryId}/withdraw", o(s.handleEntryWithdrawConfirm))
 	mux.Handle("GET /owner/programs/{id}/entries/{entryId}/invitations/{invitationId}/revoke", o(s.handleRevokeInvitationConfirm))
 	mux.Handle("GET /owner/programs/{id}/entries/{entryId}/grants/{grantId}/revoke", o(s.handleRevokeGrantConfirm))
+	mux.Handle("GET /owner/programs/{id}/retire", o(s.handleRetireConfirm))
 }
 
 // ownerAPIRoutes are the owner JSON API, under the same guard as the

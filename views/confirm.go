@@ -28,6 +28,8 @@ type ConfirmView struct {
 	// Kind names the action for tests and scripts: decline, withdraw,
 	// revoke-invitation, revoke-grant, retire.
 	Kind string
+	// Nav is the program page the navigation marks: "queue" or "settings".
+	Nav string
 }
 
 // HiddenField is a form field the confirmation sends on unchanged.

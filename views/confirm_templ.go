@@ -41,7 +41,7 @@ func ConfirmPage(c Chrome, v ConfirmView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = programHeader(v.Program, "queue").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = programHeader(v.Program, v.Nav).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -224,6 +224,39 @@ var a11yPages = []a11yPage{
 		p := e.program(tb, "a11y-issue")
 		return "/owner/programs/" + p.ID + "/entries/" + mustInsertEntry(tb, e.App.DB, p, "chosen@example.com", store.StateSelected)
 	}, Submit: `[data-testid="issue-form"] button[type="submit"]`},
+	{Name: "queue search", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-search")
+		e.Kit.entry(tb, p, "waiting@example.com")
+		e.Kit.entry(tb, p, "wanda@example.com")
+		return "/owner/programs/" + p.ID + "/entries?q=wa&choose=all"
+	}},
+	{Name: "bulk decline confirmation", As: a11yOwner, NoJS: true, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-bulk-decline")
+		e.Kit.entry(tb, p, "waiting@example.com")
+		mustInsertEntry(tb, e.App.DB, p, "chosen@example.com", store.StateSelected)
+		return "/owner/programs/" + p.ID + "/entries?choose=all"
+	}, Fill: []a11yField{{"#bulk-decline-reason", "capacity"}}, Submit: `[data-testid="bulk-decline-submit"]`},
+	{Name: "decline confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-confirm-decline")
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "waiting@example.com") + "/decline"
+	}},
+	{Name: "withdraw confirmation (owner)", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-confirm-withdraw")
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "waiting@example.com") + "/withdraw"
+	}},
+	{Name: "revoke invitation confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-confirm-revoke")
+		inv := e.Kit.invite(tb, p, "invited@example.com", false)
+		return "/owner/programs/" + p.ID + "/entries/" + inv.EntryID + "/invitations/" + inv.ID + "/revoke"
+	}},
+	{Name: "revoke access confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-confirm-grant")
+		grant := e.Kit.grant(tb, p, "active@example.com", identity.DevUserID("active@example.com"))
+		return "/owner/programs/" + p.ID + "/entries/" + a11yEntryID(tb, e, p, "active@example.com") + "/grants/" + grant + "/revoke"
+	}},
+	{Name: "retire confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/programs/" + e.program(tb, "a11y-confirm-retire").ID + "/retire"
+	}},
 	{Name: "audit log", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-audit")
 		e.Kit.invite(tb, p, "invited@example.com", true)

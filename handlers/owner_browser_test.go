@@ -270,10 +270,11 @@ func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {
 	owScreenshot(t, ctx, "owner-program")
 }
 
-// owWaitFor polls a JavaScript condition until it holds (10 s at most).
+// owWaitFor polls a JavaScript condition until it holds (30 s at most:
+// a loaded machine can be slow, and a pass returns as soon as it holds).
 func owWaitFor(tb testing.TB, ctx context.Context, what, cond string) {
 	tb.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		tb.Fatalf("%s never showed (%s): %v", what, cond, err)
 	}
 }

@@ -427,16 +427,6 @@ func emailOrErased(email string) string {
 // selectedIf is the selected attribute's condition for an option.
 func selectedIf(value, current string) bool { return value == current }
 
-// stateCount returns the count for a state, 0 if absent.
-func stateCount(counts []StateCount, state string) int {
-	for _, c := range counts {
-		if c.State == state {
-			return c.N
-		}
-	}
-	return 0
-}
-
 // reasonLabels are the people-readable names of the reason codes.
 var reasonLabels = map[string]string{
 	"meets_policy":      "Meets the selection policy",
@@ -454,14 +444,6 @@ func reasonLabel(code string) string {
 		return l
 	}
 	return code
-}
-
-// shortID is the first block of a UUID, enough to tell entries apart on a page.
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
 
 // noticeSummary names a notice version in the list of versions.

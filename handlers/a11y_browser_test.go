@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 
 	"admit/internal/browser"
 	"admit/internal/identity"
@@ -95,6 +98,34 @@ func (e *a11yEnv) program(tb testing.TB, slug string) *store.Program {
 	return e.Kit.program(tb, slug, "Welcome to the early access of "+slug+".\n\nThe private notes are below.")
 }
 
+// a11yBusy fills the signups in progress while the writer is held, until
+// the end of the row, so that the next signup is refused for load; it
+// returns the signup page.
+func a11yBusy(tb testing.TB, e *a11yEnv) string {
+	tb.Helper()
+	release := mustHoldWriter(tb, e.App)
+	c := e.App.NewClient(tb)
+	const n = store.DefaultSignupQueue + 16 // past any bound the limiter can have
+	var answered atomic.Int64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := c.SendJSON("POST", "/api/public/programs/demo/signups",
+				signupJSONBody(uuid.NewString(), fmt.Sprintf("crowd%d@example.com", i), 1, true))
+			if err == nil && r.StatusCode == http.StatusServiceUnavailable {
+				answered.Add(1)
+			}
+		}()
+	}
+	tb.Cleanup(func() { release(); wg.Wait() })
+	eventually(tb, "the signups in progress to fill", func() bool {
+		return int(answered.Load())+e.App.DB.SignupsWaiting() == n
+	})
+	return "/waitlist/demo"
+}
+
 // a11yPages are the pages of the audit. Each row prepares its own state
 // (its own program, its own applicant) so that rows do not depend on one
 // another.
@@ -125,6 +156,9 @@ var a11yPages = []a11yPage{
 	},
 		Fill:   []a11yField{{"#email", "second@example.com"}, {"#permission", "on"}},
 		Submit: `#signup-form button[type="submit"]`, Status: 429},
+	{Name: "signup refused for load (503)", Path: a11yBusy,
+		Fill:   []a11yField{{"#email", "patient@example.com"}, {"#permission", "on"}},
+		Submit: `#signup-form button[type="submit"]`, Status: 503},
 	{Name: "request received, reloaded", Path: a11yPath("/waitlist/demo/received")},
 	{Name: "privacy", Path: a11yPath("/privacy")},
 	{Name: "manage (removal)", Path: a11yPath("/manage/")},

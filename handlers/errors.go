@@ -94,6 +94,16 @@ func classify(err error) (status int, code, message string) {
 // because admit's writer is full (store.ErrBusy).
 const busyRetryAfter = "1"
 
+// A refusal for load has a page of its own: it is not the sign-in
+// provider's 503, and it says when to try again.
+const (
+	busyTitle   = "Too busy right now"
+	busyMessage = "We are receiving more requests than we can handle right now. Nothing was saved."
+	// busyRetryWhen is when to try again, in words: Retry-After's second,
+	// with the jitter a well-made client adds.
+	busyRetryWhen = "in a few seconds"
+)
+
 // answerBusy prepares the answer to a write refused because the writer is
 // full: a Retry-After, and the answer released at once. A refusal for
 // load is decided before any work on the request's contents, so its
@@ -116,8 +126,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern, "err", err)
 	}
 	w.Header().Set("Cache-Control", "private, no-store")
-	answerBusy(w, err)
-	retry := ""
+	title, retry := titles[status], ""
+	if answerBusy(w, err) {
+		title, message, retry = busyTitle, busyMessage, busyRetryWhen
+	}
 	if status == http.StatusTooManyRequests {
 		retry = s.setRetryAfter(w)
 	}
@@ -142,17 +154,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Vary", "HX-Request")
 	if isHTMX(r) {
 		w.WriteHeader(status)
-		_ = views.ErrorBlock(views.ErrorView{Status: status, Title: titles[status], Message: message,
+		_ = views.ErrorBlock(views.ErrorView{Status: status, Title: title, Message: message,
 			RequestID: requestIDFrom(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
 		return
 	}
-	c := s.chrome(w, r, titles[status])
+	c := s.chrome(w, r, title)
 	// rule: an error page is the same whatever path was asked (a 404 must
 	// not differ between absent and foreign), so its navigation carries no
 	// way back; a 401 has its own sign-in link.
 	c.SignInURL = ""
 	w.WriteHeader(status)
-	_ = views.ErrorPage(c, views.ErrorView{Status: status, Title: titles[status], Message: message,
+	_ = views.ErrorPage(c, views.ErrorView{Status: status, Title: title, Message: message,
 		RequestID: requestIDFrom(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
 }
 

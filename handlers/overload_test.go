@@ -172,7 +172,12 @@ func TestSignup_PastTheWriterQueueIs503WithRetryAfterAndChangesNothing(t *testin
 	}
 }
 
-func TestSignupForm_BusyShowsTheFormAgainWithTheSameKeyAndRetryAfter(t *testing.T) {
+// TestSignupForm_PastTheBoundIsABusyPageAnsweredBeforeTheFormIsRead: past
+// the bound on signups in progress the form is refused before its body is
+// read or the database is asked anything, with a page of its own that
+// says admit is busy and when to try again. It stores nothing, so the
+// same form sent again later is admitted.
+func TestSignupForm_PastTheBoundIsABusyPageAnsweredBeforeTheFormIsRead(t *testing.T) {
 	const depth = 2
 	app := MustStartApp(t, withWriteQueues(depth, 0), withNetworkLimit(100000))
 	c := app.NewClient(t)
@@ -189,22 +194,32 @@ func TestSignupForm_BusyShowsTheFormAgainWithTheSameKeyAndRetryAfter(t *testing.
 	eventually(t, "the queue to fill", func() bool { return app.DB.SignupsWaiting() == depth })
 	before := dbFingerprint(t, app.DB)
 
-	r := c.PostForm(t, signupPath, signupFormValues(key, "patient.person@example.com", 1, true))
-	wantBusy(t, "the form past the queue", r)
+	form := signupFormValues(key, "patient.person@example.com", 1, true)
+	r := c.PostForm(t, signupPath, form)
+	wantBusy(t, "the form past the bound", r)
 	wantNoChange(t, "the refused form", app, before)
-	if got := tagAttr(inputTag(t, r.Body, "email"), "value"); got != "patient.person@example.com" {
-		t.Errorf("the form shows email %q, want the address typed", got)
+	for _, want := range []string{"<h1>Too busy right now</h1>", "more requests than we can handle right now",
+		"Nothing was saved.", "You can try again in a few seconds."} {
+		if !strings.Contains(r.Body, want) {
+			t.Errorf("the busy page does not say %q:\n%s", want, r.Body)
+		}
 	}
-	if got := formRequestKey(t, r.Body); got != key {
-		t.Errorf("the form carries key %s, want the same key %s: nothing was stored", got, key)
+	if strings.Contains(r.Body, "sign-in provider") {
+		t.Errorf("the busy page blames the sign-in provider:\n%s", r.Body)
 	}
-	if !strings.Contains(r.Body, "more requests than we can handle right now") {
-		t.Errorf("the form does not say admit is busy:\n%s", r.Body)
+	if !strings.Contains(r.Body, `<title>Too busy right now`) {
+		t.Errorf("the busy page's title does not say admit is busy:\n%s", r.Body)
 	}
+	// Refused before anything was read: neither a body of the wrong type
+	// (else 415) nor a program that does not exist (else 404) is judged.
+	wantBusy(t, "a body of the wrong type past the bound",
+		c.Do(t, "POST", signupPath, "text/plain", strings.NewReader("email=x")))
+	wantBusy(t, "a form for no program past the bound", c.PostForm(t, "/waitlist/no-such-program", form))
+
 	release()
 	wg.Wait()
-	// Sent again as it stands, the form is admitted.
-	r = c.PostForm(t, signupPath, signupFormValues(key, "patient.person@example.com", 1, true))
+	// Sent again as it stands, the form is admitted: nothing was stored.
+	r = c.PostForm(t, signupPath, form)
 	if got, want := r.StatusCode, http.StatusAccepted; got != want {
 		t.Fatalf("the form sent again: status %d, want %d\n%s", got, want, r.Body)
 	}

@@ -134,6 +134,13 @@ func (s *Server) startSignup() (done func(), ok bool) { return s.signups.start()
 
 // handleWaitlistPost is the no-JavaScript signup form.
 func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) error {
+	// rule: past the bound, refused before the body is read or the
+	// database is asked anything: the busy page costs next to nothing.
+	done, ok := s.startSignup()
+	if !ok {
+		return store.ErrBusy
+	}
+	defer done()
 	slug := r.PathValue("slug")
 	f, err := readSignupForm(r)
 	submittedEmail := f.Email
@@ -143,11 +150,6 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return failed(err)
 	}
-	done, ok := s.startSignup()
-	if !ok {
-		return failed(store.ErrBusy)
-	}
-	defer done()
 	noStore(w)
 	res, err := s.admit(r, slug, f)
 	if err != nil {

@@ -43,7 +43,8 @@ type ErrorView struct {
 	// SignInURL is the sign-in page returning to where the person was
 	// (a 401).
 	SignInURL string
-	// RetryAfter says when a limit resets, in words (a 429).
+	// RetryAfter says when to try again, in words: when a limit resets (a
+	// 429), or in a few seconds (a refusal for load).
 	RetryAfter string
 }
 

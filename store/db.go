@@ -63,6 +63,12 @@ type DB struct {
 	// personal data that the eraser has not yet flushed from the WAL
 	// (see RunEraser); further erasures before it runs share the signal.
 	erasures chan struct{}
+	// retirements holds one signal when a retirement has committed that the
+	// retirer has not yet started on (see RunRetirer).
+	retirements chan struct{}
+	// retireStepped, set only by tests, is told after each committed
+	// retirement step whether it was the retirement's last.
+	retireStepped func(programID string, done bool)
 	// obs is told what the store does, for metrics.
 	obs Observer
 	// health says whether writes reach the disk, for readiness.
@@ -206,7 +212,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	db := &DB{Path: path, now: opt.Now, retention: opt.Retention,
 		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1),
 		wslots:   newSlots(opt.WriteReserve, DefaultWriteReserve),
-		erasures: make(chan struct{}, 1), obs: observer(opt.Observer)}
+		erasures: make(chan struct{}, 1), retirements: make(chan struct{}, 1), obs: observer(opt.Observer)}
 	if err := checkPragmas(ctx, w, false); err != nil {
 		w.Close()
 		return nil, err

@@ -222,8 +222,8 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID s
 		if done, err := replay(tx, p); done {
 			return err
 		}
-		if p.RetiredAt != nil {
-			return Errorf(ECONFLICT, "This program is retired.")
+		if err := unchangedIfRetired(p); err != nil {
+			return err
 		}
 		e, err := db.invitableEntry(ctx, tx, p, entryID)
 		if err != nil {
@@ -425,6 +425,9 @@ func (db *DB) RecordDelivery(ctx context.Context, a Actor, invitationID string, 
 		if done, err := replay(tx, p); done {
 			return err
 		}
+		if err := unchangedIfRetired(p); err != nil {
+			return err
+		}
 		binding := bind(db.bindingKey, "record_delivery", p.ID, inv.ID, channel, reference)
 		if inv.DeliveryRecordedAt != nil {
 			return Errorf(ECONFLICT, "A send was already recorded for this invitation.")
@@ -460,6 +463,9 @@ func (db *DB) RevokeInvitation(ctx context.Context, a Actor, invitationID string
 	err := db.Update(ctx, func(tx *Tx) error {
 		inv, p, err := ownedInvitation(ctx, tx, a, invitationID)
 		if err != nil {
+			return err
+		}
+		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		if inv.State != InviteIssued {
@@ -518,6 +524,9 @@ func (db *DB) RevokeGrant(ctx context.Context, a Actor, grantID string) (*Grant,
 		}
 		p, err := ownedProgram(ctx, tx, a, g.ProgramID)
 		if err != nil {
+			return err
+		}
+		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		if !g.Active {

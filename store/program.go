@@ -39,6 +39,9 @@ type Program struct {
 	// will have erased every entry's email address: the retired-program
 	// retention after RetiredAt, plus one sweep interval.
 	EntriesErasedBy *time.Time
+	// Retirement is how far a retired program's bookkeeping has gone; the
+	// zero value for a program that is not retired.
+	Retirement RetirementProgress
 	// WorkspaceName and WorkspaceContact are the display name and public
 	// privacy contact ("" when unset) of the program's workspace.
 	WorkspaceName    string
@@ -116,6 +119,7 @@ const programColumns = `p.id, p.workspace_id, p.public_slug, p.purpose, p.signup
 	coalesce((SELECT n.version FROM notices n WHERE n.id = p.current_notice_id), 0),
 	EXISTS (SELECT 1 FROM early_access_content c WHERE c.program_id = p.id),
 	p.occupied, p.retired_at, p.created_at, p.updated_at, p.name,
+	p.retire_pending, p.retire_done, p.retire_total,
 	(SELECT w.display_name FROM workspaces w WHERE w.id = p.workspace_id),
 	coalesce((SELECT w.contact FROM workspaces w WHERE w.id = p.workspace_id), '')`
 
@@ -126,6 +130,7 @@ func scanProgram(row interface{ Scan(...any) error }) (*Program, error) {
 	err := row.Scan(&p.ID, &p.WorkspaceID, &p.Slug, &p.Purpose, &p.SignupOpen, &p.AccessEnabled,
 		&p.QueueCap, &p.HourlyCap, &p.SeatCap, &p.MaxInvitationDays, &p.Revision, &p.CurrentNoticeID,
 		&p.CurrentNoticeVersion, &p.HasContent, &p.Occupied, &retired, &created, &updated, &p.Name,
+		&p.Retirement.Pending, &p.Retirement.Done, &p.Retirement.Total,
 		&p.WorkspaceName, &p.WorkspaceContact)
 	if err != nil {
 		return nil, err

@@ -433,6 +433,18 @@ func stateCounts(ctx context.Context, tx *Tx, programID string) (map[string]int,
 	return out, rows.Err()
 }
 
+// unchangedIfRetired refuses an owner's change to a retired program's
+// entries: from the retirement's commit they are the retirement's to
+// settle (docs/erasure.md), and the program stays read-only. The
+// applicant's own withdrawal and removal are not owner changes and stay
+// open.
+func unchangedIfRetired(p *Program) error {
+	if p.RetiredAt != nil {
+		return Errorf(ECONFLICT, "This program is retired: its entries, invitations and access can no longer be changed.")
+	}
+	return nil
+}
+
 // transition moves one entry from one of the allowed states to the next,
 // with its audit event, and returns the entry read back.
 func (db *DB) transition(ctx context.Context, tx *Tx, a Actor, p *Program, entryID string, from []string, to string, event EventType, d Details) (*Entry, error) {
@@ -482,6 +494,9 @@ func (db *DB) SelectEntry(ctx context.Context, a Actor, programID, entryID strin
 		if err != nil {
 			return err
 		}
+		if err := unchangedIfRetired(p); err != nil {
+			return err
+		}
 		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting}, StateSelected, EventSelected, Details{"reason": reason})
 		return err
 	})
@@ -503,6 +518,9 @@ func (db *DB) SelectEntries(ctx context.Context, a Actor, programID string, sel 
 	err := db.Update(ctx, func(tx *Tx) error {
 		p, err := ownedProgram(ctx, tx, a, programID)
 		if err != nil {
+			return err
+		}
+		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		out = out[:0]
@@ -536,6 +554,9 @@ func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID stri
 		if err != nil {
 			return err
 		}
+		if err := unchangedIfRetired(p); err != nil {
+			return err
+		}
 		e, err = db.decline(ctx, tx, a, p, entryID, Details{"reason": reason})
 		return err
 	})
@@ -556,6 +577,9 @@ func (db *DB) DeclineEntries(ctx context.Context, a Actor, programID string, sel
 	err := db.Update(ctx, func(tx *Tx) error {
 		p, err := ownedProgram(ctx, tx, a, programID)
 		if err != nil {
+			return err
+		}
+		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		out = out[:0]
@@ -620,6 +644,9 @@ func (db *DB) WithdrawEntry(ctx context.Context, a Actor, programID, entryID str
 	err := db.Update(ctx, func(tx *Tx) error {
 		p, err := ownedProgram(ctx, tx, a, programID)
 		if err != nil {
+			return err
+		}
+		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		e, err = db.withdraw(ctx, tx, a, p, entryID, reason)

@@ -203,6 +203,7 @@ func TestOwnerReplays_AnswerAfterTheProgramIsRetired(t *testing.T) {
 	if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 		t.Fatal(err)
 	}
+	mustFinishRetirements(t, db)
 
 	before := dbFingerprint(t, db)
 	rep, err := db.IssueInvitation(ctx, sp.Owner, sp.Program.ID, entryID, NewInvitation{RequestKey: issueKey, ExpiresAt: exp})

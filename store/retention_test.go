@@ -172,13 +172,15 @@ func TestRetention_ErasesEachStateExactlyAtItsPolicy(t *testing.T) {
 	}
 }
 
-// retire retires the fixture's program at its current revision.
+// retire retires the fixture's program at its current revision and runs
+// the retirement's steps to their end, as the retirer does in admit serve.
 func (f *lifecycleFixture) retire(t *testing.T) {
 	t.Helper()
 	p := mustProgramByID(t, f.db, f.owner, f.p.ID)
 	if _, err := f.db.RetireProgram(context.Background(), f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 		t.Fatalf("retire: %v", err)
 	}
+	mustFinishRetirements(t, f.db)
 }
 
 func TestRetention_ActiveStatesAreKeptWhileTheProgramRuns(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -27,9 +28,12 @@ import (
 // by a later step is erased no later than one reached by the first, so
 // nothing is erased late however long the bookkeeping takes. Until an entry
 // is reached, the applicant's own status reads it as retirement leaves it
-// (ownEntries). A retirement interrupted by a crash stays pending and the
-// next sweep (at start) finishes it before it erases anything. The rules
-// are written out in docs/erasure.md.
+// (ownEntries). The owner's request returns at the retirement's commit; the
+// steps run in the background (RunRetirer), and each records how many
+// entries it reached, for the program page. A retirement interrupted by a
+// stop or a crash stays pending: the retirer resumes it at the next start,
+// and the sweep finishes it before it erases anything. The rules are
+// written out in docs/erasure.md.
 
 // A retirement step's size adapts to what it costs: it aims at
 // retireStepTarget of work, so a step stays short whatever the program's
@@ -60,21 +64,28 @@ type Retirement struct {
 	Confirm          string `json:"confirm"`
 }
 
+// RetirementProgress is how far a retired program's bookkeeping has gone:
+// Done of its Total entries reached by the steps and dated for erasure, and
+// Pending until the last step has run.
+type RetirementProgress struct {
+	Pending     bool
+	Done, Total int64
+}
+
 // RetireProgram ends a program for good: signup closed, access disabled,
 // issued invitations and active grants revoked, and every entry scheduled
 // for erasure after the retired-program period, so no state keeps an email
-// forever. The retirement takes effect in one transaction; the per-entry
-// bookkeeping then runs in short transactions before RetireProgram returns,
-// to its end even if ctx is cancelled. If that part fails, the program is
-// retired all the same and the next sweep finishes it.
+// forever. The retirement takes effect in one transaction, and
+// RetireProgram returns once it has committed: the per-entry bookkeeping is
+// left pending, for the retirer (RunRetirer, woken at once) to do in short
+// transactions, or for FinishRetirements and the next Sweep, whichever
+// comes first. Program.Retirement says how far it has gone.
 func (db *DB) RetireProgram(ctx context.Context, a Actor, programID string, ret Retirement) (*Program, error) {
 	p, err := db.beginRetirement(ctx, a, programID, ret)
 	if err != nil {
 		return nil, err
 	}
-	// rule: if a step fails, the program is retired all the same; the
-	// sweeper finishes a pending retirement and logs why a step failed.
-	_ = db.finishRetirement(context.WithoutCancel(ctx), p.ID)
+	db.wakeRetirer()
 	return p, nil
 }
 
@@ -97,8 +108,8 @@ func (db *DB) beginRetirement(ctx context.Context, a Actor, programID string, re
 		}
 		// What the retirement ends, counted by index: no invitation is
 		// issued and no grant made once retired_at is set, so these are
-		// exactly the ones the steps revoke (less any the owner revokes
-		// meanwhile, which get their own events).
+		// exactly the ones the steps revoke (the owner can no longer
+		// revoke one: a retired program's entries are read-only).
 		var entries, invites, grants int64
 		if err := tx.QueryRowContext(ctx, `SELECT
 				(SELECT coalesce(sum(n), 0) FROM entry_state_counts WHERE program_id = ?1),
@@ -108,8 +119,8 @@ func (db *DB) beginRetirement(ctx context.Context, a Actor, programID string, re
 			return fmt.Errorf("count what retirement ends: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE programs SET signup_open = 0, access_enabled = 0, retired_at = ?,
-			retire_pending = 1, retire_cursor_at = NULL, retire_cursor_id = NULL,
-			revision = revision + 1, updated_at = ? WHERE id = ?`, Millis(tx.Now), Millis(tx.Now), p.ID); err != nil {
+			retire_pending = 1, retire_cursor_at = NULL, retire_cursor_id = NULL, retire_done = 0, retire_total = ?,
+			revision = revision + 1, updated_at = ? WHERE id = ?`, Millis(tx.Now), entries, Millis(tx.Now), p.ID); err != nil {
 			return fmt.Errorf("retire program: %w", err)
 		}
 		if err := appendEvent(ctx, tx, p.ID, "", a, EventProgramRetired, Details{
@@ -124,13 +135,18 @@ func (db *DB) beginRetirement(ctx context.Context, a Actor, programID string, re
 }
 
 // finishRetirement runs the program's pending retirement steps, one
-// transaction each, until none is left.
+// transaction each, until none is left or ctx ends. A step either commits
+// whole or not at all, so ending ctx leaves the retirement pending at its
+// last committed step, for the next run to resume from.
 func (db *DB) finishRetirement(ctx context.Context, programID string) error {
 	chunk, adapt := db.retireChunk, db.retireChunk <= 0
 	if adapt {
 		chunk = defaultRetireChunk
 	}
 	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("finish retirement: %w", err)
+		}
 		var done bool
 		var took time.Duration
 		err := db.Update(ctx, func(tx *Tx) error {
@@ -143,6 +159,9 @@ func (db *DB) finishRetirement(ctx context.Context, programID string) error {
 		if err != nil {
 			return fmt.Errorf("finish retirement: %w", err)
 		}
+		if db.retireStepped != nil {
+			db.retireStepped(programID, done)
+		}
 		if done {
 			return nil
 		}
@@ -152,11 +171,14 @@ func (db *DB) finishRetirement(ctx context.Context, programID string) error {
 	}
 }
 
-// finishRetirements finishes every pending retirement (after a crash).
-func (db *DB) finishRetirements(ctx context.Context) error {
+// FinishRetirements runs every pending retirement's steps to its end and
+// reports how many retirements it finished. It returns early, leaving the
+// rest pending, when ctx ends or a step fails. The retirer runs it in the
+// background; the sweep runs it before it erases anything.
+func (db *DB) FinishRetirements(ctx context.Context) (int, error) {
 	var ids []string
 	err := db.View(ctx, func(tx *Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM programs WHERE retire_pending = 1`)
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM programs WHERE retire_pending = 1 ORDER BY retired_at, id`)
 		if err != nil {
 			return fmt.Errorf("pending retirements: %w", err)
 		}
@@ -171,14 +193,73 @@ func (db *DB) finishRetirements(ctx context.Context) error {
 		return rows.Err()
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	for _, id := range ids {
+	for i, id := range ids {
 		if err := db.finishRetirement(ctx, id); err != nil {
-			return err
+			return i, err
 		}
 	}
-	return nil
+	return len(ids), nil
+}
+
+// RetireCheckInterval is how often the retirer looks for a pending
+// retirement nothing woke it for: one left by a failed step, or committed
+// by another process sharing the database.
+const RetireCheckInterval = time.Minute
+
+// retirerMaxRetry bounds the wait between attempts after a failed step.
+const retirerMaxRetry = 30 * time.Second
+
+// wakeRetirer tells the retirer that a retirement has committed. It never
+// blocks: a signal already waiting covers this retirement too.
+func (db *DB) wakeRetirer() {
+	select {
+	case db.retirements <- struct{}{}:
+	default:
+	}
+}
+
+// RunRetirer finishes retirements in the background until ctx ends: the
+// pending ones at start (left by a stop or a crash), each new one as soon
+// as RetireProgram commits it, and any other pending one every interval.
+// It stops between two steps when ctx ends, leaving the retirement pending
+// for the next start, so a shutdown never waits for a large retirement. A
+// failed step is retried with backoff.
+func (db *DB) RunRetirer(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	var backoff time.Duration
+	for {
+		// Retirements that commit from here on need a run of their own.
+		select {
+		case <-db.retirements:
+		default:
+		}
+		began := time.Now()
+		n, err := db.FinishRetirements(ctx)
+		wait := interval
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			backoff = min(max(2*backoff, time.Second), retirerMaxRetry)
+			wait = backoff
+			log.Warn("finishing a retirement failed; retrying", "err", err, "retry_in", backoff)
+		default:
+			backoff = 0
+			if n > 0 {
+				log.Info("finished pending retirements", "count", n, "took", time.Since(began).Round(time.Millisecond))
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-db.retirements:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
 
 // revokeRetiredChunk revokes up to chunk of a retired program's issued
@@ -263,12 +344,18 @@ func (db *DB) retireStep(ctx context.Context, tx *Tx, programID string, chunk in
 		return false, fmt.Errorf("retire entries: %w", err)
 	}
 	done := last && invites < int64(chunk) && grants < int64(chunk)
-	if done {
-		_, err = tx.ExecContext(ctx, `UPDATE programs SET retire_pending = 0, retire_cursor_at = NULL, retire_cursor_id = NULL
-			WHERE id = ?`, programID)
-	} else if !last {
-		_, err = tx.ExecContext(ctx, `UPDATE programs SET retire_cursor_at = ?, retire_cursor_id = ? WHERE id = ?`,
-			toAt, toID, programID)
+	// Progress counts entries by the cursor: a step that is not the last
+	// reached exactly chunk entries (erased ones too, as retire_total
+	// counts them); the last reaches the rest.
+	switch {
+	case done:
+		_, err = tx.ExecContext(ctx, `UPDATE programs SET retire_pending = 0, retire_cursor_at = NULL, retire_cursor_id = NULL,
+			retire_done = retire_total WHERE id = ?`, programID)
+	case last:
+		_, err = tx.ExecContext(ctx, `UPDATE programs SET retire_done = retire_total WHERE id = ?`, programID)
+	default:
+		_, err = tx.ExecContext(ctx, `UPDATE programs SET retire_cursor_at = ?, retire_cursor_id = ?,
+			retire_done = min(retire_done + ?, retire_total) WHERE id = ?`, toAt, toID, chunk, programID)
 	}
 	if err != nil {
 		return false, fmt.Errorf("record retirement progress: %w", err)

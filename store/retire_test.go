@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,13 +157,20 @@ func TestRetireProgram_PendingRetirementLetsNobodyInAndTheSweepFinishesIt(t *tes
 	if _, err := f.db.ReadPrivateContent(ctx, p.Slug, f.activeUser, []string{"active@example.com"}); err != nil {
 		t.Fatalf("private content before retirement: %v", err)
 	}
-	// The retirement commits and, as if the server stopped right after,
-	// none of its steps runs.
-	if _, err := f.db.beginRetirement(ctx, f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
+	// RetireProgram returns at the retirement's commit, with none of its
+	// steps run: no retirer runs here, as if the server stopped right after.
+	retired, err := f.db.RetireProgram(ctx, f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug})
+	if err != nil {
 		t.Fatal(err)
 	}
+	if retired.RetiredAt == nil || retired.SignupOpen || retired.AccessEnabled {
+		t.Fatalf("RetireProgram answered %+v, want the program retired", retired)
+	}
+	if want := (RetirementProgress{Pending: true, Done: 0, Total: 12}); retired.Retirement != want {
+		t.Fatalf("RetireProgram answered progress %+v, want %+v", retired.Retirement, want)
+	}
 	if got := mustCount(t, f.db, `SELECT count(*) FROM invitations WHERE program_id = ? AND state = 'issued'`, p.ID); got != 1 {
-		t.Fatalf("issued invitations before any step=%d: the test needs the steps still to do", got)
+		t.Fatalf("issued invitations when RetireProgram returned=%d, want 1: the steps ran before it answered", got)
 	}
 	if _, err := f.db.Redeem(ctx, "user_invited", []string{"invited@example.com"}, f.invitedCode); ErrorCode(err) != ENOTFOUND {
 		t.Errorf("redeem while the retirement is pending: %v, want not found", err)
@@ -228,25 +237,22 @@ func TestRetireProgram_SignupsProceedWhileABigRetirementRuns(t *testing.T) {
 	ctx := context.Background()
 	p := mustProgramByID(t, db, big.Owner, big.Program.ID)
 
-	retired := func() bool {
-		var n int
-		if err := db.readRow(ctx, `SELECT count(*) FROM programs WHERE id = ? AND retired_at IS NOT NULL`, p.ID).Scan(&n); err != nil {
-			panic(err) // not reached on a healthy database; reported as a test failure by the runner
-		}
-		return n == 1
+	// The retirement commits; its steps then run as the retirer runs them.
+	if _, err := db.RetireProgram(ctx, big.Owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
+		t.Fatal(err)
 	}
 	var returned atomic.Bool
 	retireErr := make(chan error, 1)
 	go func() {
-		_, err := db.RetireProgram(ctx, big.Owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug})
+		_, err := db.FinishRetirements(ctx)
 		returned.Store(true)
 		retireErr <- err
 	}()
 
 	// Signups to the other program, from several goroutines, until the
-	// retirement returns. A signup counts as "during" when it began after
-	// the retirement had committed and ended before RetireProgram returned:
-	// with the retirement in one transaction there is no such window.
+	// steps are done. A signup counts as "during" when it began after the
+	// retirement had committed and ended before its last step: with the
+	// retirement in one transaction there is no such window.
 	const workers = 4
 	var (
 		mu       sync.Mutex
@@ -260,7 +266,6 @@ func TestRetireProgram_SignupsProceedWhileABigRetirementRuns(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; !returned.Load(); i++ {
-				after := retired()
 				_, err := db.Signup(ctx, other.signupReq(fmt.Sprintf("w%d-%d@example.test", w, i)))
 				stillRunning := !returned.Load()
 				mu.Lock()
@@ -268,7 +273,7 @@ func TestRetireProgram_SignupsProceedWhileABigRetirementRuns(t *testing.T) {
 					errs = append(errs, err)
 				} else {
 					accepted++
-					if after && stillRunning {
+					if stillRunning {
 						during++
 					}
 				}
@@ -360,5 +365,258 @@ func TestRetireProgram_WrongConfirmationIsInvalidAndRetiresNothing(t *testing.T)
 	got, err := f.db.RetireProgram(ctx, f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: " " + p.Slug + " "})
 	if err != nil || got.RetiredAt == nil {
 		t.Fatalf("retire with the slug: %+v %v, want retired", got, err)
+	}
+}
+
+// mustFinishRetirements runs every pending retirement's steps to their
+// end, as the retirer does in admit serve.
+func mustFinishRetirements(tb testing.TB, db *DB) {
+	tb.Helper()
+	if _, err := db.FinishRetirements(context.Background()); err != nil {
+		tb.Fatalf("finish retirements: %v", err)
+	}
+	if n := mustCount(tb, db, `SELECT count(*) FROM programs WHERE retire_pending = 1`); n != 0 {
+		tb.Fatalf("%d retirements still pending after FinishRetirements", n)
+	}
+}
+
+// retirementOf reads a program's retirement progress as the program page
+// does.
+func retirementOf(tb testing.TB, db *DB, owner Actor, programID string) RetirementProgress {
+	tb.Helper()
+	pg, err := db.ProgramPage(context.Background(), owner, programID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pg.Program.Retirement
+}
+
+func TestRetireProgram_EachStepRecordsHowManyEntriesItReached(t *testing.T) {
+	f := newRetireFixture(t)
+	f.db.retireChunk = 2
+	ctx := context.Background()
+	p := mustProgramByID(t, f.db, f.owner, f.p.ID)
+	if got := p.Retirement; got != (RetirementProgress{}) {
+		t.Fatalf("a running program's retirement progress %+v, want none", got)
+	}
+	if _, err := f.db.RetireProgram(ctx, f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
+		t.Fatal(err)
+	}
+	// 12 entries (the withdrawn one too: every entry is dated or keeps
+	// its earlier date), 2 a step: six steps reach two each, and a
+	// seventh finds none left and ends the retirement.
+	for step := 1; step <= 7; step++ {
+		var done bool
+		mustUpdate(t, f.db, func(tx *Tx) error {
+			var err error
+			done, err = f.db.retireStep(ctx, tx, p.ID, 2)
+			return err
+		})
+		want := RetirementProgress{Pending: step < 7, Done: int64(min(2*step, 12)), Total: 12}
+		if got := retirementOf(t, f.db, f.owner, p.ID); got != want {
+			t.Fatalf("after step %d: progress %+v, want %+v", step, got, want)
+		}
+		if done != (step == 7) {
+			t.Fatalf("step %d reported done=%v", step, done)
+		}
+	}
+}
+
+// retirerLog discards the retirer's log lines.
+var retirerLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestRunRetirer_StopsBetweenStepsWhenCancelledAndResumesLater(t *testing.T) {
+	f := newRetireFixture(t)
+	f.db.retireChunk = 2
+	p := mustProgramByID(t, f.db, f.owner, f.p.ID)
+	if _, err := f.db.RetireProgram(context.Background(), f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The server shuts down after the retirer's third step: it returns
+	// without running a fourth.
+	ctx, cancel := context.WithCancel(context.Background())
+	var steps atomic.Int32
+	f.db.retireStepped = func(string, bool) {
+		if steps.Add(1) == 3 {
+			cancel()
+		}
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		f.db.RunRetirer(ctx, time.Hour, retirerLog)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("RunRetirer did not return after its context ended")
+	}
+	if got, want := retirementOf(t, f.db, f.owner, p.ID), (RetirementProgress{Pending: true, Done: 6, Total: 12}); got != want {
+		t.Fatalf("after a stop at the third step: progress %+v, want %+v", got, want)
+	}
+	if got := mustCount(t, f.db, `SELECT count(*) FROM entries WHERE program_id = ? AND erase_after IS NULL`, p.ID); got != 6 {
+		t.Fatalf("%d entries undated after three steps of two, want 6 (the withdrawn one is dated)", got)
+	}
+
+	// The next start's retirer resumes from the cursor and finishes it.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	finished := make(chan struct{})
+	steps.Store(0)
+	f.db.retireStepped = func(_ string, done bool) {
+		steps.Add(1)
+		if done {
+			close(finished)
+		}
+	}
+	stopped = make(chan struct{})
+	go func() {
+		defer close(stopped)
+		f.db.RunRetirer(ctx, time.Hour, retirerLog)
+	}()
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the resumed retirer did not finish the retirement")
+	}
+	cancel()
+	<-stopped
+	// Three more steps reach the last six entries; the fourth finds none.
+	if got := steps.Load(); got != 4 {
+		t.Errorf("the resumed retirement took %d steps, want 4: it did not resume from its cursor", got)
+	}
+	if got, want := retirementOf(t, f.db, f.owner, p.ID), (RetirementProgress{Pending: false, Done: 12, Total: 12}); got != want {
+		t.Fatalf("finished retirement: progress %+v, want %+v", got, want)
+	}
+	for q, want := range map[string]int{
+		`SELECT count(*) FROM invitations WHERE program_id = ? AND state = 'issued'`:                      0,
+		`SELECT count(*) FROM grants WHERE program_id = ? AND active = 1`:                                 0,
+		`SELECT count(*) FROM entries WHERE program_id = ? AND state IN ('invited', 'active')`:            0,
+		`SELECT count(*) FROM entries WHERE program_id = ? AND erase_after IS NULL AND erased_at IS NULL`: 0,
+	} {
+		if got := mustCount(t, f.db, q, p.ID); got != want {
+			t.Errorf("%s: %d, want %d", q, got, want)
+		}
+	}
+}
+
+func TestRunRetirer_IsWokenByARetirementWithoutWaitingForItsInterval(t *testing.T) {
+	db := MustOpenDB(t)
+	first := mustSignupProgram(t, db, "retired-first", benchCap, benchCap)
+	second := mustSignupProgram(t, db, "retired-second", benchCap, benchCap)
+	mustSeedWaiting(t, db, first.Program.ID, first.Notice.ID, 10)
+	mustSeedWaiting(t, db, second.Program.ID, second.Notice.ID, 10)
+	retire := func(sp signupProgram) {
+		p := mustProgramByID(t, db, sp.Owner, sp.Program.ID)
+		if _, err := db.RetireProgram(context.Background(), sp.Owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finished := make(chan string, 2)
+	db.retireStepped = func(id string, done bool) {
+		if done {
+			finished <- id
+		}
+	}
+	wait := func(id string) {
+		t.Helper()
+		select {
+		case got := <-finished:
+			if got != id {
+				t.Fatalf("finished %s, want %s", got, id)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("retirement of %s not finished: the retirer was not woken", id)
+		}
+	}
+	// The first is pending when the retirer starts; the second commits
+	// after the retirer has finished the first, and its interval (an hour)
+	// never elapses here.
+	retire(first)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		db.RunRetirer(ctx, time.Hour, retirerLog)
+	}()
+	defer func() { cancel(); <-stopped }()
+	wait(first.Program.ID)
+	retire(second)
+	wait(second.Program.ID)
+}
+
+func TestRetiredProgram_RefusesEveryOwnerChangeToItsEntries(t *testing.T) {
+	for _, finished := range []bool{false, true} {
+		t.Run(map[bool]string{false: "while the retirement is pending", true: "once it is finished"}[finished], func(t *testing.T) {
+			f := newRetireFixture(t)
+			ctx := context.Background()
+			var invitationID, grantID string
+			mustUpdate(t, f.db, func(tx *Tx) error {
+				if err := tx.QueryRowContext(ctx, `SELECT id FROM invitations WHERE entry_id = ?`, f.invited).Scan(&invitationID); err != nil {
+					return err
+				}
+				return tx.QueryRowContext(ctx, `SELECT id FROM grants WHERE entry_id = ?`, f.active).Scan(&grantID)
+			})
+			p := mustProgramByID(t, f.db, f.owner, f.p.ID)
+			if _, err := f.db.RetireProgram(ctx, f.owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
+				t.Fatal(err)
+			}
+			if finished {
+				mustFinishRetirements(t, f.db)
+			}
+			before := dbFingerprint(t, f.db)
+			for name, act := range map[string]func() error{
+				"select": func() error {
+					_, err := f.db.SelectEntry(ctx, f.owner, p.ID, f.waiting, Decision{Reason: "meets_policy"})
+					return err
+				},
+				"bulk select": func() error {
+					_, err := f.db.SelectEntries(ctx, f.owner, p.ID, Selection{EntryIDs: []string{f.waiting}, Reason: "meets_policy"})
+					return err
+				},
+				"decline": func() error {
+					_, err := f.db.DeclineEntry(ctx, f.owner, p.ID, f.selected, Decision{Reason: DeclineReasons[0]})
+					return err
+				},
+				"bulk decline": func() error {
+					_, err := f.db.DeclineEntries(ctx, f.owner, p.ID, Selection{EntryIDs: []string{f.waiting, f.selected}, Reason: DeclineReasons[0]})
+					return err
+				},
+				"withdraw": func() error {
+					_, err := f.db.WithdrawEntry(ctx, f.owner, p.ID, f.waiting, Decision{Reason: "applicant_request"})
+					return err
+				},
+				"issue an invitation": func() error {
+					_, err := f.db.IssueInvitation(ctx, f.owner, p.ID, f.selected, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: f.clock.Now().Add(time.Hour)})
+					return err
+				},
+				"record a send": func() error {
+					_, err := f.db.RecordDelivery(ctx, f.owner, invitationID, DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"})
+					return err
+				},
+				"revoke the invitation": func() error {
+					_, err := f.db.RevokeInvitation(ctx, f.owner, invitationID)
+					return err
+				},
+				"revoke the access": func() error {
+					_, err := f.db.RevokeGrant(ctx, f.owner, grantID)
+					return err
+				},
+			} {
+				err := act()
+				wantCode(t, name, err, ECONFLICT)
+				if err != nil && !strings.Contains(err.Error(), "This program is retired") {
+					t.Errorf("%s: %q does not say the program is retired", name, err)
+				}
+			}
+			wantUnchanged(t, "owner changes to a retired program's entries", f.db, before)
+
+			// The applicant's own withdrawal stays open: it is their choice,
+			// not the owner's change.
+			if _, err := f.db.WithdrawOwn(ctx, p.Slug, "user_waiting", []string{"waiting@example.com"}); err != nil {
+				t.Fatalf("the applicant's own withdrawal from a retired program: %v", err)
+			}
+		})
 	}
 }

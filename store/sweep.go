@@ -28,7 +28,7 @@ func (db *DB) Sweep(ctx context.Context) (int, error) {
 	// A retirement's erasure dates are set before anything is swept, or
 	// an interrupted retirement could leave entries to be erased late. If
 	// that fails, what is already due is still erased on time.
-	retireErr := db.finishRetirements(ctx)
+	_, retireErr := db.FinishRetirements(ctx)
 	total, err := db.sweepDue(ctx)
 	return total, errors.Join(retireErr, err)
 }

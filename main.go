@@ -223,11 +223,14 @@ func announce(stdout io.Writer, cfg *Config, addr net.Addr) {
 	}
 }
 
-// startErasure starts the sweeper and the eraser and returns the function
-// that stops them and waits for both. Erasure runs inside serve: the sweeper
-// erases what is due at start and every SweepInterval, and the eraser
-// flushes every erasure (the sweeper's, a removal's) out of the WAL and
-// Litestream's local files within seconds of its commit.
+// startErasure starts the sweeper, the eraser and the retirer and returns
+// the function that stops them and waits for all three. Erasure runs inside
+// serve: the sweeper erases what is due at start and every SweepInterval,
+// the eraser flushes every erasure (the sweeper's, a removal's) out of the
+// WAL and Litestream's local files within seconds of its commit, and the
+// retirer dates a retired program's entries for erasure in short steps
+// after the owner's request has been answered. Stopping the retirer leaves
+// a large retirement pending between two steps; the next start resumes it.
 func startErasure(ctx context.Context, db *store.DB, repl *backup.Replicator, logger *slog.Logger) (stop func()) {
 	flush := db.Checkpoint
 	if repl != nil {
@@ -235,10 +238,14 @@ func startErasure(ctx context.Context, db *store.DB, repl *backup.Replicator, lo
 	}
 	sweepCtx, stopSweeper := context.WithCancel(ctx)
 	var background sync.WaitGroup
-	background.Add(2)
+	background.Add(3)
 	go func() {
 		defer background.Done()
 		db.RunSweeper(sweepCtx, store.SweepInterval, logger)
+	}()
+	go func() {
+		defer background.Done()
+		db.RunRetirer(sweepCtx, store.RetireCheckInterval, logger)
 	}()
 	go func() {
 		defer background.Done()

@@ -216,12 +216,24 @@ var a11yPages = []a11yPage{
 	{Name: "program page and settings", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		return "/owner/programs/" + e.App.Demo.ID
 	}},
-	{Name: "retired program page", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+	{Name: "retired program page, retirement being finished", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-retired")
 		e.Kit.entry(tb, p, "waiting@example.com")
 		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
 			store.Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 			tb.Fatalf("retire: %v", err)
+		}
+		return "/owner/programs/" + p.ID
+	}},
+	{Name: "retired program page, retirement finished", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-retired-done")
+		e.Kit.entry(tb, p, "waiting@example.com")
+		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
+			store.Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
+			tb.Fatalf("retire: %v", err)
+		}
+		if _, err := e.App.DB.FinishRetirements(context.Background()); err != nil {
+			tb.Fatalf("finish the retirement: %v", err)
 		}
 		return "/owner/programs/" + p.ID
 	}},

@@ -52,6 +52,9 @@ type appConfig struct {
 	// signupQueue and writeReserve bound the writer's queues; zero means
 	// the store's defaults.
 	signupQueue, writeReserve int
+	// retireChunk fixes the rows per table of each retirement step; zero
+	// adapts them to their cost.
+	retireChunk int
 }
 
 type appOption func(*appConfig)
@@ -74,6 +77,10 @@ func withRetention(r store.Retention) appOption { return func(c *appConfig) { c.
 func withWriteQueues(signups, reserve int) appOption {
 	return func(c *appConfig) { c.signupQueue, c.writeReserve = signups, reserve }
 }
+
+// withRetireChunk fixes how many rows per table each retirement step
+// takes, so a test can watch a retirement step by step.
+func withRetireChunk(n int) appOption { return func(c *appConfig) { c.retireChunk = n } }
 
 // withSignupDelay sets when signup answers are released.
 func withSignupDelay(d time.Duration) appOption { return func(c *appConfig) { c.signupDelay = d } }
@@ -120,7 +127,7 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	clock := testutil.NewClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
 	db, err := store.Open(ctx, filepath.Join(cfg.dataDir, "admit.db"),
 		store.Options{BindingKey: testKey(120), Retention: cfg.retention, Now: clock.Now,
-			SignupQueue: cfg.signupQueue, WriteReserve: cfg.writeReserve})
+			SignupQueue: cfg.signupQueue, WriteReserve: cfg.writeReserve, RetireChunk: cfg.retireChunk})
 	if err != nil {
 		tb.Fatalf("open db: %v", err)
 	}

@@ -73,15 +73,40 @@ func TestBrowser_ProgramPageShowsNameCountsAndChartWithItsTable(t *testing.T) {
 func TestBrowser_RetiredProgramHasNoEditingFormsAndItsPublicPageIsClosed(t *testing.T) {
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
-		mustRetireDemo(t, app)
+		for _, email := range []string{"ada@example.com", "grace@example.com", "edsger@example.com"} {
+			mustInsertEntry(t, app.DB, app.Demo, email, "waiting")
+		}
+		mustRetireDemo(t, app) // no retirer runs here: the retirement stays pending
 		ctx := owBrowserMode(t, app, js)
-		owLoad(t, ctx, "open the program page", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID))
+		page := app.URL + "/owner/programs/" + app.Demo.ID
+		owLoad(t, ctx, "open the program page", chromedp.Navigate(page))
 		if got := owText(t, ctx, `[data-testid="retired-banner"]`); !strings.HasPrefix(got, "Retired on 29 November 2026, entries erased on 29 December 2026.") {
 			t.Fatalf("banner %q", got)
 		}
 		if n := owCountIn(t, ctx, `main form, main input, main textarea, main select`); n != 0 {
 			t.Fatalf("retired program page has %d form controls", n)
 		}
+		// The retirement's progress, polled by htmx or refreshed by hand.
+		if got := owText(t, ctx, `[data-testid="retire-progress-text"]`); got != "Finishing the retirement: 0 of 3 entries scheduled for erasure." {
+			t.Fatalf("progress %q", got)
+		}
+		if got, want := owCountIn(t, ctx, `[data-testid="retire-refresh"]`), map[bool]int{true: 0, false: 1}[js]; got != want {
+			t.Fatalf("%d Refresh links with JavaScript %v, want %d", got, js, want)
+		}
+		owWantFits(t, ctx, "the retired program page", 1280)
+		owScreenshot(t, ctx, "console-retiring")
+		if _, err := app.DB.FinishRetirements(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if js {
+			owWaitFor(t, ctx, "the finished retirement, polled", `document.querySelector('[data-testid="retire-progress"]').dataset.state === "done"`)
+		} else {
+			owLoad(t, ctx, "refresh", chromedp.Click(chromedp.CSS(`[data-testid="retire-refresh"]`)))
+		}
+		if got := owText(t, ctx, `[data-testid="retire-progress-text"]`); got != "The retirement is finished: all 3 entries are scheduled for erasure, and their addresses will be erased on 29 December 2026." {
+			t.Fatalf("finished retirement says %q", got)
+		}
+		owScreenshot(t, ctx, "console-retired")
 		owLoad(t, ctx, "open the public page", chromedp.Navigate(app.URL+"/waitlist/demo"))
 		if got := owText(t, ctx, `[data-testid="closed"]`); !strings.HasPrefix(got, "This waitlist is closed.") {
 			t.Fatalf("public page says %q", got)

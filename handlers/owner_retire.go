@@ -15,7 +15,9 @@ type retireJSON struct {
 	ExpectedRevision *int64 `json:"expectedRevision"`
 }
 
-// handleRetireAPI retires a program: 200 Program, with retiredAt set.
+// handleRetireAPI retires a program: 200 Program, with retiredAt set, as
+// soon as the retirement has taken effect; the entries are dated for
+// erasure in the background (the store's retirer).
 func (s *Server) handleRetireAPI(w http.ResponseWriter, r *http.Request) error {
 	var body retireJSON
 	if err := decodeJSON(r, &body); err != nil {
@@ -64,6 +66,7 @@ func (s *Server) handleRetire(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.db.RetireProgram(r.Context(), ownerActor(r), r.PathValue("id"), ret); err != nil {
 		return failed(err)
 	}
-	s.setFlash(w, r, "The program is retired. Its entries' addresses will be erased on schedule.")
+	// The bookkeeping goes on in the background; the page shows how far.
+	s.setFlash(w, r, "The program is retired: signup is closed and access is off. Its entries are now being scheduled for erasure; the progress is shown below.")
 	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
 }

@@ -1,11 +1,14 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +145,123 @@ func TestOwnerHome_ShowsWhatTheRestoreDrillsFound(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pollRetirement asks for the program page's retirement block as htmx's
+// polling does, and returns it.
+func pollRetirement(tb testing.TB, owner *testClient, programID string) string {
+	tb.Helper()
+	r := owner.Get(tb, "/owner/programs/"+programID, "HX-Request", "true", "HX-Target", "retire-progress")
+	owWantStatus(tb, "poll the retirement", r, http.StatusOK)
+	if strings.Contains(r.Body, "<html") || !strings.Contains(r.Body, `id="retire-progress"`) {
+		tb.Fatalf("the poll answered more or less than the block:\n%s", r.Body)
+	}
+	if cc := r.Header.Get("Cache-Control"); cc != "private, no-store" {
+		tb.Fatalf("the poll's Cache-Control is %q, want private, no-store", cc)
+	}
+	return r.Body
+}
+
+func TestRetireForm_AnswersAtTheCommitAndThePageFollowsTheRetirementToItsEnd(t *testing.T) {
+	// Two entries a step, and no retirer: the test runs each step.
+	app := MustStartApp(t, withRetireChunk(2))
+	owner := mustOwnerClient(t, app)
+	for i := range 5 {
+		mustInsertEntry(t, app.DB, app.Demo, fmt.Sprintf("entry%d@example.com", i), "waiting")
+	}
+	page := "/owner/programs/" + app.Demo.ID
+	rev := mustOwnerProgram(t, app, app.Demo.ID).Revision
+	r := owner.postOwnerForm(t, page+"/retire", url.Values{"expectedRevision": {fmt.Sprint(rev)}, "confirm": {"demo"}})
+	owWantStatus(t, "retire", r, http.StatusSeeOther)
+	if got := owLocation(r); got != page {
+		t.Fatalf("retirement redirects to %q, want the program page", got)
+	}
+	// The answer came before any step ran.
+	if p := mustOwnerProgram(t, app, app.Demo.ID); p.RetiredAt == nil || !p.Retirement.Pending || p.Retirement.Done != 0 {
+		t.Fatalf("after the answer: retired at %v, progress %+v; want retired with every step still to run", p.RetiredAt, p.Retirement)
+	}
+
+	body := owner.Get(t, page).Body
+	for _, want := range []string{
+		"The program is retired: signup is closed and access is off. Its entries are now being scheduled for erasure; the progress is shown below.",
+		`data-state="pending"`,
+		"Finishing the retirement: 0 of 5 entries scheduled for erasure.",
+		`hx-get="` + page + `" hx-trigger="every 2s" hx-swap="outerHTML"`,
+		`<progress value="0" max="5"`,
+		`<a href="` + page + `" data-testid="retire-refresh">Refresh</a>`,
+		`data-testid="retired-banner"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("program page while the retirement is pending lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	ctx := context.Background()
+	for _, want := range []string{"2 of 5", "4 of 5"} {
+		if done, err := app.DB.StepRetirement(ctx, app.Demo.ID); err != nil || done {
+			t.Fatalf("step: done=%v err=%v, want a step with more to do", done, err)
+		}
+		block := pollRetirement(t, owner, app.Demo.ID)
+		if !strings.Contains(block, "Finishing the retirement: "+want+" entries scheduled for erasure.") || !strings.Contains(block, `hx-trigger="every 2s"`) {
+			t.Fatalf("poll after a step lacks %q or its next poll:\n%s", want, block)
+		}
+	}
+	if done, err := app.DB.StepRetirement(ctx, app.Demo.ID); err != nil || !done {
+		t.Fatalf("last step: done=%v err=%v", done, err)
+	}
+	// The finished block stops the polling and says when the addresses go,
+	// the date the banner gives.
+	p := mustOwnerProgram(t, app, app.Demo.ID)
+	erasedOn := p.EntriesErasedBy.Format("2 January 2006")
+	doneText := "The retirement is finished: all 5 entries are scheduled for erasure, and their addresses will be erased on " + erasedOn + "."
+	block := pollRetirement(t, owner, app.Demo.ID)
+	if strings.Contains(block, "hx-trigger") || !strings.Contains(block, doneText) || !strings.Contains(block, `data-state="done"`) {
+		t.Fatalf("poll once finished:\n%s", block)
+	}
+	body = owner.Get(t, page).Body
+	if !strings.Contains(body, doneText) || strings.Contains(body, "hx-trigger") || !strings.Contains(body, "entries erased on "+erasedOn+".") {
+		t.Fatalf("program page once finished lacks the finished block or the banner's date:\n%s", owErrorBlock(t, body))
+	}
+}
+
+func TestRetireAPI_AnswersTheProgramAtTheCommitWithTheBookkeepingStillPending(t *testing.T) {
+	app := MustStartApp(t)
+	owner := mustOwnerClient(t, app)
+	sel := mustInsertEntry(t, app.DB, app.Demo, "grace@example.com", "selected")
+	owGrant(t, app, app.Demo.ID, sel, "grace@example.com", "user_grace")
+	path := "/api/owner/programs/" + app.Demo.ID
+	rev := mustOwnerProgram(t, app, app.Demo.ID).Revision
+	r := owner.PostJSON(t, "POST", path+"/retire", fmt.Sprintf(`{"expectedRevision":%d,"confirm":"demo"}`, rev))
+	owWantStatus(t, "retire", r, http.StatusOK)
+	// The same Program JSON as GET answers: the same fields, retiredAt set.
+	before := owner.Get(t, path)
+	owWantStatus(t, "program", before, http.StatusOK)
+	var got, was map[string]any
+	if err := json.Unmarshal([]byte(r.Body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(before.Body), &was); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(was))) {
+		t.Fatalf("retire answered the fields %v, want the Program's %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(was)))
+	}
+	if got["retiredAt"] == nil {
+		t.Fatalf("retire answered %s, want retiredAt set", r.Body)
+	}
+	// Answered before the steps: the grant is still to revoke, and nobody
+	// gets in meanwhile.
+	if p := mustOwnerProgram(t, app, app.Demo.ID); !p.Retirement.Pending {
+		t.Fatal("the retirement's steps ran before the API answered")
+	}
+	if _, err := app.DB.FinishRetirements(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := mustOwnerProgram(t, app, app.Demo.ID); p.Retirement.Pending || p.Retirement.Done != p.Retirement.Total || p.Retirement.Total != 1 {
+		t.Fatalf("after the retirer: progress %+v, want finished with 1 of 1", p.Retirement)
 	}
 }

@@ -13,7 +13,9 @@ func programSummary(p *store.Program) views.ProgramSummary {
 	return views.ProgramSummary{ID: p.ID, Slug: p.Slug, Name: p.Name, Purpose: p.Purpose, SignupOpen: p.SignupOpen, RetiredAt: p.RetiredAt, EntriesErasedBy: p.EntriesErasedBy,
 		AccessEnabled: p.AccessEnabled, Retired: p.RetiredAt != nil, HasContent: p.HasContent, QueueCap: p.QueueCap,
 		HourlyCap: p.HourlyCap, SeatCap: p.SeatCap, MaxInvitationDays: p.MaxInvitationDays, Occupied: p.Occupied,
-		Revision: p.Revision, CurrentNoticeVersion: p.CurrentNoticeVersion, CreatedAt: p.CreatedAt}
+		Revision: p.Revision, CurrentNoticeVersion: p.CurrentNoticeVersion, CreatedAt: p.CreatedAt,
+		Retirement: views.RetirementView{Pending: p.Retirement.Pending, Done: p.Retirement.Done,
+			Total: p.Retirement.Total, ErasedBy: p.EntriesErasedBy}}
 }
 
 // stateCountsView lists the non-zero counts in lifecycle order.
@@ -181,7 +183,17 @@ func (s *Server) renderProgramPage(w http.ResponseWriter, r *http.Request, statu
 }
 
 // handleProgramPage shows a program's settings, notices, content and files.
+// htmx polling a retirement's progress gets the progress block alone, from
+// the program's own row.
 func (s *Server) handleProgramPage(w http.ResponseWriter, r *http.Request) error {
+	if wantsBlock(r) && r.Header.Get("HX-Target") == views.RetireProgressID {
+		p, err := s.db.ProgramByID(r.Context(), ownerActor(r), r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		c := s.chrome(w, r, p.Name)
+		return s.render(w, r, http.StatusOK, c, views.RetireProgress(programSummary(p)))
+	}
 	v, err := s.programPageView(r, r.PathValue("id"))
 	if err != nil {
 		return err

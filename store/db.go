@@ -78,8 +78,8 @@ type DB struct {
 	// lock in all (held: from BEGIN IMMEDIATE to the end of its commit or
 	// rollback, so with the commit's fsync).
 	txHeld func(work, held time.Duration)
-	// retireChunk, when not zero (in tests), fixes the rows per table of
-	// every retirement step instead of adapting them to their cost.
+	// retireChunk, when not zero (Options.RetireChunk), fixes the rows per
+	// table of every retirement step instead of adapting them to their cost.
 	retireChunk int
 }
 
@@ -142,6 +142,11 @@ type Options struct {
 	// the writer, apart from the signups; past it a write is refused at
 	// once with ErrBusy. 0 means DefaultWriteReserve.
 	WriteReserve int
+	// RetireChunk, when not 0, fixes how many rows per table each
+	// retirement step takes, so that a test can watch a retirement step by
+	// step; 0 sizes each step from the last one's cost (BENCHMARKS.md,
+	// "Chunked retirement"), as admit serve does.
+	RetireChunk int
 }
 
 // dsn builds a modernc.org/sqlite DSN with the default Options.
@@ -211,7 +216,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	db := &DB{Path: path, now: opt.Now, retention: opt.Retention,
 		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1),
-		wslots:   newSlots(opt.WriteReserve, DefaultWriteReserve),
+		wslots: newSlots(opt.WriteReserve, DefaultWriteReserve), retireChunk: max(opt.RetireChunk, 0),
 		erasures: make(chan struct{}, 1), retirements: make(chan struct{}, 1), obs: observer(opt.Observer)}
 	if err := checkPragmas(ctx, w, false); err != nil {
 		w.Close()

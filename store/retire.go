@@ -147,20 +147,9 @@ func (db *DB) finishRetirement(ctx context.Context, programID string) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("finish retirement: %w", err)
 		}
-		var done bool
-		var took time.Duration
-		err := db.Update(ctx, func(tx *Tx) error {
-			began := time.Now()
-			var err error
-			done, err = db.retireStep(ctx, tx, programID, chunk)
-			took = time.Since(began)
-			return err
-		})
+		done, took, err := db.stepRetirement(ctx, programID, chunk)
 		if err != nil {
 			return fmt.Errorf("finish retirement: %w", err)
-		}
-		if db.retireStepped != nil {
-			db.retireStepped(programID, done)
 		}
 		if done {
 			return nil
@@ -169,6 +158,40 @@ func (db *DB) finishRetirement(ctx context.Context, programID string) error {
 			chunk = nextRetireChunk(chunk, took)
 		}
 	}
+}
+
+// stepRetirement runs one step of chunk rows per table in its own
+// transaction, and reports whether the retirement is finished and how long
+// the step's work took.
+func (db *DB) stepRetirement(ctx context.Context, programID string, chunk int) (done bool, took time.Duration, err error) {
+	err = db.Update(ctx, func(tx *Tx) error {
+		began := time.Now()
+		var err error
+		done, err = db.retireStep(ctx, tx, programID, chunk)
+		took = time.Since(began)
+		return err
+	})
+	if err != nil {
+		return false, took, err
+	}
+	if db.retireStepped != nil {
+		db.retireStepped(programID, done)
+	}
+	return done, took, nil
+}
+
+// StepRetirement runs one step of the program's pending retirement, of
+// Options.RetireChunk rows per table (or the first step's size when that
+// is 0), and reports whether the retirement is now finished. It is how a
+// test watches a retirement's progress step by step; admit serve runs the
+// steps through the retirer.
+func (db *DB) StepRetirement(ctx context.Context, programID string) (bool, error) {
+	chunk := db.retireChunk
+	if chunk <= 0 {
+		chunk = defaultRetireChunk
+	}
+	done, _, err := db.stepRetirement(ctx, programID, chunk)
+	return done, err
 }
 
 // FinishRetirements runs every pending retirement's steps to its end and

@@ -73,6 +73,8 @@ type ProgramSummary struct {
 	Revision             int64
 	CurrentNoticeVersion int
 	CreatedAt            time.Time
+	// Retirement is how far a retired program's bookkeeping has gone.
+	Retirement RetirementView
 }
 
 // SettingsForm is the program settings form, checked against the program's

@@ -119,10 +119,14 @@ func hourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 //  5. a duplicate email commits only a receipt and uses no quota;
 //  6. otherwise the entry, hour bucket, receipt and audit event are written.
 //
-// A key already committed is answered before the write lock is asked for,
-// from a read of the receipt: a replay is a read, so it answers even while
-// writes fail. A key not found by that read is looked up again under the
-// lock, where a concurrent first submission may have committed it.
+// The key is read under the lock, in admission's first statement, where a
+// concurrent first submission may just have committed it. A replay is
+// still answered when the write cannot be made — the writer's queue is
+// full (ErrBusy) or writes fail (a full disk): then the receipt is read on
+// its own, without the writer, and a committed key answers from it. Almost
+// every signup carries a new key, so that read is not made first: it found
+// nothing for nearly all of them and cost a read transaction on the reader
+// pool (about 6% of a signup's CPU, BENCHMARKS.md "CPU per signup").
 //
 // Concurrent signups share one commit (group commit, see signupBatcher):
 // each runs in turn, exactly as if alone, and each answer is given only
@@ -136,10 +140,14 @@ func (db *DB) Signup(ctx context.Context, req SignupRequest) (res *SignupResult,
 	if db.signups.isStopped() {
 		return nil, errClosed
 	}
-	if res, err := db.signupReplay(ctx, req); res != nil || err != nil {
-		return res, err
+	res, err = db.signups.submit(ctx, req)
+	if err != nil && (errors.Is(err, ErrBusy) || !isRefusal(err)) {
+		// rule: a replay is a read; it answers even when no write can be made.
+		if rres, rerr := db.signupReplay(ctx, req); rres != nil || (rerr != nil && isRefusal(rerr)) {
+			return rres, rerr
+		}
 	}
-	return db.signups.submit(ctx, req)
+	return res, err
 }
 
 // signupReplay answers a request whose key already has a committed

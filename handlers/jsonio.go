@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -102,7 +103,114 @@ func decodeStrict(b []byte, v any) error {
 
 // checkDuplicateKeys rejects an object that names a key twice. Go's decoder
 // matches names case-insensitively, so "email" and "Email" are duplicates too.
+//
+// Well-formed JSON (nearly every body) is checked by one pass over its
+// bytes that allocates only the keys: the walk by tokens below allocated
+// for every token and cost more than decoding the body (BENCHMARKS.md,
+// "CPU per signup"). A malformed body takes the walk, which says so.
 func checkDuplicateKeys(b []byte) error {
+	if json.Valid(b) {
+		if hasDuplicateKey(b) {
+			return invalid("The request body names a field twice.")
+		}
+		return nil
+	}
+	return checkDuplicateKeysByTokens(b)
+}
+
+// hasDuplicateKey reports whether an object of b, which must be valid
+// JSON, names a key twice, folded as encoding/json matches names.
+func hasDuplicateKey(b []byte) bool {
+	type level struct {
+		object bool
+		keys   []string
+		set    map[string]bool // once keys outgrows a short scan
+	}
+	stack := make([]level, 0, 4)
+	expectKey := false
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{':
+			stack = append(stack, level{object: true})
+			expectKey = true
+		case '[':
+			stack = append(stack, level{})
+			expectKey = false
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			expectKey = false
+		case ',':
+			expectKey = stack[len(stack)-1].object
+		case '"':
+			j, escaped := i+1, false
+			for b[j] != '"' {
+				if b[j] == '\\' {
+					escaped = true
+					j++
+				}
+				j++
+			}
+			if expectKey {
+				k := foldKey(b[i:j+1], escaped)
+				top := &stack[len(stack)-1]
+				switch {
+				case top.set != nil:
+					if top.set[k] {
+						return true
+					}
+					top.set[k] = true
+				case slices.Contains(top.keys, k):
+					return true
+				case len(top.keys) < 16:
+					top.keys = append(top.keys, k)
+				default:
+					top.set = make(map[string]bool, 2*len(top.keys))
+					for _, o := range top.keys {
+						top.set[o] = true
+					}
+					top.set[k] = true
+				}
+				expectKey = false
+			}
+			i = j
+		}
+	}
+	return false
+}
+
+// foldKey is a quoted key (valid JSON) unescaped and folded as
+// encoding/json matches names: "ſ" is "s", "K" is "k".
+func foldKey(quoted []byte, escaped bool) string {
+	raw := quoted[1 : len(quoted)-1]
+	if !escaped {
+		ascii := true
+		for _, c := range raw {
+			if c >= utf8.RuneSelf {
+				ascii = false
+				break
+			}
+		}
+		if ascii {
+			out := make([]byte, len(raw))
+			for i, c := range raw {
+				if 'a' <= c && c <= 'z' {
+					c -= 'a' - 'A'
+				}
+				out[i] = c
+			}
+			return string(out)
+		}
+	}
+	var k string
+	if err := json.Unmarshal(quoted, &k); err != nil {
+		k = string(raw) // not reached: the key is valid JSON
+	}
+	return strings.ToUpper(strings.ToLower(k))
+}
+
+// checkDuplicateKeysByTokens is checkDuplicateKeys for any input, by a
+// walk of its tokens; a malformed body is invalid.
+func checkDuplicateKeysByTokens(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	type frame struct {

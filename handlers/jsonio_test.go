@@ -149,6 +149,49 @@ func jsonRequest(contentType string, body []byte) *http.Request {
 	return r
 }
 
+// TestCheckDuplicateKeys_OnePassAgreesWithTheWalk: objects of every size
+// (past the short scan of 16 keys), nested and in arrays, escaped and
+// folded keys, each with and without a repeat.
+func TestCheckDuplicateKeys_OnePassAgreesWithTheWalk(t *testing.T) {
+	object := func(n int, extra string) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			fmt.Fprintf(&b, `"k%d":[{"k%d":"}\"{"}],`, i, i)
+		}
+		b.WriteString(extra + `"last":1}`)
+		return b.String()
+	}
+	for _, tc := range []struct {
+		in  string
+		dup bool
+	}{
+		{`{}`, false},
+		{`{"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}]}`, false},
+		{`{"a":"\"a\":1,","b":"{"}`, false},
+		{`{"\u0061":1,"a":2}`, true},
+		{`{"A":1,"a":2}`, true},
+		{`{"x":[{"q":1,"Q":2}]}`, true},
+		{object(3, ""), false},
+		{object(3, `"K1":0,`), true},
+		{object(16, ""), false},
+		{object(16, `"k15":0,`), true},
+		{object(17, ""), false},
+		{object(17, `"K16":0,`), true},
+		{object(500, ""), false},
+		{object(500, `"k0":0,`), true},
+		{object(500, `"LAST":0,`), true},
+	} {
+		if !json.Valid([]byte(tc.in)) {
+			t.Fatalf("%s is not valid JSON", tc.in)
+		}
+		fast, walk := checkDuplicateKeys([]byte(tc.in)), checkDuplicateKeysByTokens([]byte(tc.in))
+		if (fast != nil) != tc.dup || (walk != nil) != tc.dup {
+			t.Errorf("%.80s: one pass %v, walk %v; want a duplicate: %v", tc.in, fast, walk, tc.dup)
+		}
+	}
+}
+
 func TestDecodeJSON_RequiresJSONContentType(t *testing.T) {
 	for _, tc := range []struct {
 		contentType string
@@ -371,6 +414,10 @@ func FuzzDecodeStrict(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// The one-pass check agrees with the walk by tokens.
+		if fast, walk := checkDuplicateKeys(b), checkDuplicateKeysByTokens(b); (fast == nil) != (walk == nil) {
+			t.Fatalf("%q: the one-pass check says %v, the walk %v", b, fast, walk)
+		}
 		var got strictBody
 		err := decodeStrict(b, &got)
 		if err != nil {

@@ -9,10 +9,10 @@ import (
 // to its answer. The bound adapts to how fast signups are being answered
 // (Little's law): about signupLatencyTarget's worth of them at the rate of
 // the last window, never more than max (ADMIT_WRITE_QUEUE) and never fewer
-// than a full commit's worth. On a machine whose CPU, not its disk, is the
-// limit, signups wait mostly before the writer's queue, so a bound on that
-// queue alone would let their latency grow; a fixed count would suit only
-// one machine's speed (BENCHMARKS.md, "Overload").
+// than a batch's worth (minSignupsInProgress). On a machine whose CPU, not
+// its disk, is the limit, signups wait mostly before the writer's queue, so
+// a bound on that queue alone would let their latency grow; a fixed count
+// would suit only one machine's speed (BENCHMARKS.md, "Overload").
 type signupLimiter struct {
 	max, min int
 	target   time.Duration
@@ -34,9 +34,13 @@ const (
 	signupLatencyTarget = 100 * time.Millisecond
 	// signupRateWindow is how often the rate, and so the bound, is updated.
 	signupRateWindow = 250 * time.Millisecond
-	// minSignupsInProgress keeps the bound at a full commit's worth of
-	// signups at least, so that group commit keeps its batches.
-	minSignupsInProgress = 64
+	// minSignupsInProgress keeps the bound at a batch's worth of signups
+	// at least, so that group commit keeps sharing its commits. It is low
+	// enough that on a slow or busy machine (a few hundred signups a
+	// second) the bound still follows the target: a floor of 64 held
+	// more than 100 ms of signups below 640 a second (BENCHMARKS.md,
+	// "Overload").
+	minSignupsInProgress = 16
 )
 
 func newSignupLimiter(max int, now func() time.Time) *signupLimiter {

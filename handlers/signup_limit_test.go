@@ -40,7 +40,13 @@ func TestSignupLimiter_BoundFollowsTheAnswerRate(t *testing.T) {
 	if got := l.bound(); got < 100 || got > 110 {
 		t.Fatalf("bound at 1,000/s=%d, want about 100", got)
 	}
-	// Very slow: never below a full commit's worth.
+	// A slow or busy machine: 300 a second is a bound of about 30, still
+	// 100 ms worth.
+	answerAt(l, clock, 3000, 300)
+	if got := l.bound(); got < 30 || got > 33 {
+		t.Fatalf("bound at 300/s=%d, want about 30", got)
+	}
+	// Very slow: never below a batch's worth.
 	answerAt(l, clock, 100, 50)
 	if got := l.bound(); got != minSignupsInProgress {
 		t.Fatalf("bound at 50/s=%d, want the floor %d", got, minSignupsInProgress)

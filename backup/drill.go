@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/benbjohnson/litestream"
 	"github.com/superfly/ltx"
 )
 
@@ -173,9 +172,7 @@ func (r *Replicator) Drill(ctx context.Context, pause PauseFunc) (*DrillResult, 
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	lr := litestream.NewReplica(nil)
-	lr.Client = r.db.Replica.Client
-	rs := &restorer{replica: lr, out: filepath.Join(dir, "restored.db")}
+	rs := &restorer{client: r.db.Replica.Client, out: filepath.Join(dir, "restored.db")}
 	restored, err := rs.exact(ctx, restorePoint{TXID: res.TXID})
 	var damage *damageError
 	switch {

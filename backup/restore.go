@@ -102,7 +102,7 @@ func Restore(ctx context.Context, cfg *Config, dbPath string, getenv func(string
 	if err := initClient(ctx, rc, r.Client); err != nil {
 		return nil, err
 	}
-	rs := &restorer{replica: r, out: out}
+	rs := &restorer{client: r.Client, out: out}
 	points, err := restorePoints(ctx, r.Client)
 	if err != nil {
 		return nil, fmt.Errorf("restore: list %s: %w", rc, err)

@@ -70,8 +70,8 @@ func restorePoints(ctx context.Context, c litestream.ReplicaClient) ([]restorePo
 // restorer restores one replica's points next to out, keeping the result at
 // out only when it passes its check.
 type restorer struct {
-	replica *litestream.Replica
-	out     string
+	client litestream.ReplicaClient
+	out    string
 	// tries counts restores, for naming their files.
 	tries int
 }
@@ -91,10 +91,7 @@ func (rs *restorer) try(ctx context.Context, p restorePoint) (string, error) {
 	if err := mustNotExist(path); err != nil {
 		return "", err
 	}
-	lo := litestream.NewRestoreOptions()
-	lo.OutputPath = path
-	lo.TXID = p.TXID
-	if err := rs.replica.Restore(ctx, lo); err != nil {
+	if err := restoreTo(ctx, rs.client, p.TXID, path); err != nil {
 		removeDB(path)
 		if errors.Is(err, ltx.ErrChecksumMismatch) || errors.Is(err, ltx.ErrInvalidFile) {
 			return "", &damageError{fmt.Sprintf("transaction %s does not decode: %v", p.TXID, err)}

@@ -299,3 +299,40 @@ func TestRestore_PagesThatMissTheRecordedChecksumAreDamageAndTheNewestIntactStat
 		t.Errorf("restored %d rows, want %d", got, want)
 	}
 }
+
+func TestRestoreTo_AFileWhoseBytesChangedIsRefused(t *testing.T) {
+	states, pageSize := mustDatabaseStates(t,
+		[]string{`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO t (v) VALUES ('one')`})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		// at is the offset from the file's end of the byte to change.
+		at int
+	}{
+		{"page index", ltx.TrailerSize + 10},
+		{"trailer's post-apply checksum", ltx.TrailerSize - 1},
+		{"file checksum", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			checksummedReplica(t, dir, states, pageSize, 0)
+			path := filepath.Join(dir, "ltx", "0", ltx.FormatFilename(1, 1))
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "x.db")
+			if err := restoreTo(ctx, file.NewReplicaClient(dir), 1, out); err != nil {
+				t.Fatalf("the intact file: %v", err)
+			}
+			raw[len(raw)-tc.at] ^= 0x01
+			if err := os.WriteFile(path, raw, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err = restoreTo(ctx, file.NewReplicaClient(dir), 1, filepath.Join(t.TempDir(), "y.db"))
+			if !errors.Is(err, ltx.ErrChecksumMismatch) {
+				t.Fatalf("err=%v, want a checksum mismatch", err)
+			}
+		})
+	}
+}

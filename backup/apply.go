@@ -18,8 +18,8 @@ import (
 	"github.com/superfly/ltx"
 )
 
-// Restoring a database from the replica's files (docs/backups.md, "How a
-// restore works"): Litestream's own restore merges every file of the plan
+// Restoring a database from the replica's files (docs/ARCHITECTURE.md,
+// "How a restore writes the database"): Litestream's own restore merges every file of the plan
 // into one compressed LTX stream and decodes that stream into the database,
 // each page compressed, checksummed and decompressed once more, in a merge
 // that visits every input for every page. applyPlan writes the same

@@ -154,10 +154,13 @@ type scaleResult struct {
 	Stop time.Duration
 	// Scrape is how long one metrics scrape took.
 	Scrape time.Duration
-	// Backup verify and restore with admit stopped.
-	Verify, Restore time.Duration
-	RestoreRSS      int64
-	RestoredBytes   int64
+	// Backup verify and restore with admit stopped: wall time, CPU time
+	// (user and system: on a loaded machine the wall time is mostly
+	// waiting for a core) and peak RSS.
+	Verify, Restore       time.Duration
+	VerifyCPU, RestoreCPU time.Duration
+	VerifyRSS, RestoreRSS int64
+	RestoredBytes         int64
 }
 
 // scalePages are the read loops in report order.
@@ -687,26 +690,33 @@ func checkRetired(ctx context.Context, dbPath, programID string) error {
 func (s *scaler) recover(ctx context.Context, res *scaleResult) error {
 	env := append(serverEnv(s.dataDir, "", s.cfg.WriteQueue), "ADMIT_LITESTREAM_CONFIG="+s.config)
 	s.progress("admit backup verify")
-	d, _, err := s.admitCmd(ctx, env, "backup", "verify")
+	verify, err := s.admitCmd(ctx, env, "backup", "verify")
 	if err != nil {
 		return err
 	}
-	res.Verify = d
+	res.Verify, res.VerifyCPU, res.VerifyRSS = verify.wall, verify.cpu, verify.rss
 	out := filepath.Join(s.work, "restored.db")
 	s.progress("admit restore")
-	d, rss, err := s.admitCmd(ctx, env, "restore", "-o", out)
+	restore, err := s.admitCmd(ctx, env, "restore", "-o", out)
 	if err != nil {
 		return err
 	}
-	res.Restore, res.RestoreRSS, res.RestoredBytes = d, rss, fileSize(out)
-	s.progress("  verify %s, restore %s (%s MiB, peak RSS %s MiB)", res.Verify.Round(time.Millisecond), res.Restore.Round(time.Millisecond),
-		mib(res.RestoredBytes), mib(rss))
+	res.Restore, res.RestoreCPU, res.RestoreRSS, res.RestoredBytes = restore.wall, restore.cpu, restore.rss, fileSize(out)
+	s.progress("  verify %s (CPU %s, peak RSS %s MiB), restore %s (CPU %s, %s MiB, peak RSS %s MiB)",
+		res.Verify.Round(time.Millisecond), res.VerifyCPU.Round(time.Millisecond), mib(res.VerifyRSS),
+		res.Restore.Round(time.Millisecond), res.RestoreCPU.Round(time.Millisecond), mib(res.RestoredBytes), mib(res.RestoreRSS))
 	return nil
 }
 
+// cmdCost is what one admit command took.
+type cmdCost struct {
+	wall, cpu time.Duration
+	rss       int64
+}
+
 // admitCmd runs an admit command in the work directory and returns its
-// wall time and peak RSS.
-func (s *scaler) admitCmd(ctx context.Context, env []string, args ...string) (time.Duration, int64, error) {
+// wall time, CPU time and peak RSS.
+func (s *scaler) admitCmd(ctx context.Context, env []string, args ...string) (cmdCost, error) {
 	cmd := exec.CommandContext(ctx, s.bin, args...)
 	cmd.Dir = s.work
 	cmd.Env = env
@@ -714,15 +724,15 @@ func (s *scaler) admitCmd(ctx context.Context, env []string, args ...string) (ti
 	cmd.Stdout, cmd.Stderr = &out, &out
 	t0 := time.Now()
 	err := cmd.Run()
-	d := time.Since(t0)
+	c := cmdCost{wall: time.Since(t0)}
 	if err != nil {
-		return d, 0, fmt.Errorf("admit %s: %w: %s", strings.Join(args, " "), err, snippet([]byte(out.String())))
+		return c, fmt.Errorf("admit %s: %w: %s", strings.Join(args, " "), err, snippet([]byte(out.String())))
 	}
-	var rss int64
+	c.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss * 1024 // kB on Linux
+		c.rss = ru.Maxrss * 1024 // kB on Linux
 	}
-	return d, rss, nil
+	return c, nil
 }
 
 // scaleEmail is the address of the i-th entry of the p-th program.

@@ -88,9 +88,11 @@ func writeScaleReport(w io.Writer, m machine, results []*scaleResult) {
 	})
 	row("retirement: write txs, longest hold, > 50 ms", func(r *scaleResult) string { return holdCell(r.RetireHolds) })
 	row("longest stop, SIGTERM to exit", func(r *scaleResult) string { return secs(r.Stop) })
-	row("`admit backup verify`", func(r *scaleResult) string { return secs(r.Verify) })
-	row("`admit restore` (peak RSS)", func(r *scaleResult) string {
-		return fmt.Sprintf("%s (%s MiB)", secs(r.Restore), mib(r.RestoreRSS))
+	row("`admit backup verify`: time (CPU, peak RSS)", func(r *scaleResult) string {
+		return fmt.Sprintf("%s (%s, %s MiB)", secs(r.Verify), secs(r.VerifyCPU), mib(r.VerifyRSS))
+	})
+	row("`admit restore`: time (CPU, peak RSS)", func(r *scaleResult) string {
+		return fmt.Sprintf("%s (%s, %s MiB)", secs(r.Restore), secs(r.RestoreCPU), mib(r.RestoreRSS))
 	})
 	row("one metrics scrape", func(r *scaleResult) string { return ms(r.Scrape) + " ms" })
 	row("seeding (loadgen, admit stopped)", func(r *scaleResult) string { return secs(r.Seed) })

@@ -134,7 +134,8 @@ func TestRunScale_TenThousandEntriesAgainstTheRealBinary(t *testing.T) {
 		"| programs (largest) | 3 (5000) |",
 		"| sweep at start: erased, time | " + strconv.Itoa(due) + " in ",
 		"| CSV export of the largest: time, size | ",
-		"`admit restore` (peak RSS)",
+		"| `admit backup verify`: time (CPU, peak RSS) | ",
+		"| `admit restore`: time (CPU, peak RSS) | ",
 		"Targets at 10k entries:",
 	} {
 		if !strings.Contains(report, want) {

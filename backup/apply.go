@@ -19,20 +19,21 @@ import (
 )
 
 // Restoring a database from the replica's files (docs/ARCHITECTURE.md,
-// "How a restore writes the database"): Litestream's own restore merges every file of the plan
-// into one compressed LTX stream and decodes that stream into the database,
-// each page compressed, checksummed and decompressed once more, in a merge
-// that visits every input for every page. applyPlan writes the same
-// database directly: the snapshot's pages in order through a large buffer,
-// then each later file's pages over them, one file open at a time. Memory
-// stays flat in the database's size (one page buffer, one write buffer and
-// one file's decoder at a time; see BENCHMARKS.md, Scale) and the time is
-// one pass over the files.
+// "How a restore writes the database"): Litestream's own restore merges
+// every file of the plan into one compressed LTX stream and decodes that
+// stream into the database, each page compressed, checksummed and
+// decompressed once more, in a merge that visits every input for every
+// page. applyPlan writes the same database directly: the snapshot's pages
+// in order through a large buffer, then each later file's pages over them,
+// one file open at a time. Memory stays flat in the database's size (one
+// page, the read and write buffers and one file's decoder; BENCHMARKS.md,
+// "Restore and verify at scale") and the time is one pass over the files.
 //
-// Every guarantee of Litestream's path is kept: each file's own checksum,
-// the transactions' continuity, and the restored database's pages hashing
-// to exactly the checksum Litestream recorded for the live database at the
-// restored transaction.
+// Every check of Litestream's path is kept: each file's own checksum, the
+// transactions' continuity and, for files that carry database checksums,
+// the restored pages hashing to the checksum recorded for the restored
+// transaction (Litestream v0.5 writes its files without them: then
+// integrity_check is what checks the pages).
 
 // applyWriteBuffer is how much of the snapshot is written at once: whole
 // pages, so each write is page-aligned.
@@ -58,11 +59,9 @@ func restoreTo(ctx context.Context, client litestream.ReplicaClient, txid ltx.TX
 	if err := mustNotExist(path); err != nil {
 		return err
 	}
+	// A temporary file left by a restore that was killed is overwritten.
 	tmp := path + ".tmp"
-	if err := mustNotExist(tmp); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}

@@ -268,13 +268,20 @@ func TestRestore_PagesThatMissTheRecordedChecksumAreDamageAndTheNewestIntactStat
 	ctx := context.Background()
 	dir := t.TempDir()
 
-	// Exactly the last two states: the intact one restores byte for byte,
-	// the other is refused as damage.
+	// Exactly the last two states: the intact one restores byte for byte
+	// (over the temporary file a killed restore left), the other is
+	// refused as damage.
+	if err := os.WriteFile(filepath.Join(dir, "two.db.tmp"), []byte("left by a killed restore"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := restoreTo(ctx, file.NewReplicaClient(e.ReplicaDir), 2, filepath.Join(dir, "two.db")); err != nil {
 		t.Fatalf("restore 2: %v", err)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "two.db")); err != nil || !bytes.Equal(got, states[1]) {
 		t.Fatalf("restore 2 differs from the database at 2 (err %v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "two.db.tmp")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary file is left: %v", err)
 	}
 	err := restoreTo(ctx, file.NewReplicaClient(e.ReplicaDir), 3, filepath.Join(dir, "three.db"))
 	if !errors.Is(err, ltx.ErrChecksumMismatch) {

@@ -201,18 +201,25 @@ func newClient(rc *ReplicaConfig, r *litestream.Replica, getenv func(string) str
 
 // Status reports the replication state. Positions are read from
 // Litestream's local state, without a round trip to the replica.
+//
+// The local position is the newest level-0 file's name, not Litestream's
+// Pos: Pos reads and verifies that whole file whenever its cache is cold
+// (at start, and after Litestream deletes a level-0 file), and after an
+// erasure flush the newest file is a snapshot of the whole database, so
+// every metrics scrape or /readyz could read the database's size in bytes
+// and allocate half as much again (BENCHMARKS.md, "Scale").
 func (r *Replicator) Status() (Status, error) {
 	if r == nil {
 		return Status{}, nil
 	}
 	s := Status{Replica: r.replica.String(), LastSync: r.db.LastSuccessfulSyncAt()}
-	local, err := r.db.Pos()
+	_, local, err := r.db.MaxLTX()
 	if err != nil {
 		return s, fmt.Errorf("replication position: %w", err)
 	}
 	// The replica's position is reset to zero when a sync fails, so a
 	// failing replica shows as pending until a sync succeeds again.
-	if local.TXID > r.db.Replica.Pos().TXID {
+	if local > r.db.Replica.Pos().TXID {
 		s.Pending = true
 		since := s.LastSync
 		if since.IsZero() {

@@ -415,6 +415,10 @@ func BenchmarkRetireProgram(b *testing.B) {
 				if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 					b.Fatalf("retire: %v", err)
 				}
+				// What the background retirer does in admit serve.
+				if _, err := db.FinishRetirements(ctx); err != nil {
+					b.Fatalf("finish retirement: %v", err)
+				}
 				b.StopTimer()
 				db.txHeld = nil
 				if got := mustCount(b, db, `SELECT count(*) FROM entries WHERE program_id = ? AND erase_after IS NULL AND erased_at IS NULL`, p.ID); got != 0 {
@@ -446,6 +450,9 @@ func BenchmarkSweepRetiredProgram(b *testing.B) {
 				p := mustProgramByID(b, db, sp.Owner, sp.Program.ID)
 				if _, err := db.RetireProgram(ctx, sp.Owner, p.ID, Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
 					b.Fatalf("retire: %v", err)
+				}
+				if _, err := db.FinishRetirements(ctx); err != nil {
+					b.Fatalf("finish retirement: %v", err)
 				}
 				clock.Add(db.RetentionPolicy().RetiredProgram)
 				db.txHeld = h.record

@@ -152,12 +152,12 @@ type Options struct {
 // dsn builds a modernc.org/sqlite DSN with the default Options.
 func dsn(path string, readOnly bool) string { return dsnWith(path, readOnly, Options{}) }
 
-// writerCacheKiB is the writer's page cache. SQLite's default (2 MiB) is
-// smaller than the pages one chunk of a retirement or sweep dirties at a
-// million entries, so the transaction spilled pages to the log mid-work and
-// re-read index pages from the file; 32 MiB keeps a chunk in memory
-// (BENCHMARKS.md, "Chunked retirement").
-const writerCacheKiB = 32 << 10
+// Every connection keeps SQLite's default page cache (2,000 KiB). In
+// modernc.org/sqlite each cached page is one allocation of a little over
+// 4 KiB, which its allocator serves from an 8 KiB slot, so a cache costs
+// about twice its size in resident memory. A 32 MiB cache for the writer
+// made no retirement or sweep transaction shorter at a million entries
+// (BENCHMARKS.md, "Chunked retirement"), so the writer has the default too.
 
 // dsnWith builds a modernc.org/sqlite DSN. busy_timeout comes first so that
 // the other pragmas wait for a lock instead of failing.
@@ -175,11 +175,8 @@ func dsnWith(path string, readOnly bool, opt Options) string {
 	}
 	if readOnly {
 		pragmas = append(pragmas, "query_only(1)")
-	} else {
-		pragmas = append(pragmas, fmt.Sprintf("cache_size(%d)", -writerCacheKiB))
-		if opt.NoAutoCheckpoint {
-			pragmas = append(pragmas, "wal_autocheckpoint(0)")
-		}
+	} else if opt.NoAutoCheckpoint {
+		pragmas = append(pragmas, "wal_autocheckpoint(0)")
 	}
 	for _, p := range pragmas {
 		q.Add("_pragma", p)

@@ -265,3 +265,40 @@ func TestRetireAPI_AnswersTheProgramAtTheCommitWithTheBookkeepingStillPending(t 
 		t.Fatalf("after the retirer: progress %+v, want finished with 1 of 1", p.Retirement)
 	}
 }
+
+func TestRetiredProgram_EntryActionsAnswerConflictWithTheReason(t *testing.T) {
+	app := MustStartApp(t)
+	owner := mustOwnerClient(t, app)
+	waiting := mustInsertEntry(t, app.DB, app.Demo, "ada@example.com", "waiting")
+	selected := mustInsertEntry(t, app.DB, app.Demo, "grace@example.com", "selected")
+	active := mustInsertEntry(t, app.DB, app.Demo, "edsger@example.com", "selected")
+	_, grant := owGrant(t, app, app.Demo.ID, active, "edsger@example.com", "user_edsger")
+	invited := mustInsertEntry(t, app.DB, app.Demo, "barbara@example.com", "selected")
+	invitation := owIssue(t, app, app.Demo.ID, invited).Invitation.ID
+	mustRetireDemo(t, app) // pending: the grant and the invitation are still to revoke
+	base := "/api/owner/programs/" + app.Demo.ID + "/entries/"
+	before := dbFingerprint(t, app.DB)
+	for _, tc := range []struct{ name, path, body string }{
+		{"select", base + waiting + "/select", `{"reason":"meets_policy"}`},
+		{"bulk select", base + "select", `{"entryIds":["` + waiting + `"],"reason":"meets_policy"}`},
+		{"decline", base + selected + "/decline", `{"reason":"capacity"}`},
+		{"bulk decline", base + "decline", `{"entryIds":["` + waiting + `","` + selected + `"],"reason":"capacity"}`},
+		{"issue", base + selected + "/invitations", `{"requestKey":"` + owKey() + `","expiresAt":"` +
+			app.Clock.Now().Add(24*time.Hour).UTC().Format(time.RFC3339) + `"}`},
+		{"record a send", "/api/owner/invitations/" + invitation + "/delivery-record", `{"requestKey":"` + owKey() + `","channel":"email"}`},
+		{"revoke the invitation", "/api/owner/invitations/" + invitation + "/revoke", `{}`},
+		{"revoke the access", "/api/owner/grants/" + grant + "/revoke", `{}`},
+	} {
+		r := owner.PostJSON(t, "POST", tc.path, tc.body)
+		owWantStatus(t, tc.name, r, http.StatusConflict)
+	}
+	if after := dbFingerprint(t, app.DB); !reflect.DeepEqual(before, after) {
+		t.Fatalf("refused entry actions changed the database: %v → %v", before, after)
+	}
+	// The JSON error is a code; the form's answer says why.
+	r := owner.postOwnerForm(t, "/owner/programs/"+app.Demo.ID+"/entries/"+waiting+"/select", url.Values{"reason": {"meets_policy"}})
+	owWantStatus(t, "select form", r, http.StatusConflict)
+	if !strings.Contains(r.Body, "This program is retired: its entries, invitations and access can no longer be changed.") {
+		t.Fatalf("select form's answer does not say why:\n%.2000s", r.Body)
+	}
+}

@@ -435,9 +435,10 @@ func stateCounts(ctx context.Context, tx *Tx, programID string) (map[string]int,
 
 // unchangedIfRetired refuses an owner's change to a retired program's
 // entries: from the retirement's commit they are the retirement's to
-// settle (docs/erasure.md), and the program stays read-only. The
-// applicant's own withdrawal and removal are not owner changes and stay
-// open.
+// settle (docs/erasure.md), and the program stays read-only. Withdrawal is
+// the applicant's choice, not the owner's, and stays open: by the
+// applicant themselves, by their removal link, or by the owner on their
+// documented request (WithdrawEntry).
 func unchangedIfRetired(p *Program) error {
 	if p.RetiredAt != nil {
 		return Errorf(ECONFLICT, "This program is retired: its entries, invitations and access can no longer be changed.")
@@ -644,9 +645,6 @@ func (db *DB) WithdrawEntry(ctx context.Context, a Actor, programID, entryID str
 	err := db.Update(ctx, func(tx *Tx) error {
 		p, err := ownedProgram(ctx, tx, a, programID)
 		if err != nil {
-			return err
-		}
-		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		e, err = db.withdraw(ctx, tx, a, p, entryID, reason)

@@ -546,7 +546,7 @@ func TestRunRetirer_IsWokenByARetirementWithoutWaitingForItsInterval(t *testing.
 	wait(second.Program.ID)
 }
 
-func TestRetiredProgram_RefusesEveryOwnerChangeToItsEntries(t *testing.T) {
+func TestRetiredProgram_RefusesEveryOwnerChangeToItsEntriesButWithdrawal(t *testing.T) {
 	for _, finished := range []bool{false, true} {
 		t.Run(map[bool]string{false: "while the retirement is pending", true: "once it is finished"}[finished], func(t *testing.T) {
 			f := newRetireFixture(t)
@@ -583,10 +583,6 @@ func TestRetiredProgram_RefusesEveryOwnerChangeToItsEntries(t *testing.T) {
 					_, err := f.db.DeclineEntries(ctx, f.owner, p.ID, Selection{EntryIDs: []string{f.waiting, f.selected}, Reason: DeclineReasons[0]})
 					return err
 				},
-				"withdraw": func() error {
-					_, err := f.db.WithdrawEntry(ctx, f.owner, p.ID, f.waiting, Decision{Reason: "applicant_request"})
-					return err
-				},
 				"issue an invitation": func() error {
 					_, err := f.db.IssueInvitation(ctx, f.owner, p.ID, f.selected, NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: f.clock.Now().Add(time.Hour)})
 					return err
@@ -612,10 +608,13 @@ func TestRetiredProgram_RefusesEveryOwnerChangeToItsEntries(t *testing.T) {
 			}
 			wantUnchanged(t, "owner changes to a retired program's entries", f.db, before)
 
-			// The applicant's own withdrawal stays open: it is their choice,
-			// not the owner's change.
+			// Withdrawal stays open: it is the applicant's choice, made by
+			// themselves or through the owner on their documented request.
 			if _, err := f.db.WithdrawOwn(ctx, p.Slug, "user_waiting", []string{"waiting@example.com"}); err != nil {
 				t.Fatalf("the applicant's own withdrawal from a retired program: %v", err)
+			}
+			if e, err := f.db.WithdrawEntry(ctx, f.owner, p.ID, f.selected, Decision{Reason: "applicant_request"}); err != nil || e.State != StateWithdrawn {
+				t.Fatalf("the owner's withdrawal on the applicant's request: %+v, %v", e, err)
 			}
 		})
 	}

@@ -599,8 +599,8 @@ func (l *lineCounter) Write(b []byte) (int, error) {
 }
 
 // retire retires the largest program through the API, which answers once
-// the retirement's chunked bookkeeping is done, and reads the write-lock
-// holds it took.
+// the retirement has taken effect, waits for the retirer to finish its
+// chunked bookkeeping, and reads the write-lock holds it took.
 func (s *scaler) retire(ctx context.Context, p *program, res *scaleResult) error {
 	base := "/api/owner/programs/" + p.ID
 	if _, _, err := s.c.do(ctx, request{Method: http.MethodGet, Path: base, Session: s.owner, Want: http.StatusOK, Into: p}); err != nil {
@@ -611,10 +611,12 @@ func (s *scaler) retire(ctx context.Context, p *program, res *scaleResult) error
 		return err
 	}
 	s.progress("retiring the program of %d entries", res.Largest)
-	// The API answers once the chunked bookkeeping is done; past admit's
-	// 30 s write timeout that answer is lost, but the retirement goes on
-	// to its end. So the end is read from the database itself: the
-	// program's pending mark, read-only beside the running admit.
+	// The API answers at the retirement's commit; the bookkeeping runs in
+	// admit's background retirer. So the end is read from the database
+	// itself: the program's pending mark, read-only beside the running
+	// admit. (Before the retirer, the answer came after the last step and
+	// was lost past admit's 30 s write timeout; the generous client
+	// timeout stays for such a build.)
 	long := &client{base: s.c.base, http: &http.Client{Transport: s.c.http.Transport, Timeout: scaleReadyTimeout,
 		CheckRedirect: s.c.http.CheckRedirect}}
 	t0 := time.Now()

@@ -266,6 +266,32 @@ var a11yPages = []a11yPage{
 		e.Kit.grant(tb, p, "active@example.com", identity.DevUserID("active@example.com"))
 		return "/owner/programs/" + p.ID + "/entries/" + a11yEntryID(tb, e, p, "active@example.com")
 	}},
+	{Name: "entry of a retired program, invited", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-entry-retired")
+		id := e.Kit.invite(tb, p, "invited@example.com", false).EntryID
+		cur, err := e.App.DB.ProgramByID(context.Background(), e.Kit.owner, p.ID)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
+			store.Retirement{ExpectedRevision: cur.Revision, Confirm: cur.Slug}); err != nil {
+			tb.Fatalf("retire: %v", err)
+		}
+		return "/owner/programs/" + p.ID + "/entries/" + id
+	}},
+	{Name: "queue of a retired program", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-queue-retired")
+		e.Kit.entry(tb, p, "waiting@example.com")
+		cur, err := e.App.DB.ProgramByID(context.Background(), e.Kit.owner, p.ID)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
+			store.Retirement{ExpectedRevision: cur.Revision, Confirm: cur.Slug}); err != nil {
+			tb.Fatalf("retire: %v", err)
+		}
+		return "/owner/programs/" + p.ID + "/entries"
+	}},
 	{Name: "invitation code page", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-issue")
 		return "/owner/programs/" + p.ID + "/entries/" + mustInsertEntry(tb, e.App.DB, p, "chosen@example.com", store.StateSelected)

@@ -39,7 +39,7 @@ func (s *Server) entryPageView(r *http.Request, programID, entryID string) (*vie
 		if inv.State == store.InviteIssued {
 			issued = true
 			lapsed = row.State == store.InviteExpired
-			if !lapsed && inv.DeliveryRecordedAt == nil {
+			if !lapsed && inv.DeliveryRecordedAt == nil && p.RetiredAt == nil {
 				v.Delivery = &views.DeliveryForm{InvitationID: inv.ID, RequestKey: uuid.NewString()}
 			}
 		}
@@ -47,9 +47,11 @@ func (s *Server) entryPageView(r *http.Request, programID, entryID string) (*vie
 	if g := d.Grant; g != nil {
 		v.Grant = &views.GrantRow{ID: g.ID, Active: g.Active, GrantedAt: g.GrantedAt, RevokedAt: g.RevokedAt}
 	}
-	// What the state allows, as the store will judge it.
-	v.CanSelect = e.State == store.StateWaiting
-	v.CanDecline = (e.State == store.StateWaiting || e.State == store.StateSelected) && !issued && d.Grant == nil
+	// What the state allows, as the store will judge it: on a retired
+	// program, only a withdrawal.
+	retired := p.RetiredAt != nil
+	v.CanSelect = e.State == store.StateWaiting && !retired
+	v.CanDecline = (e.State == store.StateWaiting || e.State == store.StateSelected) && !issued && d.Grant == nil && !retired
 	v.CanWithdraw = e.State != store.StateWithdrawn
 	v.CanIssue = d.Grant == nil && p.RetiredAt == nil &&
 		(e.State == store.StateSelected || (e.State == store.StateInvited && issued && lapsed))

@@ -302,3 +302,47 @@ func TestRetiredProgram_EntryActionsAnswerConflictWithTheReason(t *testing.T) {
 		t.Fatalf("select form's answer does not say why:\n%.2000s", r.Body)
 	}
 }
+
+func TestRetiredProgram_EntryAndQueuePagesOfferOnlyWithdrawal(t *testing.T) {
+	app := MustStartApp(t)
+	owner := mustOwnerClient(t, app)
+	waiting := mustInsertEntry(t, app.DB, app.Demo, "ada@example.com", "waiting")
+	active := mustInsertEntry(t, app.DB, app.Demo, "edsger@example.com", "selected")
+	owGrant(t, app, app.Demo.ID, active, "edsger@example.com", "user_edsger")
+	invited := mustInsertEntry(t, app.DB, app.Demo, "barbara@example.com", "selected")
+	owIssue(t, app, app.Demo.ID, invited)
+	entry := func(id string) string { return "/owner/programs/" + app.Demo.ID + "/entries/" + id }
+	// Before retiring, each page offers its actions.
+	for id, want := range map[string]string{waiting: entry(waiting) + "/select", active: `data-testid="revoke-grant-start"`,
+		invited: `data-testid="revoke-invitation-start"`} {
+		if body := owner.Get(t, entry(id)).Body; !strings.Contains(body, want) {
+			t.Fatalf("before retiring, %s lacks %s", entry(id), want)
+		}
+	}
+	mustRetireDemo(t, app) // pending: the grant and the invitation are still to revoke
+	for _, id := range []string{waiting, active, invited} {
+		r := owner.Get(t, entry(id))
+		owWantStatus(t, "entry page", r, http.StatusOK)
+		for _, gone := range []string{`action="` + entry(id) + `/select"`, `data-testid="decline-start"`, `data-testid="revoke-grant-start"`,
+			`data-testid="revoke-invitation-start"`, `data-testid="issue-form"`, `data-testid="delivery-form"`} {
+			if strings.Contains(r.Body, gone) {
+				t.Errorf("retired program's entry page %s offers %s", entry(id), gone)
+			}
+		}
+		for _, kept := range []string{`data-testid="retired-entry"`, `data-testid="withdraw-start"`} {
+			if !strings.Contains(r.Body, kept) {
+				t.Errorf("retired program's entry page %s lacks %s", entry(id), kept)
+			}
+		}
+	}
+	q := owner.Get(t, "/owner/programs/"+app.Demo.ID+"/entries")
+	owWantStatus(t, "queue", q, http.StatusOK)
+	for _, gone := range []string{`name="entryIds"`, `data-testid="bulk-select"`, `data-testid="bulk-decline"`, `data-testid="choose-all"`} {
+		if strings.Contains(q.Body, gone) {
+			t.Errorf("retired program's queue offers %s", gone)
+		}
+	}
+	if !strings.Contains(q.Body, `data-testid="retired-banner"`) || strings.Count(q.Body, `data-testid="queue-row"`) != 3 {
+		t.Error("retired program's queue does not list its entries under the retired banner")
+	}
+}

@@ -207,8 +207,12 @@ type QueueView struct {
 	Error         string
 }
 
-// CanSelect reports whether any entry on the page is waiting.
+// CanSelect reports whether any entry on the page is waiting, in a
+// program that is not retired.
 func (v QueueView) CanSelect() bool {
+	if v.Program.Retired {
+		return false
+	}
 	for _, e := range v.Entries {
 		if e.State == store.StateWaiting {
 			return true
@@ -217,8 +221,12 @@ func (v QueueView) CanSelect() bool {
 	return false
 }
 
-// CanDecline reports whether any entry on the page can be declined.
+// CanDecline reports whether any entry on the page can be declined, in a
+// program that is not retired.
 func (v QueueView) CanDecline() bool {
+	if v.Program.Retired {
+		return false
+	}
 	for _, e := range v.Entries {
 		if e.Choosable() {
 			return true

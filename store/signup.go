@@ -413,16 +413,23 @@ func (db *DB) countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Ti
 	hour := hourStart(tx.Now)
 	key := keyFor(hour)
 	// The counter only moves while it is below the limit: an attempt over
-	// the limit is refused without a write (no row comes back).
-	var attempts int
-	err := tx.QueryRowContext(ctx, `INSERT INTO network_counters (key, attempts, expires_at) VALUES (?, 1, ?)
-		ON CONFLICT (key) DO UPDATE SET attempts = attempts + 1 WHERE attempts < ? RETURNING attempts`,
-		key, Millis(hour.Add(NetworkCounterLifetime)), limit).Scan(&attempts)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Errorf(ERATELIMITED, "Too many attempts from your network this hour. Please try again later.")
+	// the limit is refused without a write (no row changes). The changed
+	// row count says which, so the statement needs no RETURNING: SQLite
+	// runs RETURNING through a temporary table of its own, built and
+	// dropped on every call, which cost more than the upsert itself
+	// (BENCHMARKS.md, "CPU per signup").
+	res, err := tx.ExecContext(ctx, `INSERT INTO network_counters (key, attempts, expires_at) VALUES (?, 1, ?)
+		ON CONFLICT (key) DO UPDATE SET attempts = attempts + 1 WHERE attempts < ?`,
+		key, Millis(hour.Add(NetworkCounterLifetime)), limit)
+	var counted int64
+	if err == nil {
+		counted, err = res.RowsAffected()
 	}
 	if err != nil {
 		return fmt.Errorf("count attempt: %w", err)
+	}
+	if counted == 0 {
+		return Errorf(ERATELIMITED, "Too many attempts from your network this hour. Please try again later.")
 	}
 	return nil
 }

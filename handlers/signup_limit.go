@@ -38,9 +38,10 @@ const (
 	// at least, so that group commit keeps sharing its commits. It is low
 	// enough that on a slow or busy machine (a few hundred signups a
 	// second) the bound still follows the target: a floor of 64 held
-	// more than 100 ms of signups below 640 a second (BENCHMARKS.md,
-	// "Overload").
-	minSignupsInProgress = 16
+	// more than 100 ms of signups below 640 a second, while 16 made
+	// batches so small that each signup cost half as much CPU again
+	// (BENCHMARKS.md, "Overload").
+	minSignupsInProgress = 32
 )
 
 func newSignupLimiter(max int, now func() time.Time) *signupLimiter {

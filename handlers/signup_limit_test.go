@@ -40,11 +40,11 @@ func TestSignupLimiter_BoundFollowsTheAnswerRate(t *testing.T) {
 	if got := l.bound(); got < 100 || got > 110 {
 		t.Fatalf("bound at 1,000/s=%d, want about 100", got)
 	}
-	// A slow or busy machine: 300 a second is a bound of about 30, still
+	// A slow or busy machine: 500 a second is a bound of about 50, still
 	// 100 ms worth.
-	answerAt(l, clock, 3000, 300)
-	if got := l.bound(); got < 30 || got > 33 {
-		t.Fatalf("bound at 300/s=%d, want about 30", got)
+	answerAt(l, clock, 5000, 500)
+	if got := l.bound(); got < 50 || got > 53 {
+		t.Fatalf("bound at 500/s=%d, want about 50", got)
 	}
 	// Very slow: never below a batch's worth.
 	answerAt(l, clock, 100, 50)

@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,6 +341,99 @@ func TestRestoreTo_AFileWhoseBytesChangedIsRefused(t *testing.T) {
 			err = restoreTo(ctx, file.NewReplicaClient(dir), 1, filepath.Join(t.TempDir(), "y.db"))
 			if !errors.Is(err, ltx.ErrChecksumMismatch) {
 				t.Fatalf("err=%v, want a checksum mismatch", err)
+			}
+		})
+	}
+}
+
+// flakyClient is a file replica whose streams fail the way an object
+// store's can: breaking after some bytes, or a file vanishing once.
+type flakyClient struct {
+	*file.ReplicaClient
+	breakAfter int64 // the first stream of each file ends in an error after this many bytes
+	vanishOnce bool  // the first open of the first file says it does not exist
+	opens      map[string]int
+}
+
+func (c *flakyClient) OpenLTXFile(ctx context.Context, level int, minTXID, maxTXID ltx.TXID, offset, size int64) (io.ReadCloser, error) {
+	name := fmt.Sprintf("%d/%s", level, ltx.FormatFilename(minTXID, maxTXID))
+	c.opens[name]++
+	if c.vanishOnce {
+		c.vanishOnce = false
+		return nil, fmt.Errorf("open %s: %w", name, os.ErrNotExist)
+	}
+	rc, err := c.ReplicaClient.OpenLTXFile(ctx, level, minTXID, maxTXID, offset, size)
+	if err != nil || c.breakAfter == 0 || c.opens[name] > 1 {
+		return rc, err
+	}
+	return &brokenStream{ReadCloser: rc, left: c.breakAfter}, nil
+}
+
+// brokenStream fails after left bytes, as a dropped connection does.
+type brokenStream struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *brokenStream) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errors.New("connection reset by peer")
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func TestRestoreTo_ResumesABrokenStreamAndReplansWhenAFileVanishes(t *testing.T) {
+	e := MustTestEnv(t)
+	db := e.MustOpenStore(t)
+	r := e.MustStart(t)
+	e.mustSignup(t, db, 20)
+	mustSync(t, r)
+	e.mustSignup(t, db, 5)
+	mustSync(t, r)
+	txid := mustPos(t, r)
+	mustStop(t, db, r)
+
+	ctx := context.Background()
+	dir := t.TempDir()
+	want := filepath.Join(dir, "want.db")
+	if err := restoreTo(ctx, file.NewReplicaClient(e.ReplicaDir), txid, want); err != nil {
+		t.Fatal(err)
+	}
+	wantBytes, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		client *flakyClient
+	}{
+		{"broken streams", &flakyClient{breakAfter: 1000}},
+		{"a vanished file", &flakyClient{vanishOnce: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.client.ReplicaClient = file.NewReplicaClient(e.ReplicaDir)
+			tc.client.opens = map[string]int{}
+			out := filepath.Join(t.TempDir(), "x.db")
+			if err := restoreTo(ctx, tc.client, txid, out); err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			got, err := os.ReadFile(out)
+			if err != nil || !bytes.Equal(got, wantBytes) {
+				t.Fatalf("the restore differs from an undisturbed one (err %v)", err)
+			}
+			reopened := 0
+			for _, n := range tc.client.opens {
+				if n > 1 {
+					reopened++
+				}
+			}
+			if reopened == 0 {
+				t.Errorf("no file was opened twice: %v", tc.client.opens)
 			}
 		})
 	}

@@ -153,7 +153,9 @@ func TestMetrics_SeriesMoveWithRequestsAndCarryNoPersonalData(t *testing.T) {
 		{"signup requests answered 4xx", delta("admit_http_requests_total", "route", "POST /api/public/programs/{slug}/signups", "code", "4xx"), 1},
 		{"signup latency observations", delta("admit_http_request_duration_seconds", "route", "POST /api/public/programs/{slug}/signups"), n + 3},
 		{"waitlist page views", delta("admit_http_requests_total", "route", "GET /waitlist/{slug}", "code", "2xx"), 1},
-		{"signups committed in batches", after.histogramSum("admit_signup_batch_size") - before.histogramSum("admit_signup_batch_size"), n + 1},
+		// The accepted ones, the duplicate and the replay: a key is read
+		// under the writer's lock, so a replay is answered in a batch too.
+		{"signups committed in batches", after.histogramSum("admit_signup_batch_size") - before.histogramSum("admit_signup_batch_size"), n + 2},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s moved by %v, want %v", tc.what, tc.got, tc.want)

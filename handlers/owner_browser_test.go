@@ -274,8 +274,22 @@ func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {
 // a loaded machine can be slow, and a pass returns as soon as it holds).
 func owWaitFor(tb testing.TB, ctx context.Context, what, cond string) {
 	tb.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+	if err := owPoll(ctx, cond, 30*time.Second); err != nil {
 		tb.Fatalf("%s never showed (%s): %v", what, cond, err)
+	}
+}
+
+// owPoll waits until cond is true, polling again when polling failed
+// because a page load replaced the document it was polling: a form submitted before htmx took over the
+// swapped-in form loads its page the ordinary way, with the same result.
+func owPoll(ctx context.Context, cond string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(time.Until(deadline))))
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond) // the new document is loading
 	}
 }
 

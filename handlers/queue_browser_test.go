@@ -60,8 +60,8 @@ func owRows(tb testing.TB, ctx context.Context) string {
 func owWantRows(tb testing.TB, ctx context.Context, what string, ids ...string) {
 	tb.Helper()
 	want := strings.Join(ids, ",")
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`Array.from(document.querySelectorAll('[data-testid="queue-row"]')).map(function (r) { return r.dataset.entryId; }).join(",") === `+jsQuote(want),
-		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+	if err := owPoll(ctx, `Array.from(document.querySelectorAll('[data-testid="queue-row"]')).map(function (r) { return r.dataset.entryId; }).join(",") === `+jsQuote(want),
+		10*time.Second); err != nil {
 		tb.Fatalf("%s: rows %q, want %q", what, owRows(tb, ctx), want)
 	}
 }

@@ -98,6 +98,20 @@ func (e *a11yEnv) program(tb testing.TB, slug string) *store.Program {
 	return e.Kit.program(tb, slug, "Welcome to the early access of "+slug+".\n\nThe private notes are below.")
 }
 
+// retire retires p as its owner, at its current revision; the background
+// steps stay pending until FinishRetirements.
+func (e *a11yEnv) retire(tb testing.TB, p *store.Program) {
+	tb.Helper()
+	cur, err := e.App.DB.ProgramByID(context.Background(), e.Kit.owner, p.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
+		store.Retirement{ExpectedRevision: cur.Revision, Confirm: cur.Slug}); err != nil {
+		tb.Fatalf("retire: %v", err)
+	}
+}
+
 // a11yBusy fills the signups in progress while the writer is held, until
 // the end of the row, so that the next signup is refused for load; it
 // returns the signup page.
@@ -219,19 +233,13 @@ var a11yPages = []a11yPage{
 	{Name: "retired program page, retirement being finished", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-retired")
 		e.Kit.entry(tb, p, "waiting@example.com")
-		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
-			store.Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
-			tb.Fatalf("retire: %v", err)
-		}
+		e.retire(tb, p)
 		return "/owner/programs/" + p.ID
 	}},
 	{Name: "retired program page, retirement finished", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-retired-done")
 		e.Kit.entry(tb, p, "waiting@example.com")
-		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
-			store.Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
-			tb.Fatalf("retire: %v", err)
-		}
+		e.retire(tb, p)
 		if _, err := e.App.DB.FinishRetirements(context.Background()); err != nil {
 			tb.Fatalf("finish the retirement: %v", err)
 		}
@@ -269,27 +277,13 @@ var a11yPages = []a11yPage{
 	{Name: "entry of a retired program, invited", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-entry-retired")
 		id := e.Kit.invite(tb, p, "invited@example.com", false).EntryID
-		cur, err := e.App.DB.ProgramByID(context.Background(), e.Kit.owner, p.ID)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
-			store.Retirement{ExpectedRevision: cur.Revision, Confirm: cur.Slug}); err != nil {
-			tb.Fatalf("retire: %v", err)
-		}
+		e.retire(tb, p)
 		return "/owner/programs/" + p.ID + "/entries/" + id
 	}},
 	{Name: "queue of a retired program", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-queue-retired")
 		e.Kit.entry(tb, p, "waiting@example.com")
-		cur, err := e.App.DB.ProgramByID(context.Background(), e.Kit.owner, p.ID)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
-			store.Retirement{ExpectedRevision: cur.Revision, Confirm: cur.Slug}); err != nil {
-			tb.Fatalf("retire: %v", err)
-		}
+		e.retire(tb, p)
 		return "/owner/programs/" + p.ID + "/entries"
 	}},
 	{Name: "invitation code page", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
@@ -345,10 +339,7 @@ var a11yPages = []a11yPage{
 		Submit: `[data-testid="filter-submit"]`, Status: 400},
 	{Name: "retired program's public page", Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-retired-public")
-		if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
-			store.Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug}); err != nil {
-			tb.Fatalf("retire: %v", err)
-		}
+		e.retire(tb, p)
 		return "/waitlist/" + p.Slug
 	}},
 

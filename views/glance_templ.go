@@ -609,7 +609,7 @@ func retiredBanner(p ProgramSummary) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 50, " This program is read-only: signup is closed, access is off, and nothing here can be changed.</p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 50, " This program is read-only: signup is closed, access is off, and only a withdrawal an applicant asks for can still be recorded.</p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -143,7 +143,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 		var f = document.querySelector('[data-testid="flash"]');
 		return !!f && f.textContent.includes("Selected 1 entry") &&
 			document.querySelectorAll('[data-testid="queue-row"]').length === 2;
-	})()`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+	})()`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Fatalf("the selection never showed: %v", err)
 	}
 	if !owEval[bool](t, ctx, `window.__ownerMarker === true`) {

@@ -264,36 +264,27 @@ func (r *Replicator) Sync(ctx context.Context) error {
 	return r.db.SyncAndWait(ctx)
 }
 
-// Checkpoint copies the WAL into the database file and truncates the WAL,
-// through Litestream, which holds a read transaction open while it replicates
-// so that no change escapes it: an application's own wal_checkpoint(TRUNCATE)
-// would wait on that transaction for the whole busy timeout, blocking writers,
-// and then fail. Use it instead of the store's checkpoint while replicating.
-// On a nil Replicator (replication off) it is an error.
-func (r *Replicator) Checkpoint(ctx context.Context) error {
-	if r == nil {
-		return errors.New("replication is off: checkpoint through the store")
-	}
-	if err := r.db.Checkpoint(ctx, litestream.CheckpointModeTruncate); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	return nil
-}
-
 // Erase removes the older versions of erased rows from every local file
-// while replicating: it checkpoints the WAL into the database file and
-// truncates it (through Litestream, as Checkpoint), ships every change to the
-// replica, and then deletes Litestream's local copies of changes the replica
-// already holds (the level-0 LTX files in the directory next to the
-// database), which hold the erased bytes as they were before. It keeps the
-// newest local file, from which Litestream reads its position; Litestream's
-// compaction reads from the replica any file no longer on local disk, and
-// restores always read the replica. The replica's own copies expire with the
-// backup retention (Config.BackupRetention). It fails when the checkpoint did
-// not restart the WAL (Litestream skips it while it takes a snapshot, and a
-// long reader can keep it from finishing), so the caller retries. See
-// docs/erasure.md.
-func (r *Replicator) Erase(ctx context.Context) error {
+// while replicating. Through Litestream, which holds a read transaction open
+// while it replicates, it checkpoints the WAL into the database file in
+// PASSIVE mode, so that Litestream's next write restarts the WAL; trim (the
+// store's TrimWAL) then cuts off the frames of the earlier WAL generation the
+// restart left in the file. Erase ships every change to the replica and
+// deletes Litestream's local copies of changes the replica already holds (the
+// level-0 LTX files in the directory next to the database), which hold the
+// erased bytes as they were before. It keeps the newest local file, from which
+// Litestream reads its position; Litestream's compaction reads from the
+// replica any file no longer on local disk, and restores always read the
+// replica. The replica's own copies expire with the backup retention
+// (Config.BackupRetention).
+//
+// It does not ask Litestream for a TRUNCATE checkpoint: Litestream follows
+// every one with a snapshot of the whole database, taken while it holds the
+// write lock, which stalls every write for as long as copying the database
+// takes. It fails when the checkpoint did not restart the WAL (Litestream
+// skips it while it takes a snapshot, and a reader of an older snapshot keeps
+// it from copying every frame), so the caller retries. See docs/erasure.md.
+func (r *Replicator) Erase(ctx context.Context, trim func(context.Context) (int64, error)) error {
 	if r == nil {
 		return errors.New("replication is off: checkpoint through the store")
 	}
@@ -301,8 +292,8 @@ func (r *Replicator) Erase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.Checkpoint(ctx); err != nil {
-		return err
+	if err := r.db.Checkpoint(ctx, litestream.CheckpointModePassive); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	after, err := walHeader(r.db.WALPath())
 	if err != nil {
@@ -310,6 +301,9 @@ func (r *Replicator) Erase(ctx context.Context) error {
 	}
 	if before != nil && bytes.Equal(before, after) {
 		return errors.New("checkpoint did not restart the WAL")
+	}
+	if _, err := trim(ctx); err != nil {
+		return err
 	}
 	if err := r.db.SyncAndWait(ctx); err != nil {
 		return fmt.Errorf("ship changes before pruning local copies: %w", err)

@@ -526,45 +526,130 @@ dbs:
 	}
 }
 
-func TestReplicator_CheckpointTruncatesTheWALWithoutStoppingReplication(t *testing.T) {
+// TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame
+// builds a database of random (incompressible) data far larger than one
+// change, replaces a marked value, and flushes it as the eraser does. The
+// flush must leave the old value in neither the WAL nor the database file,
+// must not copy the whole database into a new Litestream file (a snapshot,
+// which Litestream takes under the write lock), and replication must go on.
+func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *testing.T) {
 	e := MustTestEnv(t)
 	db := e.MustOpenStore(t)
 	r := e.MustStart(t)
-	e.mustSignup(t, db, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const bulk = 6 << 20
+	marker := []byte("erase-me-" + uuid.NewString())
+	err := db.Update(ctx, func(tx *store.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE bulk (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+			return err
+		}
+		for i := range bulk / (64 << 10) {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO bulk (id, v) VALUES (?, randomblob(65536))`, i+1); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO bulk (id, v) VALUES (0, ?)`, marker)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustSync(t, r)
-	walHolds := func() bool {
-		b, err := os.ReadFile(e.DBPath + "-wal")
+	// A change the size of one row, then the marker replaced: the old
+	// value is now only in older page versions.
+	e.mustSignup(t, db, 2)
+	if err := db.Update(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE bulk SET v = 'replaced' WHERE id = 0`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, r)
+	holds := func(path string) bool {
+		b, err := os.ReadFile(path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
-		return bytes.Contains(b, []byte("@example.test"))
+		return bytes.Contains(b, marker)
 	}
-	if !walHolds() {
-		t.Fatal("the signups are not in the WAL before the checkpoint")
+	if !holds(e.DBPath + "-wal") {
+		t.Fatal("the WAL does not hold the old value before the flush: the check cannot see it")
 	}
+	walBefore := mustSize(t, e.DBPath+"-wal")
+	l0 := r.db.LTXLevelDir(0)
+	filesBefore := mustLTXSizes(t, l0)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	start := time.Now()
-	if err := r.Checkpoint(ctx); err != nil {
-		t.Fatalf("Checkpoint: %v", err)
+	var trimmed int64
+	if err := r.Erase(ctx, func(ctx context.Context) (int64, error) {
+		n, err := db.TrimWAL(ctx)
+		trimmed = n
+		return n, err
+	}); err != nil {
+		t.Fatalf("Erase: %v", err)
 	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("Checkpoint took %s: it waited on Litestream's read lock", took)
+	t.Logf("flush took %s; WAL %d bytes before, %d trimmed, %d after", time.Since(start).Round(time.Millisecond), walBefore, trimmed, mustSize(t, e.DBPath+"-wal"))
+	for _, p := range []string{e.DBPath + "-wal", e.DBPath} {
+		if holds(p) {
+			t.Errorf("%s still holds the replaced value after the flush", filepath.Base(p))
+		}
 	}
-	// Litestream restarts the WAL with one frame of its own bookkeeping.
-	if walHolds() {
-		t.Error("the WAL still holds signup data after the checkpoint")
+	if trimmed == 0 {
+		t.Error("nothing was trimmed: the restarted WAL's older frames were left for the trim to find")
+	}
+	// Litestream's new files hold this flush's changes, not the database.
+	var written int64
+	for name, size := range mustLTXSizes(t, l0) {
+		if _, ok := filesBefore[name]; !ok {
+			written += size
+		}
+	}
+	if written >= bulk/4 {
+		t.Errorf("the flush wrote %d bytes of new LTX files for a %d-byte database: Litestream took a snapshot", written, bulk)
 	}
 
 	e.mustSignup(t, db, 2)
 	mustSync(t, r)
+	live := mustCounts(t, e.DBPath)
 	mustStop(t, db, r)
-	if got, want := e.mustRestore(t, filepath.Join(t.TempDir(), "r.db"), time.Time{}).Tables["entries"], int64(5); got != want {
-		t.Errorf("entries in the replica after the checkpoint=%d, want %d", got, want)
+	restored := e.mustRestore(t, filepath.Join(t.TempDir(), "r.db"), time.Time{})
+	if got, want := restored.Tables["entries"], live["entries"]; got != want || want != 4 {
+		t.Errorf("entries in the replica after the flush=%d, want %d (4)", got, want)
 	}
 	var off *Replicator
-	if err := off.Checkpoint(ctx); err == nil {
-		t.Error("Checkpoint with replication off did nothing silently")
+	if err := off.Erase(ctx, db.TrimWAL); err == nil {
+		t.Error("Erase with replication off did nothing silently")
 	}
+}
+
+// mustSize returns the size of the file at path, 0 when it does not exist.
+func mustSize(tb testing.TB, path string) int64 {
+	tb.Helper()
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// mustLTXSizes returns the size of every file in dir by name.
+func mustLTXSizes(tb testing.TB, dir string) map[string]int64 {
+	tb.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m := make(map[string]int64, len(ents))
+	for _, ent := range ents {
+		fi, err := ent.Info()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		m[ent.Name()] = fi.Size()
+	}
+	return m
 }

@@ -17,7 +17,7 @@ import (
 // eraserGap is the least time between two flushes: erasures that commit
 // while one runs, or within the gap after it, share the next. A burst of
 // removals costs a few flushes, never a busy loop. A flush that took long
-// (through Litestream it snapshots the database) spaces the next out to
+// (it copies the whole log into the database file) spaces the next out to
 // eraserDutyFactor times its own duration, so flushing never takes more
 // than a fifth of the time, even through a sweep that erases a million
 // entries in batches; but never more than eraserMaxGap.

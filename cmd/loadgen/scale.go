@@ -26,7 +26,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -718,6 +717,13 @@ type cmdCost struct {
 
 // admitCmd runs an admit command in the work directory and returns its
 // wall time, CPU time and peak RSS.
+//
+// The peak RSS is the command's own VmHWM, read from /proc every 20 ms while
+// it runs (the mark only rises, so only a peak in its last 20 ms could be
+// missed). The rusage Wait reports is no use here: Go starts a command from
+// a child that shares loadgen's memory until exec, and Linux carries that
+// memory's peak into the command's ru_maxrss, so it would report loadgen's
+// own RSS (over 500 MiB after seeding a million entries).
 func (s *scaler) admitCmd(ctx context.Context, env []string, args ...string) (cmdCost, error) {
 	cmd := exec.CommandContext(ctx, s.bin, args...)
 	cmd.Dir = s.work
@@ -725,15 +731,34 @@ func (s *scaler) admitCmd(ctx context.Context, env []string, args ...string) (cm
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	t0 := time.Now()
-	err := cmd.Run()
-	c := cmdCost{wall: time.Since(t0)}
+	if err := cmd.Start(); err != nil {
+		return cmdCost{}, fmt.Errorf("admit %s: %w", strings.Join(args, " "), err)
+	}
+	peak := make(chan int64, 1)
+	done := make(chan struct{})
+	go func() {
+		var max int64
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if rss, err := readPeakRSS(cmd.Process.Pid); err == nil && rss > max {
+				max = rss
+			}
+			select {
+			case <-done:
+				peak <- max
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	c := cmdCost{wall: time.Since(t0), rss: <-peak}
 	if err != nil {
 		return c, fmt.Errorf("admit %s: %w: %s", strings.Join(args, " "), err, snippet([]byte(out.String())))
 	}
 	c.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		c.rss = ru.Maxrss * 1024 // kB on Linux
-	}
 	return c, nil
 }
 

@@ -23,10 +23,60 @@ type ledger struct {
 	seq        int
 	sent, ok   int
 	unanswered int
+	// removing holds every acknowledged signup whose removal was sent,
+	// answered or not; removed those the server answered 200.
+	removing, removed map[string]bool
 }
 
 func newLedger() *ledger {
-	return &ledger{keys: map[string]string{}, acked: map[string]bool{}}
+	return &ledger{keys: map[string]string{}, acked: map[string]bool{}, removing: map[string]bool{}, removed: map[string]bool{}}
+}
+
+// removalSent records that email's removal is about to be sent.
+func (l *ledger) removalSent(email string) {
+	l.mu.Lock()
+	l.removing[email] = true
+	l.mu.Unlock()
+}
+
+// removalDone records that email's removal was answered 200.
+func (l *ledger) removalDone(email string) {
+	l.mu.Lock()
+	l.removed[email] = true
+	l.mu.Unlock()
+}
+
+// mayBeGone reports whether email's entry may have been erased: its
+// removal was sent.
+func (l *ledger) mayBeGone(email string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.removing[email]
+}
+
+// removedSnapshot returns a copy of the emails whose removal was answered 200.
+func (l *ledger) removedSnapshot() map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := make(map[string]bool, len(l.removed))
+	for e := range l.removed {
+		m[e] = true
+	}
+	return m
+}
+
+// mustHold returns the acknowledged emails that no removal was sent for:
+// those the replica must hold.
+func (l *ledger) mustHold() map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := make(map[string]bool, len(l.acked))
+	for e := range l.acked {
+		if !l.removing[e] {
+			m[e] = true
+		}
+	}
+	return m
 }
 
 // next records a new attempt and returns its email and request key.
@@ -77,6 +127,13 @@ func (l *ledger) ackedSnapshot() map[string]bool {
 	return m
 }
 
+// removals returns how many removals were sent and answered 200.
+func (l *ledger) removals() (sent, done int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.removing), len(l.removed)
+}
+
 // counts returns how many signups were sent, answered 202 and unanswered.
 func (l *ledger) counts() (sent, ok, unanswered int) {
 	l.mu.Lock()
@@ -94,9 +151,12 @@ func newHTTPClient(conns int) *http.Client {
 
 // signupLoad sends signups to the program from clients goroutines until
 // ctx is done, recording each in l, across a kill and restart of the
-// server on the same address. It returns how many signups were answered
-// anything but 202.
-func signupLoad(ctx context.Context, c *http.Client, base string, p *soakProgram, clients int, rate float64, cycle int, l *ledger) (rejected int) {
+// server on the same address. Every removeEvery-th acknowledged signup of a
+// client (none when 0) is then removed at once with its private link, so
+// erasures commit, and are flushed from the WAL, while signups go on and
+// while the server is killed. It returns how many signups and removals were
+// answered anything but 202 and 200.
+func signupLoad(ctx context.Context, c *http.Client, base string, p *soakProgram, clients int, rate float64, cycle, removeEvery int, l *ledger) (rejected int) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	tokens := pace(ctx, rate)
@@ -104,6 +164,7 @@ func signupLoad(ctx context.Context, c *http.Client, base string, p *soakProgram
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			acked := 0
 			for ctx.Err() == nil {
 				if tokens != nil {
 					select {
@@ -113,7 +174,7 @@ func signupLoad(ctx context.Context, c *http.Client, base string, p *soakProgram
 					}
 				}
 				email, key := l.next(cycle)
-				code, err := postSignup(ctx, c, base, p, key, email)
+				code, token, err := postSignup(ctx, c, base, p, key, email)
 				switch {
 				case err != nil:
 					// No answer: the server was killed or is restarting,
@@ -123,10 +184,26 @@ func signupLoad(ctx context.Context, c *http.Client, base string, p *soakProgram
 					case <-ctx.Done():
 					case <-time.After(10 * time.Millisecond):
 					}
-				case code == http.StatusAccepted:
-					l.answered(email, true)
-				default:
+					continue
+				case code != http.StatusAccepted:
 					l.answered(email, false)
+					mu.Lock()
+					rejected++
+					mu.Unlock()
+					continue
+				}
+				l.answered(email, true)
+				if acked++; removeEvery == 0 || acked%removeEvery != 0 {
+					continue
+				}
+				l.removalSent(email)
+				code, err = postRemoval(ctx, c, base, token)
+				switch {
+				case err != nil:
+					// Killed meanwhile: the entry may or may not be erased.
+				case code == http.StatusOK:
+					l.removalDone(email)
+				default:
 					mu.Lock()
 					rejected++
 					mu.Unlock()
@@ -165,10 +242,41 @@ func pace(ctx context.Context, rate float64) <-chan struct{} {
 	return tokens
 }
 
-// postSignup sends one JSON signup and returns the status code.
-func postSignup(ctx context.Context, c *http.Client, base string, p *soakProgram, key, email string) (int, error) {
+// postSignup sends one JSON signup and returns the status code and, when
+// it was accepted, the removal token.
+func postSignup(ctx context.Context, c *http.Client, base string, p *soakProgram, key, email string) (code int, token string, err error) {
 	body, _ := json.Marshal(map[string]any{"requestKey": key, "email": email, "noticeVersion": p.CurrentNoticeVersion, "permission": true})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/public/programs/"+p.Slug+"/signups", bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		RemovalToken string `json:"removalToken"`
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, "", err
+	}
+	if resp.StatusCode == http.StatusAccepted {
+		if err := json.Unmarshal(b, &answer); err != nil || answer.RemovalToken == "" {
+			return 0, "", fmt.Errorf("accepted signup without a removal token: %v", err)
+		}
+	}
+	return resp.StatusCode, answer.RemovalToken, nil
+}
+
+// postRemoval removes an entry with its private link's token and returns
+// the status code.
+func postRemoval(ctx context.Context, c *http.Client, base, token string) (int, error) {
+	body, _ := json.Marshal(map[string]string{"token": token})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/public/removals", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}

@@ -13,10 +13,18 @@
 //   - every entry was an attempted signup, and has its signup receipt;
 //   - entry_state_counts agrees with the entries;
 //   - once the replica has caught up after a restart, its latest state
-//     holds every signup answered 202.
+//     holds every signup answered 202 and not removed, and none whose
+//     removal was answered 200;
+//   - by then neither the database file nor its WAL holds a removed
+//     address in any page version (the eraser's flush, across crashes).
+//
+// Every tenth acknowledged signup of each client is removed at once with its
+// private link (-remove-every), so erasures and their flushes run under the
+// load and across the kills.
 //
 // It prints each cycle's counts and the totals, and exits 1 when any restore
-// point is corrupt or any acknowledged signup is missing.
+// point is corrupt, any acknowledged signup is missing or any removed one
+// is still held.
 //
 //	go run ./cmd/soak [flags]        (or: just soak)
 package main
@@ -58,6 +66,9 @@ type Config struct {
 	// CatchUp bounds the wait for the replica to hold every acknowledged
 	// signup after a restart.
 	CatchUp time.Duration
+	// RemoveEvery makes each client remove every RemoveEvery-th of its
+	// acknowledged signups at once with its private link; 0 removes none.
+	RemoveEvery int
 	// Timeout bounds the whole run.
 	Timeout time.Duration
 }
@@ -75,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&c.Clients, "clients", 32, "concurrent signup clients")
 	rates := fs.String("rate", "25,50,0", "signups per second, all clients together, for each cycle in turn (0: as fast as the server answers)")
 	fs.DurationVar(&c.CatchUp, "catch-up", 30*time.Second, "how long the replica may take to hold every acknowledged signup after a restart")
+	fs.IntVar(&c.RemoveEvery, "remove-every", 10, "each client removes every Nth of its acknowledged signups with its private link (0: none)")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -88,6 +100,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		return c, fmt.Errorf("-cycles must be at least 1")
 	case c.Clients < 1:
 		return c, fmt.Errorf("-clients must be at least 1")
+	case c.RemoveEvery < 0:
+		return c, fmt.Errorf("-remove-every must be 0 or more")
 	case c.Load <= 0 || c.CatchUp <= 0 || c.Timeout <= 0:
 		return c, fmt.Errorf("-load, -catch-up and -timeout must be positive")
 	}

@@ -22,13 +22,21 @@ type Summary struct {
 	LatestBad int
 	// Sent, Acked and Unanswered count the signups.
 	Sent, Acked, Unanswered int
-	// Rejected counts signups answered neither 202 nor not at all.
+	// Rejected counts signups answered neither 202 nor not at all, and
+	// removals answered neither 200 nor not at all.
 	Rejected int
+	// RemovalsSent and Removed count the removals sent and answered 200.
+	RemovalsSent, Removed int
+	// OnDiskBad counts the checks that found a removed address still in
+	// the database file or its WAL.
+	OnDiskBad int
 }
 
 // Clean reports whether no restore point was corrupt and the replica always
 // caught up with every acknowledged signup.
-func (s Summary) Clean() bool { return s.Corrupt == 0 && s.LatestBad == 0 && s.Rejected == 0 }
+func (s Summary) Clean() bool {
+	return s.Corrupt == 0 && s.LatestBad == 0 && s.Rejected == 0 && s.OnDiskBad == 0
+}
 
 // cycleResult is one cycle's line of the report.
 type cycleResult struct {
@@ -39,8 +47,11 @@ type cycleResult struct {
 	Points    pointsResult
 	CatchUp   time.Duration
 	Lacking   int
-	LatestErr string
-	Rejected  int
+	// Unerased counts removed entries the latest state still held;
+	// OnDisk the removed addresses the data files still held.
+	Unerased, OnDisk int
+	LatestErr        string
+	Rejected         int
 }
 
 func (r cycleResult) line() string {
@@ -50,6 +61,11 @@ func (r cycleResult) line() string {
 		latest = "latest CORRUPT: " + r.LatestErr
 	case r.Lacking > 0:
 		latest = fmt.Sprintf("latest LACKS %d acknowledged signups", r.Lacking)
+	case r.Unerased > 0:
+		latest = fmt.Sprintf("latest HOLDS %d removed entries", r.Unerased)
+	}
+	if r.OnDisk > 0 {
+		latest += fmt.Sprintf("  data files HOLD %d removed addresses", r.OnDisk)
 	}
 	rate := "max"
 	if r.Rate > 0 {
@@ -111,6 +127,7 @@ func run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		sum.add(res)
 	}
 	sum.Sent, sum.Acked, sum.Unanswered = s.ledger.counts()
+	sum.RemovalsSent, sum.Removed = s.ledger.removals()
 	fmt.Fprintln(out, sum.report(s.chk))
 	return sum, nil
 }
@@ -184,7 +201,7 @@ func (s *soak) cycle(ctx context.Context, cycle int) (res cycleResult, err error
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	rejectedc := make(chan int, 1)
 	go func() {
-		rejectedc <- signupLoad(loadCtx, s.hc, s.base, s.prog, s.cfg.Clients, res.Rate, cycle, s.ledger)
+		rejectedc <- signupLoad(loadCtx, s.hc, s.base, s.prog, s.cfg.Clients, res.Rate, cycle, s.cfg.RemoveEvery, s.ledger)
 	}()
 	wait(ctx, s.cfg.Load)
 	if cycle > s.cfg.Cycles {
@@ -203,6 +220,9 @@ func (s *soak) cycle(ctx context.Context, cycle int) (res cycleResult, err error
 	_, ackedAfter, _ := s.ledger.counts()
 	res.Acked = ackedAfter - ackedBefore
 	if err := s.awaitCatchUp(ctx, &res); err != nil {
+		return res, err
+	}
+	if err := s.awaitErasedOnDisk(ctx, &res); err != nil {
 		return res, err
 	}
 	res.Points, err = s.chk.scanNew(ctx)
@@ -237,22 +257,46 @@ func (s *soak) killAndRestart(ctx context.Context, cycle int) (time.Duration, er
 	return restart, nil
 }
 
+// erasedOnDiskWithin is how long after the replica caught up the data
+// files may still hold a removed address: the eraser flushes within
+// seconds of an erasure's commit (docs/erasure.md).
+const erasedOnDiskWithin = 10 * time.Second
+
+// awaitErasedOnDisk waits, up to erasedOnDiskWithin, until neither the
+// database file nor its WAL holds an address whose removal was answered
+// 200, and records how many still did.
+func (s *soak) awaitErasedOnDisk(ctx context.Context, res *cycleResult) error {
+	removed := s.ledger.removedSnapshot()
+	deadline := time.Now().Add(erasedOnDiskWithin)
+	for {
+		n, err := removedOnDisk(filepath.Join(s.dir, "data"), removed)
+		if err != nil {
+			return err
+		}
+		res.OnDisk = n
+		if n == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // awaitCatchUp waits, up to the catch-up bound, for the replica's latest
 // state to hold every acknowledged signup, recording how long it took and
 // what it lacked or found corrupt.
 func (s *soak) awaitCatchUp(ctx context.Context, res *cycleResult) error {
 	start := time.Now()
 	for {
-		lacking, ps, err := s.chk.latestHoldsAcked(ctx)
+		lacking, unerased, ps, err := s.chk.latestHoldsAcked(ctx)
 		if err != nil {
 			return err
 		}
-		res.CatchUp, res.Lacking = time.Since(start), lacking
+		res.CatchUp, res.Lacking, res.Unerased = time.Since(start), lacking, unerased
 		if ps.Corrupt() {
 			res.LatestErr = ps.Problems[0]
 			return nil
 		}
-		if lacking == 0 || time.Since(start) > s.cfg.CatchUp {
+		if lacking == 0 && unerased == 0 || time.Since(start) > s.cfg.CatchUp {
 			return nil
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -266,8 +310,11 @@ func (s *Summary) add(r cycleResult) {
 	if r.Points.Corrupt > 0 {
 		s.CorruptCycles++
 	}
-	if r.LatestErr != "" || r.Lacking > 0 {
+	if r.LatestErr != "" || r.Lacking > 0 || r.Unerased > 0 {
 		s.LatestBad++
+	}
+	if r.OnDisk > 0 {
+		s.OnDiskBad++
 	}
 	s.Rejected += r.Rejected
 }
@@ -277,9 +324,9 @@ func (s Summary) report(c *checker) string {
 	if !s.Clean() {
 		verdict = "FAILED"
 	}
-	r := fmt.Sprintf("total: %d SIGKILL cycles + 1 clean stop; signups sent %d, acknowledged %d, unanswered (server killed or restarting) %d, rejected %d\n"+
-		"total: restore points checked %d, corrupt %d (in %d cycles); latest state bad after catch-up %d times — %s",
-		s.Cycles-1, s.Sent, s.Acked, s.Unanswered, s.Rejected, s.Points, s.Corrupt, s.CorruptCycles, s.LatestBad, verdict)
+	r := fmt.Sprintf("total: %d SIGKILL cycles + 1 clean stop; signups sent %d, acknowledged %d, unanswered (server killed or restarting) %d, rejected %d; removals sent %d, answered 200 %d\n"+
+		"total: restore points checked %d, corrupt %d (in %d cycles); latest state bad after catch-up %d times; removed addresses left in the data files %d times — %s",
+		s.Cycles-1, s.Sent, s.Acked, s.Unanswered, s.Rejected, s.RemovalsSent, s.Removed, s.Points, s.Corrupt, s.CorruptCycles, s.LatestBad, s.OnDiskBad, verdict)
 	if c != nil && c.FirstBad != 0 {
 		r += fmt.Sprintf("\ntotal: first corrupt restore point: txid %s", c.FirstBad)
 	}

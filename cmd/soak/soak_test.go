@@ -22,10 +22,10 @@ func TestParseFlags_Defaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Cycles < 20 || c.Clients != 32 || !slices.Equal(c.Rates, []float64{25, 50, 0}) {
-		t.Errorf("defaults: cycles=%d clients=%d rates=%v, want ≥20, 32, [25 50 0]", c.Cycles, c.Clients, c.Rates)
+	if c.Cycles < 20 || c.Clients != 32 || !slices.Equal(c.Rates, []float64{25, 50, 0}) || c.RemoveEvery != 10 {
+		t.Errorf("defaults: cycles=%d clients=%d rates=%v remove-every=%d, want ≥20, 32, [25 50 0], 10", c.Cycles, c.Clients, c.Rates, c.RemoveEvery)
 	}
-	for _, bad := range [][]string{{"-cycles", "0"}, {"-clients", "0"}, {"-rate", "-1"}, {"-rate", "fast"}, {"-rate", "10,"}, {"-load", "0s"}} {
+	for _, bad := range [][]string{{"-cycles", "0"}, {"-clients", "0"}, {"-rate", "-1"}, {"-rate", "fast"}, {"-rate", "10,"}, {"-load", "0s"}, {"-remove-every", "-1"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}
@@ -263,13 +263,55 @@ func TestChecker_ScansEveryRestorePointOfAReplica(t *testing.T) {
 	if len(chk.lastEmails) != 4*batches {
 		t.Errorf("the newest point holds %d entries, want %d", len(chk.lastEmails), 4*batches)
 	}
-	lacking, ps, err := chk.latestHoldsAcked(ctx)
-	if err != nil || lacking != 0 || ps.Corrupt() {
-		t.Errorf("latest: lacking=%d problems=%v err=%v", lacking, ps.Problems, err)
+	lacking, unerased, ps, err := chk.latestHoldsAcked(ctx)
+	if err != nil || lacking != 0 || unerased != 0 || ps.Corrupt() {
+		t.Errorf("latest: lacking=%d unerased=%d problems=%v err=%v", lacking, unerased, ps.Problems, err)
 	}
 	again, err := chk.scanNew(ctx)
 	if err != nil || again.Points != 0 {
 		t.Errorf("a second scan with nothing new checked %d points (%v)", again.Points, err)
+	}
+}
+
+// A removed entry may leave a later point; an entry nobody removed may not.
+// The latest state must not hold an entry whose removal was answered 200.
+func TestCheckPoint_ARemovedEntryMayLeaveALaterPointButMustLeaveTheLatest(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "point.db")
+	db := testDB(t, path)
+	l := newLedger()
+	kept, k := l.next(1)
+	signUp(t, db, kept, k)
+	l.answered(kept, true)
+	removed, _ := l.next(1)
+	l.answered(removed, true)
+	l.removalSent(removed)
+	l.removalDone(removed)
+	checkpointed(t, db)
+	if ps := checkPoint(ctx, path, map[string]bool{kept: true, removed: true}, l); ps.Corrupt() {
+		t.Fatalf("a removed entry gone from a later point counted as lost: %v", ps.Problems)
+	}
+	if held := l.mustHold(); !held[kept] || held[removed] {
+		t.Errorf("mustHold=%v, want only %s", held, kept)
+	}
+	// The data files still hold the removed address until it is erased.
+	signUp(t, db, removed, "key-of-removed")
+	checkpointed(t, db)
+	if err := os.Rename(path, filepath.Join(dir, "admit.db")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := removedOnDisk(dir, l.removedSnapshot()); err != nil || n != 1 {
+		t.Errorf("removedOnDisk=%d, %v; want 1", n, err)
+	}
+}
+
+func TestSoakAddresses_FindsEveryAddressInBytes(t *testing.T) {
+	b := []byte("\x00soak-3-41@example.test\x07xxsoak-12-9@example.testsoak-1-1@example.org soak-@example.test soak-2-2@example.test")
+	got := soakAddresses(b)
+	want := []string{"soak-3-41@example.test", "soak-12-9@example.test", "soak-@example.test", "soak-2-2@example.test"}
+	if !slices.Equal(got, want) {
+		t.Errorf("soakAddresses=%q, want %q", got, want)
 	}
 }
 
@@ -283,6 +325,8 @@ func TestSummary_CleanOnlyWithoutAnyBadPoint(t *testing.T) {
 		{Points: pointsResult{Points: 3, Corrupt: 1}},
 		{LatestErr: "integrity_check: Page 3: never used"},
 		{Lacking: 2},
+		{Unerased: 1},
+		{OnDisk: 1},
 		{Rejected: 1},
 	} {
 		var s Summary

@@ -40,13 +40,13 @@ func (s Summary) Clean() bool {
 
 // cycleResult is one cycle's line of the report.
 type cycleResult struct {
-	Cycle     int
-	Rate      float64
-	Acked     int
-	Restart   time.Duration
-	Points    pointsResult
-	CatchUp   time.Duration
-	Lacking   int
+	Cycle   int
+	Rate    float64
+	Acked   int
+	Restart time.Duration
+	Points  pointsResult
+	CatchUp time.Duration
+	Lacking int
 	// Unerased counts removed entries the latest state still held;
 	// OnDisk the removed addresses the data files still held.
 	Unerased, OnDisk int

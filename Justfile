@@ -40,8 +40,9 @@ bench-scale *FLAGS:
     go run ./cmd/loadgen -scale 10000,100000,1000000 -timeout 1h {{FLAGS}}
 
 # Crash soak (RELIABILITY.md): the real binary with a file replica, signups
-# from 32 clients, SIGKILL and restart at once, 20 times; after every restart
-# every new restore point of the replica is restored and checked. Flags pass
+# from 32 clients (every tenth removed again at once), SIGKILL and restart at
+# once, 20 times; after every restart every new restore point of the replica
+# is restored and checked, and the data files searched for removed addresses. Flags pass
 # through, e.g. `just soak -cycles 40`. About five minutes on two cores.
 soak *FLAGS:
     go run ./cmd/soak {{FLAGS}}

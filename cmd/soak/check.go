@@ -366,47 +366,133 @@ func (c *checker) latestHoldsAcked(ctx context.Context) (lacking, unerased int, 
 	return len(missing(c.ledger.mustHold(), ps.Emails)), unerased, ps, nil
 }
 
-// removedOnDisk returns how many of the removed addresses the database file
-// or its WAL in dataDir still holds anywhere in their bytes, live or in an
-// older page version. (Litestream's local files are compressed; the
-// erasure tests decode them.)
-func removedOnDisk(dataDir string, removed map[string]bool) (int, error) {
-	found := map[string]bool{}
-	for _, name := range []string{"admit.db", "admit.db-wal"} {
-		b, err := os.ReadFile(filepath.Join(dataDir, name))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		for _, e := range soakAddresses(b) {
-			if removed[e] {
-				found[e] = true
-			}
+// onDisk counts the removed addresses still found in the data files.
+type onDisk struct {
+	// WAL counts those in the WAL; Live those in the database file outside
+	// the unallocated gap of a b-tree page (in a cell, a freeblock or a
+	// page that is not a b-tree page). Either is a failed erasure.
+	WAL, Live int
+	// Gap counts those found only in the unallocated gap of a b-tree page
+	// in the database file: old cell bytes a page rebuilt by a b-tree
+	// balance keeps, which secure_delete does not zero (docs/erasure.md,
+	// "What secure_delete does not reach").
+	Gap int
+}
+
+// removedOnDisk searches the database file and its WAL in dataDir for the
+// removed addresses, live or in an older page version. (Litestream's local
+// files are compressed; the erasure tests decode them.)
+func removedOnDisk(dataDir string, removed map[string]bool) (onDisk, error) {
+	var d onDisk
+	wal, err := readIfExists(filepath.Join(dataDir, "admit.db-wal"))
+	if err != nil {
+		return d, err
+	}
+	walHas := map[string]bool{}
+	for _, a := range soakAddresses(wal) {
+		if removed[a.email] {
+			walHas[a.email] = true
 		}
 	}
-	return len(found), nil
+	d.WAL = len(walHas)
+	db, err := readIfExists(filepath.Join(dataDir, "admit.db"))
+	if err != nil {
+		return d, err
+	}
+	live, gap := map[string]bool{}, map[string]bool{}
+	for _, a := range soakAddresses(db) {
+		if !removed[a.email] {
+			continue
+		}
+		if inPageGap(db, a.offset) {
+			gap[a.email] = true
+		} else {
+			live[a.email] = true
+		}
+	}
+	d.Live = len(live)
+	for e := range gap {
+		if !live[e] {
+			d.Gap++
+		}
+	}
+	return d, nil
+}
+
+// readIfExists reads the file at path; nil when it does not exist.
+func readIfExists(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// inPageGap reports whether offset in the database image db falls in the
+// unallocated gap of a b-tree page: after its cell pointer array and
+// before its cell content area.
+func inPageGap(db []byte, offset int) bool {
+	if len(db) < 100 {
+		return false
+	}
+	pageSize := int(db[16])<<8 | int(db[17])
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	if pageSize < 512 {
+		return false
+	}
+	start := offset / pageSize * pageSize
+	if start+pageSize > len(db) {
+		return false
+	}
+	page := db[start : start+pageSize]
+	hdr := 0
+	if start == 0 {
+		hdr = 100 // page 1 begins with the database header
+	}
+	headerSize := 8
+	switch page[hdr] {
+	case 2, 5: // interior pages have a right-child pointer
+		headerSize = 12
+	case 10, 13:
+	default:
+		return false
+	}
+	cells := int(page[hdr+3])<<8 | int(page[hdr+4])
+	content := int(page[hdr+5])<<8 | int(page[hdr+6])
+	if content == 0 {
+		content = 65536
+	}
+	gapStart := hdr + headerSize + 2*cells
+	at := offset - start
+	return at >= gapStart && at < content
+}
+
+// soakAddress is one soak address found in a file, with its offset.
+type soakAddress struct {
+	email  string
+	offset int
 }
 
 // soakAddresses returns every soak address (soak-<cycle>-<n>@example.test)
-// that occurs in b.
-func soakAddresses(b []byte) []string {
+// that occurs in b, with its offset.
+func soakAddresses(b []byte) []soakAddress {
 	const prefix, domain = "soak-", "@example.test"
-	var out []string
-	for {
-		i := bytes.Index(b, []byte(prefix))
+	var out []soakAddress
+	for off := 0; ; {
+		i := bytes.Index(b[off:], []byte(prefix))
 		if i < 0 {
 			return out
 		}
-		b = b[i:]
-		j := len(prefix)
+		off += i
+		j := off + len(prefix)
 		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '-') {
 			j++
 		}
 		if bytes.HasPrefix(b[j:], []byte(domain)) {
-			out = append(out, string(b[:j+len(domain)]))
+			out = append(out, soakAddress{string(b[off : j+len(domain)]), off})
 		}
-		b = b[len(prefix):]
+		off += len(prefix)
 	}
 }

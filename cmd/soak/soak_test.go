@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"io"
@@ -301,17 +302,46 @@ func TestCheckPoint_ARemovedEntryMayLeaveALaterPointButMustLeaveTheLatest(t *tes
 	if err := os.Rename(path, filepath.Join(dir, "admit.db")); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := removedOnDisk(dir, l.removedSnapshot()); err != nil || n != 1 {
-		t.Errorf("removedOnDisk=%d, %v; want 1", n, err)
+	if d, err := removedOnDisk(dir, l.removedSnapshot()); err != nil || d != (onDisk{Live: 1}) {
+		t.Errorf("removedOnDisk=%+v, %v; want one live copy", d, err)
 	}
 }
 
 func TestSoakAddresses_FindsEveryAddressInBytes(t *testing.T) {
 	b := []byte("\x00soak-3-41@example.test\x07xxsoak-12-9@example.testsoak-1-1@example.org soak-@example.test soak-2-2@example.test")
-	got := soakAddresses(b)
+	var got []string
+	for _, a := range soakAddresses(b) {
+		got = append(got, a.email)
+		if !bytes.HasPrefix(b[a.offset:], []byte(a.email)) {
+			t.Errorf("%s is not at offset %d", a.email, a.offset)
+		}
+	}
 	want := []string{"soak-3-41@example.test", "soak-12-9@example.test", "soak-@example.test", "soak-2-2@example.test"}
 	if !slices.Equal(got, want) {
 		t.Errorf("soakAddresses=%q, want %q", got, want)
+	}
+}
+
+// inPageGap tells the gap between a b-tree page's cell pointers and its
+// cell content from the rest of the page.
+func TestInPageGap_OnlyBetweenTheCellPointersAndTheContent(t *testing.T) {
+	db := make([]byte, 3*4096)
+	db[16], db[17] = 0x10, 0x00 // page size 4096
+	p := db[4096:8192]          // page 2: an index leaf with 3 cells, content from 4000
+	p[0], p[3], p[4], p[5], p[6] = 10, 0, 3, 0x0f, 0xa0
+	for at, want := range map[int]bool{0: false, 13: false, 14: true, 3999: true, 4000: false, 4095: false} {
+		if got := inPageGap(db, 4096+at); got != want {
+			t.Errorf("offset %d in the page: inPageGap=%v, want %v", at, got, want)
+		}
+	}
+	// Page 3 is not a b-tree page (an overflow or free page): no gap.
+	if inPageGap(db, 2*4096+200) {
+		t.Error("a page that is not a b-tree page has a gap")
+	}
+	// Page 1's header starts after the 100-byte database header.
+	db[100], db[103], db[104], db[105], db[106] = 13, 0, 1, 0x0f, 0x00
+	if inPageGap(db, 100+9) || !inPageGap(db, 100+10) || inPageGap(db, 0x0f00) {
+		t.Error("page 1's gap is not measured after the database header")
 	}
 }
 
@@ -326,7 +356,8 @@ func TestSummary_CleanOnlyWithoutAnyBadPoint(t *testing.T) {
 		{LatestErr: "integrity_check: Page 3: never used"},
 		{Lacking: 2},
 		{Unerased: 1},
-		{OnDisk: 1},
+		{OnDisk: onDisk{WAL: 1}},
+		{OnDisk: onDisk{Live: 1}},
 		{Rejected: 1},
 	} {
 		var s Summary

@@ -234,7 +234,7 @@ func announce(stdout io.Writer, cfg *Config, addr net.Addr) {
 func startErasure(ctx context.Context, db *store.DB, repl *backup.Replicator, logger *slog.Logger) (stop func()) {
 	flush := db.Checkpoint
 	if repl != nil {
-		flush = func(ctx context.Context) error { return repl.Erase(ctx, db.TrimWAL) }
+		flush = func(ctx context.Context) error { return repl.Erase(ctx, db) }
 	}
 	sweepCtx, stopSweeper := context.WithCancel(ctx)
 	var background sync.WaitGroup

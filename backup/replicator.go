@@ -264,16 +264,25 @@ func (r *Replicator) Sync(ctx context.Context) error {
 	return r.db.SyncAndWait(ctx)
 }
 
+// WALStore is what Erase needs of admit's store (store.DB).
+type WALStore interface {
+	// FillWAL makes the WAL hold at least frames committed frames,
+	// writing pages that change nothing anyone reads.
+	FillWAL(ctx context.Context, frames int) error
+	// TrimWAL truncates the WAL after its last committed frame.
+	TrimWAL(ctx context.Context) (int64, error)
+}
+
 // Erase removes the older versions of erased rows from every local file
 // while replicating. Through Litestream, which holds a read transaction open
 // while it replicates, it checkpoints the WAL into the database file in
-// PASSIVE mode, so that Litestream's next write restarts the WAL; trim (the
-// store's TrimWAL) then cuts off the frames of the earlier WAL generation the
-// restart left in the file. Erase ships every change to the replica and
-// deletes Litestream's local copies of changes the replica already holds (the
+// PASSIVE mode, so that Litestream's next write restarts the WAL; the store's
+// TrimWAL then cuts off the frames of the earlier WAL generation the restart
+// left in the file. Erase ships every change to the replica and deletes
+// Litestream's local copies of changes the replica already holds (the
 // level-0 LTX files in the directory next to the database), which hold the
-// erased bytes as they were before. It keeps the newest local file, from which
-// Litestream reads its position; Litestream's compaction reads from the
+// erased bytes as they were before. It keeps the newest local file, from
+// which Litestream reads its position; Litestream's compaction reads from the
 // replica any file no longer on local disk, and restores always read the
 // replica. The replica's own copies expire with the backup retention
 // (Config.BackupRetention).
@@ -281,12 +290,21 @@ func (r *Replicator) Sync(ctx context.Context) error {
 // It does not ask Litestream for a TRUNCATE checkpoint: Litestream follows
 // every one with a snapshot of the whole database, taken while it holds the
 // write lock, which stalls every write for as long as copying the database
-// takes. It fails when the checkpoint did not restart the WAL (Litestream
-// skips it while it takes a snapshot, and a reader of an older snapshot keeps
-// it from copying every frame), so the caller retries. See docs/erasure.md.
-func (r *Replicator) Erase(ctx context.Context, trim func(context.Context) (int64, error)) error {
+// takes. A restart of a WAL that holds a single frame makes Litestream
+// snapshot too (it cannot check, before its position, that the WAL was not
+// overwritten), and a WAL holds just one frame after every flush (the
+// restart's own write) and so at every start after a clean stop: Erase
+// first writes frames until the WAL holds two.
+//
+// It fails when the checkpoint did not restart the WAL (Litestream skips it
+// while it takes a snapshot, and a reader of an older snapshot keeps it from
+// copying every frame), so the caller retries. See docs/erasure.md.
+func (r *Replicator) Erase(ctx context.Context, s WALStore) error {
 	if r == nil {
 		return errors.New("replication is off: checkpoint through the store")
+	}
+	if err := s.FillWAL(ctx, 2); err != nil {
+		return err
 	}
 	before, err := walHeader(r.db.WALPath())
 	if err != nil {
@@ -302,7 +320,7 @@ func (r *Replicator) Erase(ctx context.Context, trim func(context.Context) (int6
 	if before != nil && bytes.Equal(before, after) {
 		return errors.New("checkpoint did not restart the WAL")
 	}
-	if _, err := trim(ctx); err != nil {
+	if _, err := s.TrimWAL(ctx); err != nil {
 		return err
 	}
 	if err := r.db.SyncAndWait(ctx); err != nil {

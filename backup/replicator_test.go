@@ -581,14 +581,11 @@ func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *
 	filesBefore := mustLTXSizes(t, l0)
 
 	start := time.Now()
-	var trimmed int64
-	if err := r.Erase(ctx, func(ctx context.Context) (int64, error) {
-		n, err := db.TrimWAL(ctx)
-		trimmed = n
-		return n, err
-	}); err != nil {
+	counted := &trimCounter{DB: db}
+	if err := r.Erase(ctx, counted); err != nil {
 		t.Fatalf("Erase: %v", err)
 	}
+	trimmed := counted.trimmed
 	t.Logf("flush took %s; WAL %d bytes before, %d trimmed, %d after", time.Since(start).Round(time.Millisecond), walBefore, trimmed, mustSize(t, e.DBPath+"-wal"))
 	for _, p := range []string{e.DBPath + "-wal", e.DBPath} {
 		if holds(p) {
@@ -608,6 +605,13 @@ func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *
 	if written >= bulk/4 {
 		t.Errorf("the flush wrote %d bytes of new LTX files for a %d-byte database: Litestream took a snapshot", written, bulk)
 	}
+	// A second flush at once finds the WAL holding only the restart's own
+	// frame: still no snapshot.
+	mustNoSnapshot(t, l0, bulk, func() {
+		if err := r.Erase(ctx, db); err != nil {
+			t.Fatalf("second Erase: %v", err)
+		}
+	})
 
 	e.mustSignup(t, db, 2)
 	mustSync(t, r)
@@ -618,8 +622,38 @@ func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *
 		t.Errorf("entries in the replica after the flush=%d, want %d (4)", got, want)
 	}
 	var off *Replicator
-	if err := off.Erase(ctx, db.TrimWAL); err == nil {
+	if err := off.Erase(ctx, db); err == nil {
 		t.Error("Erase with replication off did nothing silently")
+	}
+}
+
+// trimCounter is a store that records how many bytes its TrimWAL removed.
+type trimCounter struct {
+	*store.DB
+	trimmed int64
+}
+
+func (c *trimCounter) TrimWAL(ctx context.Context) (int64, error) {
+	n, err := c.DB.TrimWAL(ctx)
+	c.trimmed += n
+	return n, err
+}
+
+// mustNoSnapshot runs fn and fails if it left new files in the LTX
+// directory dir adding up to a quarter of a database of size bytes or more:
+// a snapshot.
+func mustNoSnapshot(tb testing.TB, dir string, size int64, fn func()) {
+	tb.Helper()
+	before := mustLTXSizes(tb, dir)
+	fn()
+	var written int64
+	for name, n := range mustLTXSizes(tb, dir) {
+		if _, ok := before[name]; !ok {
+			written += n
+		}
+	}
+	if written >= size/4 {
+		tb.Errorf("%d bytes of new LTX files for a %d-byte database: Litestream took a snapshot", written, size)
 	}
 }
 
@@ -652,4 +686,54 @@ func mustLTXSizes(tb testing.TB, dir string) map[string]int64 {
 		m[ent.Name()] = fi.Size()
 	}
 	return m
+}
+
+// TestReplicator_ACleanRestartResumesWithoutASnapshot stops replication
+// cleanly, as the server does, and starts it again with the eraser's flush
+// at start: Litestream must go on from its position rather than copy the
+// whole database into a new snapshot.
+func TestReplicator_ACleanRestartResumesWithoutASnapshot(t *testing.T) {
+	e := MustTestEnv(t)
+	db := e.MustOpenStore(t)
+	r := e.MustStart(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const bulk = 6 << 20
+	err := db.Update(ctx, func(tx *store.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE bulk (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+			return err
+		}
+		for i := range bulk / (64 << 10) {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO bulk (id, v) VALUES (?, randomblob(65536))`, i+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mustSignup(t, db, 2)
+	mustSync(t, r)
+	l0 := r.db.LTXLevelDir(0)
+	mustStop(t, db, r)
+	if mustSize(t, e.DBPath+"-wal") == 0 {
+		t.Fatal("the WAL is gone after a clean stop")
+	}
+	// The restart, the eraser's flush at start, and new changes.
+	mustNoSnapshot(t, l0, bulk, func() {
+		db = e.MustOpenStore(t)
+		r = e.MustStart(t)
+		if err := r.Erase(ctx, db); err != nil {
+			t.Fatalf("Erase at start: %v", err)
+		}
+		e.mustSignup(t, db, 2)
+		mustSync(t, r)
+	})
+	live := mustCounts(t, e.DBPath)
+	mustStop(t, db, r)
+	restored := e.mustRestore(t, filepath.Join(t.TempDir(), "r.db"), time.Time{})
+	if got, want := restored.Tables["entries"], live["entries"]; got != want || want != 4 {
+		t.Errorf("entries in the replica after the restart=%d, want %d (4)", got, want)
+	}
 }

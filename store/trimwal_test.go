@@ -152,3 +152,40 @@ func mustFileSize(tb testing.TB, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// FillWAL writes frames only until the WAL holds as many as asked.
+func TestFillWAL_WritesFramesUntilTheWALHoldsEnough(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "admit.db")
+	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey, NoAutoCheckpoint: true})
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	frames := func() uint32 {
+		mx, _, err := readWALIndexHeader(path + "-shm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mx
+	}
+	if got := frames(); got != 0 {
+		t.Fatalf("frames after a TRUNCATE checkpoint=%d, want 0", got)
+	}
+	if err := db.FillWAL(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := frames(); got != 2 {
+		t.Fatalf("frames after FillWAL(2)=%d, want 2", got)
+	}
+	if err := db.FillWAL(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := frames(); got != 2 {
+		t.Fatalf("frames after a second FillWAL(2)=%d, want still 2", got)
+	}
+}

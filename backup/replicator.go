@@ -266,9 +266,9 @@ func (r *Replicator) Sync(ctx context.Context) error {
 
 // WALStore is what Erase needs of admit's store (store.DB).
 type WALStore interface {
-	// FillWAL makes the WAL hold at least frames committed frames,
-	// writing pages that change nothing anyone reads.
-	FillWAL(ctx context.Context, frames int) error
+	// WriteWALFrames commits n transactions that each write one page
+	// and change nothing anyone reads.
+	WriteWALFrames(ctx context.Context, n int) error
 	// TrimWAL truncates the WAL after its last committed frame.
 	TrimWAL(ctx context.Context) (int64, error)
 }
@@ -303,7 +303,7 @@ func (r *Replicator) Erase(ctx context.Context, s WALStore) error {
 	if r == nil {
 		return errors.New("replication is off: checkpoint through the store")
 	}
-	if err := s.FillWAL(ctx, 2); err != nil {
+	if err := s.WriteWALFrames(ctx, 2); err != nil {
 		return err
 	}
 	before, err := walHeader(r.db.WALPath())

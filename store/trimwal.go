@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -19,6 +20,14 @@ import (
 // checkpoint or, with journal_size_limit, at the commit that restarted the
 // WAL. While Litestream replicates, admit cannot use either (docs/erasure.md):
 // TrimWAL cuts the stale tail off instead, as journal_size_limit would.
+//
+// Where the committed frames end is read from the WAL file itself, as
+// SQLite's own recovery reads it: the frames whose salts match the header
+// and whose running checksum holds, up to the last that ends a transaction.
+// Not from the shared-memory index: opening and closing that file from Go
+// would drop the POSIX locks SQLite holds on it for the whole process, and
+// another process opening the database would then take itself for the first
+// and reset the index under admit's connections.
 
 // walHeaderSize and walFrameHeaderSize are fixed by SQLite's WAL format.
 const (
@@ -26,117 +35,171 @@ const (
 	walFrameHeaderSize = 24
 )
 
-// walIndexVersion is the version SQLite writes into the WAL index header.
-const walIndexVersion = 3007000
-
 // TrimWAL truncates the WAL file after its last committed frame, removing
-// frames of an earlier WAL generation that a restart left behind. It holds
-// the database write lock meanwhile (a write transaction that writes
-// nothing), so no commit can append frames while it reads where the WAL ends
-// and cuts the file there. It returns how many bytes it removed. It refuses,
-// changing nothing, when the shared-memory WAL index does not describe the WAL
-// file on disk.
+// frames of an earlier WAL generation that a restart left behind, and returns
+// how many bytes it removed. It finds the end once without a lock, then holds
+// the database write lock (a write transaction that writes nothing) while it
+// reads the frames committed since and cuts the file, so no commit can
+// append meanwhile; it syncs the file after the lock is released.
 func (db *DB) TrimWAL(ctx context.Context) (removed int64, err error) {
+	path := db.Path + "-wal"
+	ahead, err := walCommittedEnd(path, nil)
+	if err != nil {
+		return 0, fmt.Errorf("trim WAL: %w", err)
+	}
 	err = db.Update(ctx, func(tx *Tx) error {
-		var pageSize int64
-		if err := tx.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
-			return fmt.Errorf("page size: %w", err)
+		end, err := walCommittedEnd(path, ahead)
+		if err != nil {
+			return err
 		}
-		removed, err = trimWAL(db.Path+"-wal", db.Path+"-shm", pageSize)
+		removed, err = truncateAfter(path, end.offset)
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("trim WAL: %w", err)
 	}
+	if removed > 0 {
+		if err := syncFile(path); err != nil {
+			return removed, fmt.Errorf("trim WAL: %w", err)
+		}
+	}
 	return removed, nil
 }
 
-// trimWAL cuts the WAL file at walPath after the last frame the WAL index in
-// shmPath counts as committed, and syncs it. The caller holds the write lock.
-func trimWAL(walPath, shmPath string, pageSize int64) (int64, error) {
-	mxFrame, salts, err := readWALIndexHeader(shmPath)
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.OpenFile(walPath, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if fi.Size() < walHeaderSize {
-		return 0, nil
-	}
-	hdr := make([]byte, walHeaderSize)
-	if _, err := io.ReadFull(f, hdr); err != nil {
-		return 0, fmt.Errorf("read WAL header: %w", err)
-	}
-	// The index copies the header's salts; a difference means the index
-	// describes another WAL generation than the file's, and cutting by it
-	// could remove committed frames.
-	if !bytes.Equal(hdr[16:24], salts) {
-		return 0, errors.New("the WAL index does not match the WAL file's header")
-	}
-	end := walHeaderSize + int64(mxFrame)*(walFrameHeaderSize+pageSize)
-	if fi.Size() < end {
-		return 0, fmt.Errorf("the WAL file (%d bytes) is shorter than its committed frames (%d bytes)", fi.Size(), end)
-	}
-	if fi.Size() == end {
-		return 0, nil
-	}
-	if err := f.Truncate(end); err != nil {
-		return 0, err
-	}
-	if err := f.Sync(); err != nil {
-		return 0, err
-	}
-	return fi.Size() - end, nil
-}
-
-// readWALIndexHeader reads the number of committed frames and the WAL salts
-// from the WAL index header at the start of the shared-memory file. SQLite
-// keeps two copies of the 48-byte header, in the machine's byte order, and
-// trusts them only when they agree; so does this.
-func readWALIndexHeader(shmPath string) (mxFrame uint32, salts []byte, err error) {
-	f, err := os.Open(shmPath)
-	if err != nil {
-		return 0, nil, fmt.Errorf("read WAL index: %w", err)
-	}
-	defer f.Close()
-	b := make([]byte, 96)
-	if _, err := io.ReadFull(f, b); err != nil {
-		return 0, nil, fmt.Errorf("read WAL index: %w", err)
-	}
-	h1, h2 := b[:48], b[48:]
-	switch {
-	case !bytes.Equal(h1, h2):
-		return 0, nil, errors.New("the WAL index header's two copies differ")
-	case binary.NativeEndian.Uint32(h1[0:]) != walIndexVersion:
-		return 0, nil, fmt.Errorf("unknown WAL index version %d", binary.NativeEndian.Uint32(h1[0:]))
-	case h1[12] != 1:
-		return 0, nil, errors.New("the WAL index is not initialised")
-	}
-	return binary.NativeEndian.Uint32(h1[16:]), bytes.Clone(h1[32:40]), nil
-}
-
-// FillWAL makes the WAL hold at least frames committed frames, committing
-// transactions that change nothing anyone reads but write one page each (the
-// database header, its user_version rewritten unchanged). Erasing through
-// Litestream needs two (backup.Replicator.Erase).
-func (db *DB) FillWAL(ctx context.Context, frames int) error {
-	for range frames {
-		if mx, _, err := readWALIndexHeader(db.Path + "-shm"); err == nil && int(mx) >= frames {
-			return nil
-		}
+// WriteWALFrames commits n transactions that change nothing anyone reads
+// but each write one page (the database header, its user_version rewritten
+// unchanged), so the WAL holds at least n frames after the last restart:
+// erasing through Litestream needs two (backup.Replicator.Erase).
+func (db *DB) WriteWALFrames(ctx context.Context, n int) error {
+	for range n {
 		if err := db.Update(ctx, probeWrite); err != nil {
 			return fmt.Errorf("write a WAL frame: %w", err)
 		}
 	}
 	return nil
+}
+
+// walPoint is a place in a WAL file: the offset just past a frame that ends
+// a transaction (or past the header), with the header it belongs to and the
+// running checksum there.
+type walPoint struct {
+	header []byte
+	offset int64
+	sum    [2]uint32
+}
+
+// walCommittedEnd returns the end of the last committed frame of the WAL at
+// path. from, when it is a point of the same WAL generation (the same
+// header), is where the reading resumes; otherwise it starts at the header.
+// An absent or headerless WAL ends at 0.
+func walCommittedEnd(path string, from *walPoint) (*walPoint, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &walPoint{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	hdr := make([]byte, walHeaderSize)
+	if _, err := io.ReadFull(f, hdr); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &walPoint{}, nil
+	} else if err != nil {
+		return nil, err
+	}
+	order, ok := walByteOrder(hdr)
+	if !ok {
+		return nil, errors.New("the WAL header has no WAL magic number")
+	}
+	pageSize := int64(binary.BigEndian.Uint32(hdr[8:]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	if pageSize < 512 || pageSize&(pageSize-1) != 0 {
+		return nil, fmt.Errorf("the WAL header gives page size %d", pageSize)
+	}
+	sum := walChecksum(order, hdr[:24], [2]uint32{})
+	if sum != [2]uint32{binary.BigEndian.Uint32(hdr[24:]), binary.BigEndian.Uint32(hdr[28:])} {
+		return nil, errors.New("the WAL header's checksum does not hold")
+	}
+	at := &walPoint{header: hdr, offset: walHeaderSize, sum: sum}
+	if from != nil && bytes.Equal(from.header, hdr) && from.offset >= walHeaderSize {
+		at = from
+	}
+	if _, err := f.Seek(at.offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	frame := make([]byte, walFrameHeaderSize+pageSize)
+	end, offset, sum := *at, at.offset, at.sum
+	for {
+		if _, err := io.ReadFull(r, frame); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return &end, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(frame[8:16], hdr[16:24]) {
+			return &end, nil // a frame of an earlier generation
+		}
+		sum = walChecksum(order, frame[:8], sum)
+		sum = walChecksum(order, frame[walFrameHeaderSize:], sum)
+		if sum != [2]uint32{binary.BigEndian.Uint32(frame[16:]), binary.BigEndian.Uint32(frame[20:])} {
+			return &end, nil
+		}
+		offset += int64(len(frame))
+		if binary.BigEndian.Uint32(frame[4:]) != 0 { // the frame ends a transaction
+			end = walPoint{header: hdr, offset: offset, sum: sum}
+		}
+	}
+}
+
+// walByteOrder reads the WAL magic number: it says in which byte order the
+// checksums add the file's words.
+func walByteOrder(hdr []byte) (binary.ByteOrder, bool) {
+	switch binary.BigEndian.Uint32(hdr) {
+	case 0x377f0682:
+		return binary.LittleEndian, true
+	case 0x377f0683:
+		return binary.BigEndian, true
+	}
+	return nil, false
+}
+
+// walChecksum continues SQLite's WAL checksum over b (a multiple of 8 bytes).
+func walChecksum(order binary.ByteOrder, b []byte, sum [2]uint32) [2]uint32 {
+	s1, s2 := sum[0], sum[1]
+	for i := 0; i+8 <= len(b); i += 8 {
+		s1 += order.Uint32(b[i:]) + s2
+		s2 += order.Uint32(b[i+4:]) + s1
+	}
+	return [2]uint32{s1, s2}
+}
+
+// truncateAfter cuts the file at path to end when it is longer, and returns
+// how many bytes it removed.
+func truncateAfter(path string, end int64) (int64, error) {
+	if end == 0 {
+		return 0, nil // no WAL, or one without a header: nothing to cut by
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	if fi.Size() <= end {
+		return 0, nil
+	}
+	if err := os.Truncate(path, end); err != nil {
+		return 0, err
+	}
+	return fi.Size() - end, nil
+}
+
+// syncFile flushes the file at path to the disk.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/google/uuid"
@@ -112,37 +115,6 @@ func TestTrimWAL_CutsTheOlderFramesARestartLeftAndKeepsEveryCommit(t *testing.T)
 	}
 }
 
-// TestReadWALIndexHeader_RefusesAnIndexItCannotTrust checks that a header
-// whose two copies differ, or of another version, is refused rather than
-// used to cut the WAL.
-func TestReadWALIndexHeader_RefusesAnIndexItCannotTrust(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "admit.db")
-	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey})
-	mustExecAll(t, db, `CREATE TABLE t (v)`, `INSERT INTO t VALUES (1)`)
-	good, err := os.ReadFile(path + "-shm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := readWALIndexHeader(path + "-shm"); err != nil {
-		t.Fatalf("the live index: %v", err)
-	}
-	for name, damage := range map[string]func(b []byte){
-		"copies differ": func(b []byte) { b[48+16]++ },
-		"other version": func(b []byte) { b[0]++; b[48]++ },
-		"not init":      func(b []byte) { b[12], b[48+12] = 0, 0 },
-	} {
-		b := bytes.Clone(good[:96])
-		damage(b)
-		p := filepath.Join(t.TempDir(), "shm")
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := readWALIndexHeader(p); err == nil {
-			t.Errorf("%s: the header was trusted", name)
-		}
-	}
-}
-
 // mustFileSize returns the size of the file at path.
 func mustFileSize(tb testing.TB, path string) int64 {
 	tb.Helper()
@@ -153,8 +125,22 @@ func mustFileSize(tb testing.TB, path string) int64 {
 	return fi.Size()
 }
 
-// FillWAL writes frames only until the WAL holds as many as asked.
-func TestFillWAL_WritesFramesUntilTheWALHoldsEnough(t *testing.T) {
+// walFrames asks SQLite how many frames the WAL of the database at path
+// holds: a PASSIVE checkpoint reports the log's frame count, and copies
+// nothing while reader holds a snapshot from before them.
+func walFrames(tb testing.TB, other *sql.DB) int64 {
+	tb.Helper()
+	var busy, logFrames, done int64
+	if err := other.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done); err != nil {
+		tb.Fatal(err)
+	}
+	return logFrames
+}
+
+// The end TrimWAL cuts at is where SQLite itself says the WAL's committed
+// frames end, through commits of one page and of many, and after a restart
+// that left an older generation behind.
+func TestWALCommittedEnd_AgreesWithSQLitesOwnFrameCount(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "admit.db")
 	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey, NoAutoCheckpoint: true})
@@ -163,29 +149,144 @@ func TestFillWAL_WritesFramesUntilTheWALHoldsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if _, err := other.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+	other.SetMaxOpenConns(1)
+	var pageSize int64
+	if err := db.writer.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
 		t.Fatal(err)
 	}
-	frames := func() uint32 {
-		mx, _, err := readWALIndexHeader(path + "-shm")
+	check := func(when string) {
+		t.Helper()
+		end, err := walCommittedEnd(path+"-wal", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		frames := walFrames(t, other)
+		if want := walHeaderSize + frames*(walFrameHeaderSize+pageSize); end.offset != want {
+			t.Fatalf("%s: committed end %d, want %d (%d frames)", when, end.offset, want, frames)
+		}
+	}
+	mustExecAll(t, db, `CREATE TABLE bulk (id INTEGER PRIMARY KEY, v BLOB)`)
+	check("one small commit")
+	mustExecAll(t, db, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 40)
+		 INSERT INTO bulk (id, v) SELECT i, randomblob(9000) FROM n`)
+	check("a commit of many pages")
+	if err := db.WriteWALFrames(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	check("two one-page commits")
+	// walFrames' checkpoint copied every frame: the next commit restarts
+	// the WAL over a longer older generation.
+	mustExecAll(t, db, `UPDATE bulk SET v = 'x' WHERE id = 1`)
+	if mustFileSize(t, path+"-wal") <= walHeaderSize+4*(walFrameHeaderSize+pageSize) {
+		t.Fatal("the WAL did not keep an older generation past the restart")
+	}
+	check("after a restart")
+	// Resuming from an earlier point of the same generation agrees too.
+	from, err := walCommittedEnd(path+"-wal", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExecAll(t, db, `UPDATE bulk SET v = 'y' WHERE id = 2`)
+	resumed, err := walCommittedEnd(path+"-wal", from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := walCommittedEnd(path+"-wal", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.offset != whole.offset || resumed.sum != whole.sum || resumed.offset <= from.offset {
+		t.Fatalf("resumed end %+v, whole-file end %+v, from %d", resumed.offset, whole.offset, from.offset)
+	}
+}
+
+// WriteWALFrames leaves at least n frames after the last restart, even when
+// its first write restarts the WAL.
+func TestWriteWALFrames_LeavesTheWALHoldingThatMany(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "admit.db")
+	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey, NoAutoCheckpoint: true})
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetMaxOpenConns(1)
+	mustExecAll(t, db, `CREATE TABLE t (v)`, `INSERT INTO t VALUES (1)`)
+	walFrames(t, other) // every frame copied: the next write restarts the WAL
+	if err := db.WriteWALFrames(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := walFrames(t, other); got < 2 {
+		t.Fatalf("frames after WriteWALFrames(2)=%d, want at least 2", got)
+	}
+}
+
+// otherProcessEnv names the database a re-run of this test binary opens, as
+// another process (an admit command, a backup tool) would.
+const otherProcessEnv = "ADMIT_STORE_TEST_OTHER_PROCESS_DB"
+
+// TestTrimWAL_KeepsTheProcesssLocksForOtherProcesses trims the WAL and then
+// lets another process open the database. SQLite holds POSIX locks on the
+// shared-memory file for the whole process; were the trim to open and close
+// that file itself, the locks would be gone, the other process would take
+// itself for the first, reset the index, and this process's next write would
+// fail on the index's memory.
+func TestTrimWAL_KeepsTheProcesssLocksForOtherProcesses(t *testing.T) {
+	if path := os.Getenv(otherProcessEnv); path != "" {
+		// SQLite's unix VFS holds a shared lock on byte 128 of the
+		// shared-memory file (after its eight lock bytes from offset 120)
+		// while a connection has it open: another process asking for a
+		// write lock there must find it held.
+		f, err := os.Open(path + "-shm")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return mx
+		lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: io.SeekStart, Start: 128, Len: 1}
+		if err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lk); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if lk.Type != syscall.F_RDLCK {
+			t.Fatalf("no process holds the shared-memory file's lock (type %d): the test process dropped its locks", lk.Type)
+		}
+		other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := other.QueryRow(`SELECT count(*) FROM bulk`).Scan(&n); err != nil || n != 3 {
+			t.Fatalf("the other process read %d rows (%v), want 3", n, err)
+		}
+		other.Close()
+		return
 	}
-	if got := frames(); got != 0 {
-		t.Fatalf("frames after a TRUNCATE checkpoint=%d, want 0", got)
-	}
-	if err := db.FillWAL(ctx, 2); err != nil {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "admit.db")
+	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey, NoAutoCheckpoint: true})
+	mustExecAll(t, db, `CREATE TABLE bulk (id INTEGER PRIMARY KEY, v BLOB)`, `INSERT INTO bulk (v) VALUES (randomblob(20000))`, `INSERT INTO bulk (v) VALUES (2)`)
+	if err := db.WriteWALFrames(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	if got := frames(); got != 2 {
-		t.Fatalf("frames after FillWAL(2)=%d, want 2", got)
-	}
-	if err := db.FillWAL(ctx, 2); err != nil {
+	if _, err := db.TrimWAL(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := frames(); got != 2 {
-		t.Fatalf("frames after a second FillWAL(2)=%d, want still 2", got)
+	mustExecAll(t, db, `INSERT INTO bulk (v) VALUES (3)`)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTrimWAL_KeepsTheProcesssLocksForOtherProcesses$", "-test.count=1")
+	cmd.Env = append(os.Environ(), otherProcessEnv+"="+path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the other process: %v\n%s", err, out)
+	}
+	for i := range 20 {
+		if err := db.Update(ctx, func(tx *Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE bulk SET v = ? WHERE id = 2`, i)
+			return err
+		}); err != nil {
+			t.Fatalf("write %d after the other process opened the database: %v", i, err)
+		}
+		var n int
+		if err := db.reader.QueryRow(`SELECT count(*) FROM bulk`).Scan(&n); err != nil || n != 3 {
+			t.Fatalf("read %d after the other process opened the database: %d rows, %v", i, n, err)
+		}
 	}
 }

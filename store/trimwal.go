@@ -35,28 +35,40 @@ const (
 	walFrameHeaderSize = 24
 )
 
+// trimStep is the most TrimWAL cuts from the WAL file while it holds the
+// write lock: freeing a file's blocks costs about 0.2 ms a megabyte on the
+// benchmark machine's ext4, so a tail of hundreds of megabytes left by a
+// large sweep is cut in steps of about 2 ms, writers taking turns between.
+var trimStep int64 = 8 << 20
+
 // TrimWAL truncates the WAL file after its last committed frame, removing
 // frames of an earlier WAL generation that a restart left behind, and returns
-// how many bytes it removed. It finds the end once without a lock, then holds
-// the database write lock (a write transaction that writes nothing) while it
-// reads the frames committed since and cuts the file, so no commit can
-// append meanwhile; it syncs the file after the lock is released.
+// how many bytes it removed. It finds the end once without a lock, then, in
+// steps of at most trimStep from the file's end, holds the database write
+// lock (a write transaction that writes nothing) while it reads the frames
+// committed since and cuts the file, so no commit can append meanwhile. It
+// syncs the file after the last step, outside the lock.
 func (db *DB) TrimWAL(ctx context.Context) (removed int64, err error) {
 	path := db.Path + "-wal"
 	ahead, err := walCommittedEnd(path, nil)
 	if err != nil {
 		return 0, fmt.Errorf("trim WAL: %w", err)
 	}
-	err = db.Update(ctx, func(tx *Tx) error {
-		end, err := walCommittedEnd(path, ahead)
-		if err != nil {
+	for done := false; !done; {
+		err = db.Update(ctx, func(tx *Tx) error {
+			end, err := walCommittedEnd(path, ahead)
+			if err != nil {
+				return err
+			}
+			ahead = end
+			cut, err := truncateTowards(path, end.offset, trimStep)
+			removed += cut
+			done = cut == 0
 			return err
+		})
+		if err != nil {
+			return removed, fmt.Errorf("trim WAL: %w", err)
 		}
-		removed, err = truncateAfter(path, end.offset)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("trim WAL: %w", err)
 	}
 	if removed > 0 {
 		if err := syncFile(path); err != nil {
@@ -175,9 +187,9 @@ func walChecksum(order binary.ByteOrder, b []byte, sum [2]uint32) [2]uint32 {
 	return [2]uint32{s1, s2}
 }
 
-// truncateAfter cuts the file at path to end when it is longer, and returns
-// how many bytes it removed.
-func truncateAfter(path string, end int64) (int64, error) {
+// truncateTowards cuts the file at path towards end, by at most step bytes,
+// and returns how many bytes it removed: 0 once the file ends at end.
+func truncateTowards(path string, end, step int64) (int64, error) {
 	if end == 0 {
 		return 0, nil // no WAL, or one without a header: nothing to cut by
 	}
@@ -188,10 +200,11 @@ func truncateAfter(path string, end int64) (int64, error) {
 	if fi.Size() <= end {
 		return 0, nil
 	}
-	if err := os.Truncate(path, end); err != nil {
+	to := max(end, fi.Size()-step)
+	if err := os.Truncate(path, to); err != nil {
 		return 0, err
 	}
-	return fi.Size() - end, nil
+	return fi.Size() - to, nil
 }
 
 // syncFile flushes the file at path to the disk.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -74,9 +75,18 @@ func TestTrimWAL_CutsTheOlderFramesARestartLeftAndKeepsEveryCommit(t *testing.T)
 		t.Fatal("the restarted WAL no longer holds the old value: the check cannot see it")
 	}
 
+	// Cut in steps of 64 KiB, one write transaction each.
+	defer func(step int64) { trimStep = step }(trimStep)
+	trimStep = 64 << 10
+	var txs int
+	db.txHeld = func(work, held time.Duration) { txs++ }
 	removed, err := db.TrimWAL(ctx)
+	db.txHeld = nil
 	if err != nil {
 		t.Fatalf("TrimWAL: %v", err)
+	}
+	if want := int(removed/trimStep) + 1; txs < want {
+		t.Errorf("%d bytes cut in %d write transactions, want at least %d of at most %d bytes", removed, txs, want, trimStep)
 	}
 	var pageSize int64
 	if err := db.writer.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {

@@ -231,14 +231,18 @@ func announce(stdout io.Writer, cfg *Config, addr net.Addr) {
 // retirer dates a retired program's entries for erasure in short steps
 // after the owner's request has been answered. Stopping the retirer leaves
 // a large retirement pending between two steps; the next start resumes it.
+// The eraser stops last, when the HTTP server has drained and the sweeper
+// has stopped, and flushes once more if an erasure is still in the WAL.
 func startErasure(ctx context.Context, db *store.DB, repl *backup.Replicator, logger *slog.Logger) (stop func()) {
 	flush := db.Checkpoint
 	if repl != nil {
 		flush = func(ctx context.Context) error { return repl.Erase(ctx, db) }
 	}
 	sweepCtx, stopSweeper := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	background.Add(3)
+	eraseCtx, stopEraser := context.WithCancel(context.WithoutCancel(ctx))
+	var background, eraser sync.WaitGroup
+	background.Add(2)
+	eraser.Add(1)
 	go func() {
 		defer background.Done()
 		db.RunSweeper(sweepCtx, store.SweepInterval, logger)
@@ -248,10 +252,15 @@ func startErasure(ctx context.Context, db *store.DB, repl *backup.Replicator, lo
 		db.RunRetirer(sweepCtx, store.RetireCheckInterval, logger)
 	}()
 	go func() {
-		defer background.Done()
-		db.RunEraser(sweepCtx, logger, flush)
+		defer eraser.Done()
+		db.RunEraser(eraseCtx, logger, flush)
 	}()
-	return func() { stopSweeper(); background.Wait() }
+	return func() {
+		stopSweeper()
+		background.Wait()
+		stopEraser()
+		eraser.Wait()
+	}
 }
 
 // newIdentity picks the identity provider: the development sign-in (which

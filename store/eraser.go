@@ -30,6 +30,9 @@ const (
 // eraserMaxRetry bounds the wait between attempts after a failed flush.
 const eraserMaxRetry = 5 * time.Second
 
+// eraserFinalTimeout bounds the last flush RunEraser makes when it stops.
+const eraserFinalTimeout = 5 * time.Second
+
 // noteErasure tells the eraser that a committed transaction erased data.
 // It never blocks: a signal already waiting covers this erasure too.
 func (db *DB) noteErasure() {
@@ -44,8 +47,27 @@ func (db *DB) noteErasure() {
 // the log) and then after every committed erasure, calling flush, which
 // must leave no copy of an older page version on local disk: Checkpoint
 // when nothing replicates, or the replicator's equivalent. A failed flush
-// is retried with backoff until one succeeds.
+// is retried with backoff until one succeeds. When ctx ends with an erasure
+// not yet flushed (one committed within the gap, or a flush that failed), it
+// flushes once more, within eraserFinalTimeout, so that a clean stop leaves
+// no erased bytes behind until the next start: cancel ctx only once nothing
+// else can commit an erasure.
 func (db *DB) RunEraser(ctx context.Context, log *slog.Logger, flush func(context.Context) error) {
+	db.runEraser(ctx, log, flush)
+	select {
+	case <-db.erasures:
+	default:
+		return
+	}
+	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), eraserFinalTimeout)
+	defer cancel()
+	if err := flush(final); err != nil {
+		log.Warn("the last flush of erased data before stopping failed; the next start flushes it", "err", err)
+	}
+}
+
+// runEraser is RunEraser's loop until ctx ends.
+func (db *DB) runEraser(ctx context.Context, log *slog.Logger, flush func(context.Context) error) {
 	pending := true
 	var backoff time.Duration
 	for {
@@ -66,6 +88,7 @@ func (db *DB) RunEraser(ctx context.Context, log *slog.Logger, flush func(contex
 		wait := min(max(eraserGap, eraserDutyFactor*time.Since(began)), eraserMaxGap)
 		if err != nil {
 			if ctx.Err() != nil {
+				db.noteErasure() // RunEraser's last flush covers it
 				return
 			}
 			backoff = min(max(2*backoff, 100*time.Millisecond), eraserMaxRetry)

@@ -156,3 +156,38 @@ func TestCheckpoint_GivesUpOnALongReaderAndKeepsTheWritersBusyTimeout(t *testing
 		t.Fatalf("checkpoint with no reader: %v", err)
 	}
 }
+
+// An erasure committed just before the eraser is stopped is flushed on the
+// way out; with none pending, stopping flushes nothing.
+func TestRunEraser_StoppingFlushesAnErasureStillPending(t *testing.T) {
+	for _, erase := range []bool{true, false} {
+		f := newLifecycleFixture(t)
+		_, tok := f.join(t, "late@example.com")
+		g := newGatedFlush()
+		close(g.release)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.db.RunEraser(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), g.flush)
+		}()
+		if n := g.next(t); n != 1 {
+			t.Fatalf("first flush is call %d, want 1 (at start)", n)
+		}
+		time.Sleep(50 * time.Millisecond) // the start flush has returned: the eraser waits out its gap
+		if erase {
+			if err := f.db.RemoveByToken(context.Background(), tok); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
+		<-done
+		want := int32(1)
+		if erase {
+			want = 2
+		}
+		if got := g.calls.Load(); got != want {
+			t.Errorf("erasure pending=%v: %d flushes, want %d", erase, got, want)
+		}
+	}
+}

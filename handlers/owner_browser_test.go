@@ -131,9 +131,22 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 	}
 
 	// Choose one entry and select it with a reason: one swap, no navigation.
+	// htmx settles the swapped block after the swap itself; a click before
+	// then can land on a checkbox about to be replaced.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the filtered block never settled: %v", err)
+	}
 	target := waiting[1]
+	box := `input[name="entryIds"][value="` + target + `"]`
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(box))); err != nil {
+		t.Fatalf("choose an entry: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('`+box+`:checked')`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the chosen entry's box is not checked: %v", err)
+	}
 	if err := chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`input[name="entryIds"][value="`+target+`"]`)),
 		chromedp.SetValue(chromedp.CSS(`[data-testid="bulk-reason"]`), "priority_cohort"),
 		chromedp.Click(chromedp.CSS(`[data-testid="bulk-submit"]`)),
 	); err != nil {
@@ -144,7 +157,9 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 		return !!f && f.textContent.includes("Selected 1 entry") &&
 			document.querySelectorAll('[data-testid="queue-row"]').length === 2;
 	})()`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
-		t.Fatalf("the selection never showed: %v", err)
+		t.Fatalf("the selection never showed (flash %q, %d rows): %v",
+			owEval[string](t, ctx, `(document.querySelector('[data-testid="flash"]') || {}).textContent || ""`),
+			owCountIn(t, ctx, `[data-testid="queue-row"]`), err)
 	}
 	if !owEval[bool](t, ctx, `window.__ownerMarker === true`) {
 		t.Fatal("selecting reloaded the page instead of swapping the block")

@@ -30,8 +30,11 @@ const (
 // eraserMaxRetry bounds the wait between attempts after a failed flush.
 const eraserMaxRetry = 5 * time.Second
 
-// eraserFinalTimeout bounds the last flush RunEraser makes when it stops.
-const eraserFinalTimeout = 5 * time.Second
+// eraserFinalTimeout bounds the last flush RunEraser makes when it stops. A
+// flush takes milliseconds; one that waits longer waits for Litestream,
+// busy with a snapshot, and the next start's flush does the work instead of
+// holding up the stop.
+const eraserFinalTimeout = 2 * time.Second
 
 // noteErasure tells the eraser that a committed transaction erased data.
 // It never blocks: a signal already waiting covers this erasure too.

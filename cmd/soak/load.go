@@ -116,17 +116,6 @@ func (l *ledger) attempted(email string) (string, bool) {
 	return k, ok
 }
 
-// ackedSnapshot returns a copy of the acknowledged emails.
-func (l *ledger) ackedSnapshot() map[string]bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	m := make(map[string]bool, len(l.acked))
-	for e := range l.acked {
-		m[e] = true
-	}
-	return m
-}
-
 // removals returns how many removals were sent and answered 200.
 func (l *ledger) removals() (sent, done int) {
 	l.mu.Lock()

@@ -66,6 +66,11 @@ func TestBrowser_ProgramPageShowsNameCountsAndChartWithItsTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		owWantFits(t, ctx, "the program page", phoneW)
+		// The signed-in navigation takes a few short rows, not a third of
+		// the screen (it took about 250 px before its phone layout).
+		if h := owEval[float64](t, ctx, `document.querySelector('header').getBoundingClientRect().height`); h > 180 {
+			t.Errorf("the header is %.0f px tall on a %d px phone, want at most 180", h, phoneW)
+		}
 		owScreenshot(t, ctx, "console-program")
 	})
 }

@@ -294,7 +294,8 @@ type WALStore interface {
 // snapshot too (it cannot check, before its position, that the WAL was not
 // overwritten), and a WAL holds just one frame after every flush (the
 // restart's own write) and so at every start after a clean stop: Erase
-// first writes frames until the WAL holds two.
+// first commits two one-page transactions (the first may itself restart the
+// WAL), so that the WAL holds two frames at least.
 //
 // It fails when the checkpoint did not restart the WAL (Litestream skips it
 // while it takes a snapshot, and a reader of an older snapshot keeps it from

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"admit/backup"
+	"admit/internal/testutil"
 
 	"github.com/google/uuid"
 )
@@ -134,12 +135,12 @@ func TestBackup_FullDiskThenFreedShipsTheWaitingChangesWithinSeconds(t *testing.
 	// later commits then reuse its room even on a full disk, while
 	// Litestream's copies of them into its local files need new space.
 	walPath := b.DBPath + "-wal"
-	start := mustFileSize(t, walPath)
+	start := testutil.FileSize(t, walPath)
 	for i := 0; ; i++ {
 		if code, _, err := trySignup(c, srv.URL, uuid.NewString(), fmt.Sprintf("before%d@example.test", i), version); err != nil || code != http.StatusAccepted {
 			t.Fatalf("signup %d: status=%d, %v", i, code, err)
 		}
-		if i > 50 && mustFileSize(t, walPath) > 2*start && i%50 == 0 {
+		if i > 50 && testutil.FileSize(t, walPath) > 2*start && i%50 == 0 {
 			break
 		}
 		if i > 3000 {
@@ -185,17 +186,4 @@ func TestBackup_FullDiskThenFreedShipsTheWaitingChangesWithinSeconds(t *testing.
 	}
 	t.Logf("%d signups committed on the full disk; the replica matched the live database %s after space was freed",
 		accepted, time.Since(freed).Round(time.Millisecond))
-}
-
-// mustFileSize returns the size of the file at path (0 if absent).
-func mustFileSize(tb testing.TB, path string) int64 {
-	tb.Helper()
-	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return fi.Size()
 }

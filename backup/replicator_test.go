@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"admit/internal/testutil"
 	"admit/store"
 
 	"github.com/google/uuid"
@@ -562,7 +563,7 @@ func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *
 	if !holds(e.DBPath + "-wal") {
 		t.Fatal("the WAL does not hold the old value before the flush: the check cannot see it")
 	}
-	walBefore := mustSize(t, e.DBPath+"-wal")
+	walBefore := testutil.FileSize(t, e.DBPath+"-wal")
 	l0 := r.db.LTXLevelDir(0)
 
 	// Litestream's new files hold this flush's changes, not the database.
@@ -574,7 +575,7 @@ func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *
 		}
 	})
 	trimmed := counted.trimmed
-	t.Logf("flush took %s; WAL %d bytes before, %d trimmed, %d after", time.Since(start).Round(time.Millisecond), walBefore, trimmed, mustSize(t, e.DBPath+"-wal"))
+	t.Logf("flush took %s; WAL %d bytes before, %d trimmed, %d after", time.Since(start).Round(time.Millisecond), walBefore, trimmed, testutil.FileSize(t, e.DBPath+"-wal"))
 	for _, p := range []string{e.DBPath + "-wal", e.DBPath} {
 		if holds(p) {
 			t.Errorf("%s still holds the replaced value after the flush", filepath.Base(p))
@@ -658,19 +659,6 @@ func mustNoSnapshot(tb testing.TB, dir string, size int64, fn func()) {
 	}
 }
 
-// mustSize returns the size of the file at path, 0 when it does not exist.
-func mustSize(tb testing.TB, path string) int64 {
-	tb.Helper()
-	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return fi.Size()
-}
-
 // mustLTXSizes returns the size of every file in dir by name.
 func mustLTXSizes(tb testing.TB, dir string) map[string]int64 {
 	tb.Helper()
@@ -705,7 +693,7 @@ func TestReplicator_ACleanRestartResumesWithoutASnapshot(t *testing.T) {
 	mustSync(t, r)
 	l0 := r.db.LTXLevelDir(0)
 	mustStop(t, db, r)
-	if mustSize(t, e.DBPath+"-wal") == 0 {
+	if testutil.FileSize(t, e.DBPath+"-wal") == 0 {
 		t.Fatal("the WAL is gone after a clean stop")
 	}
 	// The restart, the eraser's flush at start, and new changes.

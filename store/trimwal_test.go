@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"admit/internal/testutil"
 )
 
 // mustExecAll runs statements in one write transaction of db.
@@ -60,17 +62,13 @@ func TestTrimWAL_CutsTheOlderFramesARestartLeftAndKeepsEveryCommit(t *testing.T)
 	if n, err := db.TrimWAL(ctx); err != nil || n != 0 {
 		t.Fatalf("TrimWAL before any restart: removed %d, err %v; want 0, nil", n, err)
 	}
-	other, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := mustOtherConnection(t, path)
 	var busy, logFrames, done int
 	if err := other.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done); err != nil || busy != 0 || done != logFrames {
 		t.Fatalf("checkpoint: busy=%d log=%d checkpointed=%d err=%v", busy, logFrames, done, err)
 	}
 	mustExecAll(t, db, `INSERT INTO bulk (id, v) VALUES (1000, 'after the restart')`)
-	sizeBefore := mustFileSize(t, path+"-wal")
+	sizeBefore := testutil.FileSize(t, path+"-wal")
 	if !walHolds() {
 		t.Fatal("the restarted WAL no longer holds the old value: the check cannot see it")
 	}
@@ -92,7 +90,7 @@ func TestTrimWAL_CutsTheOlderFramesARestartLeftAndKeepsEveryCommit(t *testing.T)
 	if err := db.writer.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
 		t.Fatal(err)
 	}
-	size := mustFileSize(t, path+"-wal")
+	size := testutil.FileSize(t, path+"-wal")
 	if removed != sizeBefore-size || (size-walHeaderSize)%(walFrameHeaderSize+pageSize) != 0 || size > walHeaderSize+8*(walFrameHeaderSize+pageSize) {
 		t.Fatalf("WAL %d bytes before, %d after, %d reported removed: want a whole number of the restart's few frames left", sizeBefore, size, removed)
 	}
@@ -125,14 +123,17 @@ func TestTrimWAL_CutsTheOlderFramesARestartLeftAndKeepsEveryCommit(t *testing.T)
 	}
 }
 
-// mustFileSize returns the size of the file at path.
-func mustFileSize(tb testing.TB, path string) int64 {
+// mustOtherConnection opens a second connection to the database at path,
+// outside the store, as Litestream holds one, and closes it at cleanup.
+func mustOtherConnection(tb testing.TB, path string) *sql.DB {
 	tb.Helper()
-	fi, err := os.Stat(path)
+	other, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return fi.Size()
+	other.SetMaxOpenConns(1)
+	tb.Cleanup(func() { other.Close() })
+	return other
 }
 
 // walFrames asks SQLite how many frames the WAL of the database at path
@@ -154,12 +155,7 @@ func TestWALCommittedEnd_AgreesWithSQLitesOwnFrameCount(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "admit.db")
 	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey, NoAutoCheckpoint: true})
-	other, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	other.SetMaxOpenConns(1)
+	other := mustOtherConnection(t, path)
 	var pageSize int64
 	if err := db.writer.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
 		t.Fatal(err)
@@ -187,7 +183,7 @@ func TestWALCommittedEnd_AgreesWithSQLitesOwnFrameCount(t *testing.T) {
 	// walFrames' checkpoint copied every frame: the next commit restarts
 	// the WAL over a longer older generation.
 	mustExecAll(t, db, `UPDATE bulk SET v = 'x' WHERE id = 1`)
-	if mustFileSize(t, path+"-wal") <= walHeaderSize+4*(walFrameHeaderSize+pageSize) {
+	if testutil.FileSize(t, path+"-wal") <= walHeaderSize+4*(walFrameHeaderSize+pageSize) {
 		t.Fatal("the WAL did not keep an older generation past the restart")
 	}
 	check("after a restart")
@@ -216,12 +212,7 @@ func TestWriteWALFrames_LeavesTheWALHoldingThatMany(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "admit.db")
 	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey, NoAutoCheckpoint: true})
-	other, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	other.SetMaxOpenConns(1)
+	other := mustOtherConnection(t, path)
 	mustExecAll(t, db, `CREATE TABLE t (v)`, `INSERT INTO t VALUES (1)`)
 	walFrames(t, other) // every frame copied: the next write restarts the WAL
 	if err := db.WriteWALFrames(ctx, 2); err != nil {

@@ -65,7 +65,7 @@ func (r *Replicator) catchUp(ctx context.Context) {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
-		_ = r.db.SyncAndWait(sctx)
+		_ = r.litestream(sctx, r.db.SyncAndWait)
 		cancel()
 	}
 }

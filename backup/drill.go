@@ -243,7 +243,7 @@ func (r *Replicator) drillPosition(ctx context.Context, pause PauseFunc) (*Drill
 	// two halves of a sync: sync again until both sides agree.
 	var pos ltx.Pos
 	for attempt := 1; ; attempt++ {
-		if err := r.db.SyncAndWait(hctx); err != nil {
+		if err := r.litestream(hctx, r.db.SyncAndWait); err != nil {
 			return nil, fmt.Errorf("sync the replica: %w", err)
 		}
 		if pos, err = r.db.Pos(); err != nil {
@@ -271,7 +271,7 @@ func (r *Replicator) drillPosition(ctx context.Context, pause PauseFunc) (*Drill
 func (r *Replicator) forceSnapshot(ctx context.Context) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if _, err = r.db.Snapshot(ctx); err == nil || ctx.Err() != nil {
+		if err = r.litestream(ctx, func(ctx context.Context) error { _, err := r.db.Snapshot(ctx); return err }); err == nil || ctx.Err() != nil {
 			return err
 		}
 		select {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/litestream"
@@ -48,6 +49,9 @@ type Replicator struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// up is set once a call into Litestream has succeeded (see litestream).
+	up atomic.Bool
 
 	// bg runs the catch-up and the restore drills; drills records them;
 	// log is admit's logger.
@@ -261,7 +265,34 @@ func (r *Replicator) Sync(ctx context.Context) error {
 	if r == nil {
 		return nil
 	}
-	return r.db.SyncAndWait(ctx)
+	return r.litestream(ctx, r.db.SyncAndWait)
+}
+
+// litestreamStartTimeout bounds a call into Litestream made before one has
+// succeeded, which its caller cannot cancel (see litestream).
+const litestreamStartTimeout = 30 * time.Second
+
+// litestream runs call, a call into Litestream that syncs, with ctx. The
+// first sync also opens Litestream's own connection to the database and
+// then its file handle; if ctx is cancelled in between, Litestream keeps
+// the connection, counts itself started and never opens the handle, and
+// every later sync of this process, the final one at Close included, fails
+// with "invalid argument" (Litestream v0.5.18, DB.init): nothing more
+// reaches the replica until a restart. A stop right after a start cancelled
+// the first sync that way. So until one call has succeeded, a call does not
+// end with its caller's context: it runs to its end, for at most
+// litestreamStartTimeout.
+func (r *Replicator) litestream(ctx context.Context, call func(context.Context) error) error {
+	if r.up.Load() {
+		return call(ctx)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), litestreamStartTimeout)
+	defer cancel()
+	err := call(ctx)
+	if err == nil {
+		r.up.Store(true)
+	}
+	return err
 }
 
 // WALStore is what Erase needs of admit's store (store.DB).
@@ -311,7 +342,9 @@ func (r *Replicator) Erase(ctx context.Context, s WALStore) error {
 	if err != nil {
 		return err
 	}
-	if err := r.db.Checkpoint(ctx, litestream.CheckpointModePassive); err != nil {
+	if err := r.litestream(ctx, func(ctx context.Context) error {
+		return r.db.Checkpoint(ctx, litestream.CheckpointModePassive)
+	}); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	after, err := walHeader(r.db.WALPath())
@@ -324,7 +357,7 @@ func (r *Replicator) Erase(ctx context.Context, s WALStore) error {
 	if _, err := s.TrimWAL(ctx); err != nil {
 		return err
 	}
-	if err := r.db.SyncAndWait(ctx); err != nil {
+	if err := r.litestream(ctx, r.db.SyncAndWait); err != nil {
 		return fmt.Errorf("ship changes before pruning local copies: %w", err)
 	}
 	return r.pruneLocalL0()
@@ -388,6 +421,13 @@ func (r *Replicator) Close(ctx context.Context) error {
 	}
 	r.closeOnce.Do(func() {
 		r.bg.stop()
+		if !r.up.Load() {
+			// Litestream's monitor makes its own first sync, and Close
+			// cancels it: if that sync is still opening Litestream's
+			// handles, the final sync fails (see litestream). One sync of
+			// admit's own first makes sure they are open.
+			_ = r.litestream(ctx, func(ctx context.Context) error { return r.db.Sync(ctx) })
+		}
 		if err := r.store.Close(ctx); err != nil {
 			r.closeErr = fmt.Errorf("stop replication to %s: %w", r.replica, err)
 		}

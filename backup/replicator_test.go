@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -712,4 +713,60 @@ func TestReplicator_ACleanRestartResumesWithoutASnapshot(t *testing.T) {
 	if got, want := restored.Tables["entries"], live["entries"]; got != want || want != 4 {
 		t.Errorf("entries in the replica after the restart=%d, want %d (4)", got, want)
 	}
+}
+
+// TestReplicator_ACallCancelledWhileLitestreamStartsBreaksNothing: the first
+// call into Litestream also opens its connection and file handle, and a
+// context cancelled part-way through that (a stop right after a start) left
+// the connection without the file handle, so that every later sync, the
+// final one at Close included, failed with "invalid argument". Every later
+// sync must still ship the changes.
+func TestReplicator_ACallCancelledWhileLitestreamStartsBreaksNothing(t *testing.T) {
+	e := MustTestEnv(t)
+	db := e.MustOpenStore(t)
+	e.mustSignup(t, db, 3)
+	r := e.MustStart(t)
+	_ = r.Sync(&cancelledAfterFirstCheck{})
+	mustSync(t, r)
+	e.mustSignup(t, db, 2)
+	mustStop(t, db, r)
+	mustDeleteDB(t, e.DBPath)
+	e.mustRestore(t, e.DBPath, time.Time{})
+	if got := mustCounts(t, e.DBPath)["entries"]; got != 5 {
+		t.Fatalf("the restored database has %d entries, want 5", got)
+	}
+}
+
+// TestReplicator_AStopRightAfterAStartShipsTheChanges: Litestream's own
+// first sync waits for its monitor's first tick, a second after the start,
+// and its Close makes a final sync only once one has run. A stop before
+// that must still ship every change.
+func TestReplicator_AStopRightAfterAStartShipsTheChanges(t *testing.T) {
+	e := MustTestEnv(t)
+	db := e.MustOpenStore(t)
+	e.mustSignup(t, db, 4)
+	r := e.MustStart(t)
+	mustStop(t, db, r)
+	mustDeleteDB(t, e.DBPath)
+	e.mustRestore(t, e.DBPath, time.Time{})
+	if got := mustCounts(t, e.DBPath)["entries"]; got != 4 {
+		t.Fatalf("the restored database has %d entries, want 4", got)
+	}
+}
+
+// cancelledAfterFirstCheck is a context that is already done, but whose
+// first Err reports it live: a cancellation that lands just after the
+// caller's own check, in the middle of what it then starts.
+type cancelledAfterFirstCheck struct{ checks atomic.Int32 }
+
+var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (c *cancelledAfterFirstCheck) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *cancelledAfterFirstCheck) Done() <-chan struct{}       { return closedDone }
+func (c *cancelledAfterFirstCheck) Value(any) any               { return nil }
+func (c *cancelledAfterFirstCheck) Err() error {
+	if c.checks.Add(1) == 1 {
+		return nil
+	}
+	return context.Canceled
 }

@@ -247,8 +247,12 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 			return fmt.Errorf("queue: %w", err)
 		}
 		defer rows.Close()
+		scan := scanEntry
+		if term, exact, _ := f.search(); term != "" && !exact {
+			scan = scanSearchEntry
+		}
 		for rows.Next() {
-			e, err := scanEntry(rows)
+			e, err := scan(rows)
 			if err != nil {
 				return err
 			}
@@ -301,85 +305,35 @@ func searchKeyOf(ctx context.Context, tx *Tx, programID, entryID string) (string
 }
 
 // queueQuery is the SQL for a page of the queue. rule: a search reads only
-// the entries it matches, in the order of an index (migration 00007), so a
-// page costs the same whether a prefix matches ten entries or all of them;
-// an erased entry never matches. A search's pages are in address order, by
-// the lowercased address and then the ID; every other page is in join order.
-// keyOf resolves a search cursor's entry to its place in address order.
+// the entries it matches, in the order of an index, so a page costs the
+// same whether a prefix matches ten entries or all of them; an erased entry
+// never matches. A search's pages are in address order, by the lowercased
+// address and then the ID; every other page is in join order. keyOf
+// resolves a search cursor's entry to its place in address order.
 func queueQuery(programID string, f QueueFilter, keyOf func(entryID string) (string, error)) (string, []any, error) {
 	term, exact, err := f.search()
 	if err != nil {
 		return "", nil, err
 	}
-	prefix := term != "" && !exact
-	q := `SELECT ` + entryColumns + ` FROM entries e `
-	switch {
-	case prefix && f.State != "":
-		q += `INDEXED BY entries_state_search_idx `
-	case prefix:
-		q += `INDEXED BY entries_search_idx `
+	if term != "" && !exact {
+		return searchQuery(programID, f, term, keyOf)
 	}
-	q += `JOIN notices n ON n.id = e.notice_id AND n.program_id = e.program_id WHERE e.program_id = ?`
+	q := `SELECT ` + entryColumns + entryFrom + `WHERE e.program_id = ?`
 	args := []any{programID}
 	if f.State != "" {
 		q += ` AND e.state = ?`
 		args = append(args, f.State)
 	}
-	switch {
-	case exact:
+	if exact {
 		q += ` AND e.email_key = ? AND e.erased_at IS NULL`
 		args = append(args, term)
-	case prefix:
-		lo, hi := term, prefixEnd(term)
-		loOp, hiOp := ">=", "<"
-		if pos := f.Cursor + f.Before; pos != "" {
-			// rule: a search's cursor holds only an entry ID, never an
-			// address; its place in the order is that entry's lowercased
-			// address, read here and bound. The index seeks to it: the
-			// range starts (or, going back, ends) at that address, and
-			// only entries with the very same address are told apart by ID.
-			c, err := decodeCursor(pos)
-			if err != nil {
-				return "", nil, err
-			}
-			if !c.search {
-				return "", nil, Errorf(EINVALID, "The page position belongs to another list. Start again from the first page.")
-			}
-			key, err := keyOf(c.id)
-			if err != nil {
-				return "", nil, err
-			}
-			if f.Cursor != "" {
-				lo = max(lo, key)
-				q += ` AND (lower(e.email_key) > ? OR e.id > ?)`
-			} else {
-				if key < hi {
-					hi, hiOp = key, "<="
-				}
-				q += ` AND (lower(e.email_key) < ? OR e.id < ?)`
-			}
-			args = append(args, key, c.id)
-		}
-		q += ` AND lower(e.email_key) ` + loOp + ` ? AND lower(e.email_key) ` + hiOp + ` ? AND e.erased_at IS NULL`
-		args = append(args, lo, hi)
 	}
-	if !f.From.IsZero() {
-		q += ` AND e.created_at >= ?`
-		args = append(args, Millis(f.From))
-	}
-	if !f.To.IsZero() {
-		q += ` AND e.created_at < ?`
-		args = append(args, Millis(f.To))
-	}
-	pos, dir := f.Cursor, ">"
+	q += joinTimeRange(f, &args)
+	order, dir := ` ORDER BY e.created_at, e.id`, ">"
 	if f.Before != "" {
-		pos, dir = f.Before, "<"
+		order, dir = ` ORDER BY e.created_at DESC, e.id DESC`, "<"
 	}
-	order := ` ORDER BY e.created_at, e.id`
-	if prefix {
-		order = ` ORDER BY lower(e.email_key), e.id`
-	}
-	if pos != "" && !prefix {
+	if pos := f.Cursor + f.Before; pos != "" {
 		c, err := decodeCursor(pos)
 		if err != nil {
 			return "", nil, err
@@ -390,12 +344,100 @@ func queueQuery(programID string, f QueueFilter, keyOf func(entryID string) (str
 		q += ` AND (e.created_at, e.id) ` + dir + ` (?, ?)`
 		args = append(args, c.at, c.id)
 	}
-	if f.Before != "" {
-		order = strings.ReplaceAll(order, ", e.id", " DESC, e.id DESC")
+	return q + order + ` LIMIT ?`, append(args, f.Limit+1), nil
+}
+
+// joinTimeRange is the filter's bounds on the join time, as SQL
+// conditions; their values are appended to args.
+func joinTimeRange(f QueueFilter, args *[]any) string {
+	var q string
+	if !f.From.IsZero() {
+		q += ` AND e.created_at >= ?`
+		*args = append(*args, Millis(f.From))
 	}
-	q += order + ` LIMIT ?`
-	args = append(args, f.Limit+1)
-	return q, args, nil
+	if !f.To.IsZero() {
+		q += ` AND e.created_at < ?`
+		*args = append(*args, Millis(f.To))
+	}
+	return q
+}
+
+// searchQuery is the SQL for a page of a prefix search. rule: a search
+// reads entries_state_search_idx (migration 00007), which keeps each
+// state's entries of a program in address order: one range per state (only
+// the filter's state, when it names one), each read in that order, merged
+// by SQLite's compound ORDER BY, which reads each range only as far as the
+// page needs. There is no index over the addresses of every state: it
+// would cost each signup one more randomly placed page (migration 00010,
+// BENCHMARKS.md "CPU per signup"). Each row carries its lowercased address
+// as one more column, the merge's key (see scanSearchEntry).
+func searchQuery(programID string, f QueueFilter, term string, keyOf func(entryID string) (string, error)) (string, []any, error) {
+	lo, hi := term, prefixEnd(term)
+	loOp, hiOp := ">=", "<"
+	var after string
+	var afterArgs []any
+	if pos := f.Cursor + f.Before; pos != "" {
+		// rule: a search's cursor holds only an entry ID, never an
+		// address; its place in the order is that entry's lowercased
+		// address, read here and bound. The index seeks to it: the range
+		// starts (or, going back, ends) at that address, and only entries
+		// with the very same address are told apart by ID.
+		c, err := decodeCursor(pos)
+		if err != nil {
+			return "", nil, err
+		}
+		if !c.search {
+			return "", nil, Errorf(EINVALID, "The page position belongs to another list. Start again from the first page.")
+		}
+		key, err := keyOf(c.id)
+		if err != nil {
+			return "", nil, err
+		}
+		if f.Cursor != "" {
+			lo = max(lo, key)
+			after = ` AND (lower(e.email_key) > ? OR e.id > ?)`
+		} else {
+			if key < hi {
+				hi, hiOp = key, "<="
+			}
+			after = ` AND (lower(e.email_key) < ? OR e.id < ?)`
+		}
+		afterArgs = []any{key, c.id}
+	}
+	states := EntryStates
+	if f.State != "" {
+		states = []string{f.State}
+	}
+	arms := make([]string, 0, len(states))
+	var args []any
+	for _, st := range states {
+		arm := `SELECT ` + entryColumns + `, lower(e.email_key) AS search_key
+			FROM entries e INDEXED BY entries_state_search_idx
+			JOIN notices n ON n.id = e.notice_id AND n.program_id = e.program_id
+			WHERE e.program_id = ? AND e.state = ?` + after +
+			` AND lower(e.email_key) ` + loOp + ` ? AND lower(e.email_key) ` + hiOp + ` ? AND e.erased_at IS NULL`
+		args = append(append(append(args, programID, st), afterArgs...), lo, hi)
+		arms = append(arms, arm+joinTimeRange(f, &args))
+	}
+	// Column 1 is the entry's ID (entryColumns).
+	order := ` ORDER BY search_key, 1`
+	if f.Before != "" {
+		order = ` ORDER BY search_key DESC, 1 DESC`
+	}
+	return strings.Join(arms, ` UNION ALL `) + order + ` LIMIT ?`, append(args, f.Limit+1), nil
+}
+
+// scanSearchEntry reads a row of searchQuery: an entry and then its
+// search key, which it drops.
+func scanSearchEntry(row interface{ Scan(...any) error }) (*Entry, error) {
+	return scanEntry(rowWithKey{row})
+}
+
+type rowWithKey struct{ row interface{ Scan(...any) error } }
+
+func (r rowWithKey) Scan(dest ...any) error {
+	var key string
+	return r.row.Scan(append(dest, &key)...)
 }
 
 // StateCounts counts a program's entries by state. It reads the counters

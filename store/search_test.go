@@ -200,19 +200,23 @@ func TestQueueSearch_UsesAnIndexAt100kEntries(t *testing.T) {
 	k := mustOwnerKit(t, "search-plan", 5)
 	mustSeedEntries(t, k.db, k.p.ID, k.notice.ID, 100_000)
 	cursor := encodeSearchCursor(uuid.NewString())
+	// A prefix search without a state reads one range of the state index
+	// per state, each in address order, and merges them.
+	const stateSearch = "entries_state_search_idx (program_id=? AND state=? AND <expr>>? AND <expr><?)"
 	cases := []struct {
-		name  string
-		f     QueueFilter
-		index string
+		name   string
+		f      QueueFilter
+		index  string
+		ranges int
 	}{
-		{"exact", QueueFilter{Query: "seed-000042@example.test"}, "(program_id=? AND email_key=?)"},
-		{"exact in a state", QueueFilter{Query: "seed-000042@example.test", State: StateWaiting}, "(program_id=? AND email_key=?)"},
-		{"prefix", QueueFilter{Query: "seed-0001"}, "entries_search_idx (program_id=? AND <expr>>? AND <expr><?)"},
-		{"prefix of every entry", QueueFilter{Query: "s"}, "entries_search_idx (program_id=? AND <expr>>? AND <expr><?)"},
-		{"prefix in a state", QueueFilter{Query: "Seed-0001", State: StateWaiting}, "entries_state_search_idx (program_id=? AND state=? AND <expr>>? AND <expr><?)"},
-		{"prefix after a cursor", QueueFilter{Query: "seed", Cursor: cursor}, "entries_search_idx (program_id=? AND <expr>>? AND <expr><?)"},
-		{"prefix before a cursor", QueueFilter{Query: "seed", Before: cursor}, "entries_search_idx (program_id=? AND <expr>>? AND <expr><?)"},
-		{"prefix in a state after a cursor", QueueFilter{Query: "seed", State: StateSelected, Cursor: cursor}, "entries_state_search_idx (program_id=? AND state=? AND <expr>>? AND <expr><?)"},
+		{"exact", QueueFilter{Query: "seed-000042@example.test"}, "(program_id=? AND email_key=?)", 1},
+		{"exact in a state", QueueFilter{Query: "seed-000042@example.test", State: StateWaiting}, "(program_id=? AND email_key=?)", 1},
+		{"prefix", QueueFilter{Query: "seed-0001"}, stateSearch, len(EntryStates)},
+		{"prefix of every entry", QueueFilter{Query: "s"}, stateSearch, len(EntryStates)},
+		{"prefix in a state", QueueFilter{Query: "Seed-0001", State: StateWaiting}, stateSearch, 1},
+		{"prefix after a cursor", QueueFilter{Query: "seed", Cursor: cursor}, stateSearch, len(EntryStates)},
+		{"prefix before a cursor", QueueFilter{Query: "seed", Before: cursor}, stateSearch, len(EntryStates)},
+		{"prefix in a state after a cursor", QueueFilter{Query: "seed", State: StateSelected, Cursor: cursor}, stateSearch, 1},
 	}
 	for _, c := range cases {
 		c.f.Limit = DefaultPageSize
@@ -220,31 +224,20 @@ func TestQueueSearch_UsesAnIndexAt100kEntries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var plan []string
-		mustUpdate(t, k.db, func(tx *Tx) error {
-			rows, err := tx.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					return err
-				}
-				plan = append(plan, detail)
-			}
-			return rows.Err()
-		})
-		var entriesStep string
+		plan := mustQueryPlan(t, k.db, q, args)
+		var entriesSteps []string
 		for _, step := range plan {
 			if strings.HasPrefix(step, "SCAN e") || strings.HasPrefix(step, "SEARCH e ") {
-				entriesStep = step
+				entriesSteps = append(entriesSteps, step)
 			}
 		}
-		if !strings.HasPrefix(entriesStep, "SEARCH e USING INDEX ") || !strings.HasSuffix(entriesStep, c.index) {
-			t.Errorf("%s: entries are read by %q, want a search of the index %s\nplan: %q", c.name, entriesStep, c.index, plan)
+		if len(entriesSteps) != c.ranges {
+			t.Errorf("%s: entries are read in %d steps, want %d\nplan: %q", c.name, len(entriesSteps), c.ranges, plan)
+		}
+		for _, step := range entriesSteps {
+			if !strings.HasPrefix(step, "SEARCH e USING INDEX ") || !strings.HasSuffix(step, c.index) {
+				t.Errorf("%s: entries are read by %q, want a search of the index %s\nplan: %q", c.name, step, c.index, plan)
+			}
 		}
 		// The index gives the order: no step collects every match to sort
 		// it, so a page stops after its own rows.
@@ -292,6 +285,75 @@ func TestQueueSearch_UsesAnIndexAt100kEntries(t *testing.T) {
 	}
 	if len(page.Entries) != 10 || page.Entries[0].Email != "seed-000120@example.test" || page.Entries[9].Email != "seed-000129@example.test" {
 		t.Fatalf("prefix seed-00012 found %d entries, first %+v", len(page.Entries), page.Entries)
+	}
+}
+
+// mustQueryPlan is the detail column of EXPLAIN QUERY PLAN for q.
+func mustQueryPlan(t *testing.T, db *DB, q string, args []any) []string {
+	t.Helper()
+	var plan []string
+	mustUpdate(t, db, func(tx *Tx) error {
+		rows, err := tx.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			plan = append(plan, detail)
+		}
+		return rows.Err()
+	})
+	return plan
+}
+
+// TestOwnEntries_SeeksEachProgramsIndexAt100kEntries proves that a signed-in
+// applicant's entries are found program by program through the unique
+// (program_id, email_key) index, with no scan of entries, with 100,000
+// entries in one program and none in another; and that they are found.
+func TestOwnEntries_SeeksEachProgramsIndexAt100kEntries(t *testing.T) {
+	k := mustOwnerKit(t, "own-plan", 5)
+	mustSeedEntries(t, k.db, k.p.ID, k.notice.ID, 100_000)
+	other, err := k.db.CreateProgram(context.Background(), k.a, NewProgram{WorkspaceID: k.p.WorkspaceID, Slug: "own-plan-other",
+		Name: "Other", Purpose: testPurpose, QueueCap: 100, HourlyCap: 10, SeatCap: 5, MaxInvitationDays: 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustNotice(t, k.db, k.a, other.ID)
+	emails := []string{"seed-000042@example.test", "seed-099999@example.test"}
+	for _, oneProgram := range []bool{false, true} {
+		args := []any{}
+		if oneProgram {
+			args = append(args, "own-plan")
+		}
+		plan := mustQueryPlan(t, k.db, ownEntriesQuery(len(emails), oneProgram), append(args, emails[0], emails[1]))
+		var seeks int
+		for _, step := range plan {
+			if strings.HasPrefix(step, "SCAN e") || strings.HasPrefix(step, "SCAN entries") {
+				t.Errorf("one program %v: the plan scans entries (%q)\nplan: %q", oneProgram, step, plan)
+			}
+			if strings.HasPrefix(step, "SEARCH e USING INDEX ") && strings.HasSuffix(step, "(program_id=? AND email_key=?)") {
+				seeks++
+			}
+		}
+		if seeks != 1 {
+			t.Errorf("one program %v: %d searches of entries by program and address, want 1\nplan: %q", oneProgram, seeks, plan)
+		}
+	}
+	own, err := k.db.OwnEntries(context.Background(), emails)
+	if err != nil || len(own) != 2 || own[0].ProgramID != k.p.ID || own[1].ProgramID != k.p.ID {
+		t.Fatalf("own entries: %+v %v", own, err)
+	}
+	one, err := k.db.OwnEntry(context.Background(), "own-plan", emails[1:])
+	if err != nil || one.ProgramID != k.p.ID {
+		t.Fatalf("own entry: %+v %v", one, err)
+	}
+	if _, err := k.db.OwnEntry(context.Background(), "own-plan-other", emails); ErrorCode(err) != ENOTFOUND {
+		t.Fatalf("own entry in the other program: %v, want not found", err)
 	}
 }
 

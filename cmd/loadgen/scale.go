@@ -165,7 +165,7 @@ type scaleResult struct {
 // scalePages are the read loops in report order.
 var scalePages = []string{"queue HTML first page", "queue HTML deep page", "queue HTML state=selected",
 	"queue API first page", "queue API deep page", "queue API state=selected",
-	"email search HTML", "email search API", "program page HTML", "program API"}
+	"email search HTML", "email search API", "prefix search HTML", "prefix search API", "program page HTML", "program API"}
 
 // runScale measures every size in cfg.Scale and writes the report.
 func runScale(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
@@ -506,13 +506,17 @@ func (s *scaler) pages(ctx context.Context, p *program, res *scaleResult) error 
 		"queue API first page": api, "queue API deep page": api + deep, "queue API state=selected": api + "?state=selected",
 		"program page HTML": "/owner/programs/" + p.ID, "program API": "/api/owner/programs/" + p.ID,
 	}
-	// An address in the middle of the largest program.
+	// An address in the middle of the largest program, and a prefix that
+	// every entry's address starts with: the search whose page merges the
+	// most ranges (one per state).
 	q := "?q=" + url.QueryEscape(scaleEmail(0, res.Largest/2))
+	prefix := "?q=scale"
 	switch ok, err := s.searches(ctx, api); {
 	case err != nil:
 		return err
 	case ok:
 		paths["email search HTML"], paths["email search API"] = html+q, api+q
+		paths["prefix search HTML"], paths["prefix search API"] = html+prefix, api+prefix
 	default:
 		s.progress("the queue has no search (?q=): no search rows")
 	}

@@ -153,6 +153,8 @@ type scaleResult struct {
 	Stop time.Duration
 	// Scrape is how long one metrics scrape took.
 	Scrape time.Duration
+	// Disk is how the data directory's disk answered fsync before seeding.
+	Disk fsyncProbe
 	// Backup verify and restore with admit stopped: wall time, CPU time
 	// (user and system: on a loaded machine the wall time is mostly
 	// waiting for a core) and peak RSS.
@@ -204,6 +206,9 @@ func runScale(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error 
 	return nil
 }
 
+// fsyncProbeLength is how long each size probes the disk's fsync.
+const fsyncProbeLength = 10 * time.Second
+
 // scaler measures one size.
 type scaler struct {
 	*runner
@@ -218,6 +223,12 @@ func (s *scaler) measure(ctx context.Context, n int) (*scaleResult, error) {
 	if err := s.prepare(); err != nil {
 		return nil, err
 	}
+	s.progress("probing the disk's fsync for %s", fsyncProbeLength)
+	disk, err := probeFsync(s.dataDir, fsyncProbeLength)
+	if err != nil {
+		return nil, err
+	}
+	res.Disk = disk
 	split := scaleSplit(n)
 	res.Programs, res.Largest = len(split), split[0]
 	progs, err := s.createPrograms(ctx, split)

@@ -96,6 +96,10 @@ func writeScaleReport(w io.Writer, m machine, results []*scaleResult) {
 	})
 	row("one metrics scrape", func(r *scaleResult) string { return ms(r.Scrape) + " ms" })
 	row("seeding (loadgen, admit stopped)", func(r *scaleResult) string { return secs(r.Seed) })
+	row("disk before seeding: fsyncs, p50, p99, longest, > 50 ms", func(r *scaleResult) string {
+		d := r.Disk
+		return fmt.Sprintf("%d in %s, %s ms, %s ms, %s ms, %d", d.N, secs(d.Length), ms(d.P50), ms(d.P99), ms(d.Max), d.Over50ms)
+	})
 	fmt.Fprintln(w)
 	writeScaleTargets(w, results[len(results)-1])
 }

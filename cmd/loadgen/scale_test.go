@@ -171,3 +171,31 @@ func TestSinceHolds_LongestOnlyWhenItRose(t *testing.T) {
 		t.Errorf("flat: %+v, %q", flat, holdCell(flat))
 	}
 }
+
+func TestSummarizeFsyncs_PercentilesLongestAndStalls(t *testing.T) {
+	var lat []time.Duration
+	for i := 1; i <= 200; i++ {
+		lat = append(lat, time.Duration(i)*time.Millisecond/2) // 0.5 ms … 100 ms
+	}
+	p := summarizeFsyncs(lat, 3*time.Second)
+	if p.N != 200 || p.P50 != 50500*time.Microsecond || p.P99 != 99500*time.Microsecond || p.Max != 100*time.Millisecond || p.Over50ms != 100 || p.Length != 3*time.Second {
+		t.Fatalf("%+v", p)
+	}
+	if z := summarizeFsyncs(nil, time.Second); z.N != 0 || z.Max != 0 {
+		t.Fatalf("no fsyncs: %+v", z)
+	}
+}
+
+func TestProbeFsync_MeasuresAndRemovesItsFile(t *testing.T) {
+	dir := t.TempDir()
+	p, err := probeFsync(dir, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.N == 0 || p.P50 <= 0 || p.P50 > p.P99 || p.P99 > p.Max {
+		t.Fatalf("%+v", p)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("the probe left %d files", len(left))
+	}
+}

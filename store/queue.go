@@ -433,7 +433,10 @@ func scanSearchEntry(row interface{ Scan(...any) error }) (*Entry, error) {
 	return scanEntry(rowWithKey{row})
 }
 
-type rowWithKey struct{ row interface{ Scan(...any) error } }
+// rowWithKey scans a row that has one more column than its destinations.
+type rowWithKey struct {
+	row interface{ Scan(...any) error }
+}
 
 func (r rowWithKey) Scan(dest ...any) error {
 	var key string

@@ -271,7 +271,11 @@ func (r *Replicator) drillPosition(ctx context.Context, pause PauseFunc) (*Drill
 func (r *Replicator) forceSnapshot(ctx context.Context) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if err = r.litestream(ctx, func(ctx context.Context) error { _, err := r.db.Snapshot(ctx); return err }); err == nil || ctx.Err() != nil {
+		err = r.litestream(ctx, func(ctx context.Context) error {
+			_, err := r.db.Snapshot(ctx)
+			return err
+		})
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
 		select {

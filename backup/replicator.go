@@ -424,9 +424,10 @@ func (r *Replicator) Close(ctx context.Context) error {
 		if !r.up.Load() {
 			// Litestream's monitor makes its own first sync, and Close
 			// cancels it: if that sync is still opening Litestream's
-			// handles, the final sync fails (see litestream). One sync of
-			// admit's own first makes sure they are open.
-			_ = r.litestream(ctx, func(ctx context.Context) error { return r.db.Sync(ctx) })
+			// handles, the final sync fails (see litestream). And with no
+			// sync run yet, Litestream's Close makes no final sync at all.
+			// One sync of admit's own first, bounded by the stop's ctx.
+			_ = r.db.Sync(ctx)
 		}
 		if err := r.store.Close(ctx); err != nil {
 			r.closeErr = fmt.Errorf("stop replication to %s: %w", r.replica, err)

@@ -390,3 +390,40 @@ func TestBrowser_FaviconStyledAssetNotFoundAndOneLineBanner(t *testing.T) {
 	}
 	mustFitWidth(t, ctx, "the asset 404", phoneWidth)
 }
+
+// TestBrowser_PrivacyTableSplitsNoWordOnAPhone: the retention table wraps
+// its sentences at word boundaries on a phone and fits the screen; no word
+// ("retirement", "minutes") is broken across two lines.
+func TestBrowser_PrivacyTableSplitsNoWordOnAPhone(t *testing.T) {
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) {
+			app := MustStartApp(t)
+			ctx := adbrowser.MustNew(t, mode.opts...)
+			onPhone(t, ctx)
+			mustNavigate(t, ctx, "open /privacy", chromedp.Navigate(app.URL+"/privacy"))
+			mustFitWidth(t, ctx, "/privacy", phoneWidth)
+			// Every word of every cell: a word on two lines has two boxes.
+			split := mustEval[[]string](t, ctx, `(() => {
+				const out = [];
+				for (const cell of document.querySelectorAll('[data-testid="retention"] th, [data-testid="retention"] td')) {
+					const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+					for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+						for (const m of n.data.matchAll(/\S+/g)) {
+							const r = document.createRange();
+							r.setStart(n, m.index);
+							r.setEnd(n, m.index + m[0].length);
+							if (r.getClientRects().length > 1) out.push(m[0]);
+						}
+					}
+				}
+				return out;
+			})()`)
+			if len(split) > 0 {
+				t.Fatalf("words broken across lines at %d px: %q", phoneWidth, split)
+			}
+			if n := mustCount(t, ctx, `[data-testid="retention"] td`); n < 10 {
+				t.Fatalf("the retention table has %d cells", n)
+			}
+		})
+	}
+}

@@ -203,7 +203,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, ".</p><p>Erasing replaces the address with a marker that cannot be turned back into it. The entry's ID, status and history remain, without your address, so counts and the audit trail stay correct. Erasure runs inside the server every ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, ", with the one exception described below.</p><p>Erasing replaces the address with a marker that cannot be turned back into it. The entry's ID, status and history remain, without your address, so counts and the audit trail stay correct. Erasure runs inside the server every ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -216,7 +216,7 @@ func Privacy(c Chrome, v PrivacyView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, ". The database overwrites the erased address where it is stored, and within seconds of an erasure neither the database's log nor the backup's local working files hold it. One exception remains: when the database reorganises one of its index pages, it can leave an old copy of an address in that page's unused space, and such a copy stays in the database file until the space is reused.</p><h2>Backups</h2>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, ". The database overwrites the erased address where it is stored, and within seconds of an erasure neither the database's log nor the backup's local working files hold it. The one exception: when the database reorganises one of its index pages, it can leave an old copy of an address in that page's unused space, and such a copy stays in the database file until the space is reused.</p><h2>Backups</h2>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

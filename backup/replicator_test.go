@@ -144,6 +144,16 @@ func (e *testEnv) mustRestore(tb testing.TB, out string, at time.Time) *RestoreR
 	return res
 }
 
+// mustStopAndRestoreEntries stops the store and replication, restores the
+// replica's latest state to a new file and returns the entries the live
+// database held at the stop and the entries the restore holds.
+func (e *testEnv) mustStopAndRestoreEntries(tb testing.TB, db *store.DB, r *Replicator) (live, restored int64) {
+	tb.Helper()
+	live = mustCounts(tb, e.DBPath)["entries"]
+	mustStop(tb, db, r)
+	return live, e.mustRestore(tb, filepath.Join(tb.TempDir(), "r.db"), time.Time{}).Tables["entries"]
+}
+
 // mustCounts returns the per-table row counts of the database at path.
 func mustCounts(tb testing.TB, path string) TableCounts {
 	tb.Helper()
@@ -595,10 +605,7 @@ func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *
 
 	e.mustSignup(t, db, 2)
 	mustSync(t, r)
-	live := mustCounts(t, e.DBPath)
-	mustStop(t, db, r)
-	restored := e.mustRestore(t, filepath.Join(t.TempDir(), "r.db"), time.Time{})
-	if got, want := restored.Tables["entries"], live["entries"]; got != want || want != 4 {
+	if want, got := e.mustStopAndRestoreEntries(t, db, r); got != want || want != 4 {
 		t.Errorf("entries in the replica after the flush=%d, want %d (4)", got, want)
 	}
 	var off *Replicator
@@ -707,10 +714,7 @@ func TestReplicator_ACleanRestartResumesWithoutASnapshot(t *testing.T) {
 		e.mustSignup(t, db, 2)
 		mustSync(t, r)
 	})
-	live := mustCounts(t, e.DBPath)
-	mustStop(t, db, r)
-	restored := e.mustRestore(t, filepath.Join(t.TempDir(), "r.db"), time.Time{})
-	if got, want := restored.Tables["entries"], live["entries"]; got != want || want != 4 {
+	if want, got := e.mustStopAndRestoreEntries(t, db, r); got != want || want != 4 {
 		t.Errorf("entries in the replica after the restart=%d, want %d (4)", got, want)
 	}
 }
@@ -729,11 +733,8 @@ func TestReplicator_ACallCancelledWhileLitestreamStartsBreaksNothing(t *testing.
 	_ = r.Sync(&cancelledAfterFirstCheck{})
 	mustSync(t, r)
 	e.mustSignup(t, db, 2)
-	mustStop(t, db, r)
-	mustDeleteDB(t, e.DBPath)
-	e.mustRestore(t, e.DBPath, time.Time{})
-	if got := mustCounts(t, e.DBPath)["entries"]; got != 5 {
-		t.Fatalf("the restored database has %d entries, want 5", got)
+	if live, got := e.mustStopAndRestoreEntries(t, db, r); got != 5 || live != 5 {
+		t.Fatalf("the restored database has %d entries, want 5 (live %d)", got, live)
 	}
 }
 
@@ -746,11 +747,8 @@ func TestReplicator_AStopRightAfterAStartShipsTheChanges(t *testing.T) {
 	db := e.MustOpenStore(t)
 	e.mustSignup(t, db, 4)
 	r := e.MustStart(t)
-	mustStop(t, db, r)
-	mustDeleteDB(t, e.DBPath)
-	e.mustRestore(t, e.DBPath, time.Time{})
-	if got := mustCounts(t, e.DBPath)["entries"]; got != 4 {
-		t.Fatalf("the restored database has %d entries, want 4", got)
+	if live, got := e.mustStopAndRestoreEntries(t, db, r); got != 4 || live != 4 {
+		t.Fatalf("the restored database has %d entries, want 4 (live %d)", got, live)
 	}
 }
 

@@ -459,25 +459,7 @@ func TestExportQueue_RowCountFromTheCountersMatchesTheRowsStreamed(t *testing.T)
 	if streamed != 6 || details != `{"rows":6}` {
 		t.Errorf("streamed %d rows, recorded %s; want 6 and {\"rows\":6}", streamed, details)
 	}
-	var plan []string
-	if err := k.db.View(ctx, func(tx *Tx) error {
-		rows, err := tx.QueryContext(ctx, `EXPLAIN QUERY PLAN `+exportCountSQL, k.p.ID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				return err
-			}
-			plan = append(plan, detail)
-		}
-		return rows.Err()
-	}); err != nil {
-		t.Fatal(err)
-	}
+	plan := mustQueryPlan(t, k.db, exportCountSQL, k.p.ID)
 	for _, step := range plan {
 		if strings.Contains(step, "entries ") || strings.HasSuffix(step, "entries") {
 			t.Errorf("the export's count reads the entries table: %q", step)

@@ -224,7 +224,7 @@ func TestQueueSearch_UsesAnIndexAt100kEntries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan := mustQueryPlan(t, k.db, q, args)
+		plan := mustQueryPlan(t, k.db, q, args...)
 		var entriesSteps []string
 		for _, step := range plan {
 			if strings.HasPrefix(step, "SCAN e") || strings.HasPrefix(step, "SEARCH e ") {
@@ -289,7 +289,7 @@ func TestQueueSearch_UsesAnIndexAt100kEntries(t *testing.T) {
 }
 
 // mustQueryPlan is the detail column of EXPLAIN QUERY PLAN for q.
-func mustQueryPlan(t *testing.T, db *DB, q string, args []any) []string {
+func mustQueryPlan(t *testing.T, db *DB, q string, args ...any) []string {
 	t.Helper()
 	var plan []string
 	mustUpdate(t, db, func(tx *Tx) error {
@@ -330,7 +330,7 @@ func TestOwnEntries_SeeksEachProgramsIndexAt100kEntries(t *testing.T) {
 		if oneProgram {
 			args = append(args, "own-plan")
 		}
-		plan := mustQueryPlan(t, k.db, ownEntriesQuery(len(emails), oneProgram), append(args, emails[0], emails[1]))
+		plan := mustQueryPlan(t, k.db, ownEntriesQuery(len(emails), oneProgram), append(args, emails[0], emails[1])...)
 		var seeks int
 		for _, step := range plan {
 			if strings.HasPrefix(step, "SCAN e") || strings.HasPrefix(step, "SCAN entries") {

@@ -269,7 +269,8 @@ func (r *Replicator) Sync(ctx context.Context) error {
 }
 
 // litestreamStartTimeout bounds a call into Litestream made before one has
-// succeeded, which its caller cannot cancel (see litestream).
+// succeeded, which its caller cannot cancel, only end by its deadline (see
+// litestream).
 const litestreamStartTimeout = 30 * time.Second
 
 // litestream runs call, a call into Litestream that syncs, with ctx. The
@@ -279,14 +280,19 @@ const litestreamStartTimeout = 30 * time.Second
 // every later sync of this process, the final one at Close included, fails
 // with "invalid argument" (Litestream v0.5.18, DB.init): nothing more
 // reaches the replica until a restart. A stop right after a start cancelled
-// the first sync that way. So until one call has succeeded, a call does not
-// end with its caller's context: it runs to its end, for at most
-// litestreamStartTimeout.
+// the first sync that way. So until one call has succeeded, a call is not
+// cancelled with its caller's context: it ends at that context's deadline,
+// if it has one, and after litestreamStartTimeout at most. (A deadline is
+// far longer than the opening itself, and keeps a stop's bound.)
 func (r *Replicator) litestream(ctx context.Context, call func(context.Context) error) error {
 	if r.up.Load() {
 		return call(ctx)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), litestreamStartTimeout)
+	deadline := time.Now().Add(litestreamStartTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	err := call(ctx)
 	if err == nil {

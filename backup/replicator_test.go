@@ -738,6 +738,22 @@ func TestReplicator_ACallCancelledWhileLitestreamStartsBreaksNothing(t *testing.
 	}
 }
 
+// TestReplicator_ACallBeforeLitestreamStartedKeepsItsDeadline: such a call
+// is not cancelled with its caller, but its caller's deadline still ends
+// it, so that a stop stays within its bound.
+func TestReplicator_ACallBeforeLitestreamStartedKeepsItsDeadline(t *testing.T) {
+	e := MustTestEnv(t)
+	db := e.MustOpenStore(t)
+	e.mustSignup(t, db, 1)
+	r := e.MustStart(t)
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if err := r.Sync(past); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a sync past its deadline: %v, want the deadline exceeded", err)
+	}
+	mustSync(t, r)
+}
+
 // TestReplicator_AStopRightAfterAStartShipsTheChanges: Litestream's own
 // first sync waits for its monitor's first tick, a second after the start,
 // and its Close makes a final sync only once one has run. A stop before

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"admit/store"
 
 	"github.com/google/uuid"
 )
@@ -51,6 +54,9 @@ func seedWaiting(tb testing.TB, path, programID string, n int) {
 		if _, err := stmt.Exec(id, programID, fmt.Sprintf("seed-%06d@example.test", i), notice, at, at, at, hash[:]); err != nil {
 			tb.Fatalf("seed entry %d: %v", i, err)
 		}
+	}
+	if err := store.RecountEntries(context.Background(), tx, programID); err != nil {
+		tb.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
 		tb.Fatal(err)

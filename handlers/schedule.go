@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,11 +19,21 @@ import (
 // concurrent signups already hides each one's own work.
 const SignupAnswerDelay = 5 * time.Millisecond
 
+// answerSchedule holds the answers of both signup routes (onSchedule) and
+// counts those in progress, which decides how the last moments before a
+// release are waited out.
+type answerSchedule struct {
+	delay      time.Duration
+	inProgress atomic.Int64
+}
+
 // onSchedule holds every answer of next until delay after the request
 // reached it, whatever the answer (a 202, a refusal or an error).
-func onSchedule(delay time.Duration, next http.Handler) http.Handler {
+func (sch *answerSchedule) onSchedule(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(&heldWriter{ResponseWriter: w, ctx: r.Context(), release: time.Now().Add(delay)}, r)
+		sch.inProgress.Add(1)
+		defer sch.inProgress.Add(-1)
+		next.ServeHTTP(&heldWriter{ResponseWriter: w, ctx: r.Context(), release: time.Now().Add(sch.delay), sch: sch}, r)
 	})
 }
 
@@ -32,13 +43,20 @@ type heldWriter struct {
 	http.ResponseWriter
 	ctx     context.Context
 	release time.Time
+	sch     *answerSchedule
 	waited  bool
+	// yields counts the loop's turns before the release.
+	yields int
 }
 
 // releaseSpin is how long before release a held answer stops sleeping and
-// starts yielding in a loop: waking from a sleep takes longer the longer
-// the process was idle, so a sleep alone would release the cheaper path's
-// answers measurably later than the other's.
+// starts yielding in a loop, when it is the only signup in progress:
+// waking from a sleep takes longer the longer the process was idle, so a
+// sleep alone would release the cheaper path's answers measurably later
+// than the other's. While other signups are in progress the process is not
+// idle and a sleep wakes on time; a spin there would only take a core from
+// them (2% of a signup's CPU at 32 clients: BENCHMARKS.md, "Counted once
+// per commit").
 const releaseSpin = time.Millisecond
 
 // wait holds the answer until release, once, or until the client goes away.
@@ -47,7 +65,11 @@ func (w *heldWriter) wait() {
 		return
 	}
 	w.waited = true
-	if d := time.Until(w.release) - releaseSpin; d > 0 {
+	spin := releaseSpin
+	if w.sch.inProgress.Load() > 1 {
+		spin = 0
+	}
+	if d := time.Until(w.release) - spin; d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -57,6 +79,7 @@ func (w *heldWriter) wait() {
 		}
 	}
 	for time.Now().Before(w.release) && w.ctx.Err() == nil {
+		w.yields++
 		runtime.Gosched()
 	}
 }

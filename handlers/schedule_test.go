@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -57,5 +59,33 @@ func TestSignup_EveryAnswerLeavesOnTheSchedule(t *testing.T) {
 	}
 	if took := time.Since(start); took < delay {
 		t.Errorf("429 answered after %v, before the schedule's %v", took, delay)
+	}
+}
+
+// The last stretch before a release yields in a loop only when the answer
+// is the only one in progress; beside others it sleeps to the release, and
+// neither leaves early.
+func TestHeldWriter_YieldsBeforeTheReleaseOnlyWhenAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		inProgress int64
+		spins      bool
+	}{
+		{"alone", 1, true},
+		{"beside another", 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sch := &answerSchedule{delay: 5 * time.Millisecond}
+			sch.inProgress.Store(tc.inProgress)
+			w := &heldWriter{ResponseWriter: httptest.NewRecorder(), ctx: context.Background(),
+				release: time.Now().Add(sch.delay), sch: sch}
+			w.WriteHeader(http.StatusAccepted)
+			if now := time.Now(); now.Before(w.release) {
+				t.Fatalf("released %v early", w.release.Sub(now))
+			}
+			if got := w.yields > 0; got != tc.spins {
+				t.Errorf("yielded %d times, want a loop: %v", w.yields, tc.spins)
+			}
+		})
 	}
 }

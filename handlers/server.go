@@ -97,6 +97,8 @@ type Server struct {
 	// signups bounds the signups in progress, from the request's arrival
 	// to its answer: at most the store's signup queue (ADMIT_WRITE_QUEUE).
 	signups *signupLimiter
+	// answers holds the signup routes' answers until their release.
+	answers *answerSchedule
 }
 
 // New builds the server and its routes.
@@ -125,6 +127,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 		depth, _ = db.QueueBounds()
 	}
 	s.signups = newSignupLimiter(depth, time.Now)
+	s.answers = &answerSchedule{delay: opts.SignupAnswerDelay}
 	s.origin = opts.PublicURL.Scheme + "://" + opts.PublicURL.Host
 	if id.Mode() == identity.ModeClerk {
 		fapi, err := frontendAPIFromPublishableKey(opts.ClerkPublishableKey)

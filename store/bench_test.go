@@ -44,7 +44,7 @@ func benchState(i int) string {
 }
 
 // mustSeedEntries inserts n entries into the program in one transaction
-// with raw SQL (the schema's triggers still keep the counters), one second
+// (insertEntry: counted as the store counts new entries), one second
 // apart, ending at testEpoch, spread over states as benchStates says. It
 // returns the IDs in queue order.
 func mustSeedEntries(tb testing.TB, db *DB, programID, noticeID string, n int) []string {
@@ -60,12 +60,6 @@ func mustSeedEntriesIn(tb testing.TB, db *DB, programID, noticeID string, n int,
 	start := Millis(testEpoch) - int64(n)*1000
 	pol := db.retention
 	mustUpdate(tb, db, func(tx *Tx) error {
-		stmt, err := tx.PrepareContext(context.Background(), `INSERT INTO entries (id, program_id, email_key, notice_id,
-			permission_at, state, created_at, updated_at, removal_hash, erase_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
 		for i := range n {
 			// Each entry has its own second, so the queue order is the
 			// insertion order whatever the random IDs are.
@@ -77,8 +71,9 @@ func mustSeedEntriesIn(tb testing.TB, db *DB, programID, noticeID string, n int,
 			if t := pol.eraseAfter(s, false, FromMillis(at)); t != nil {
 				erase = Millis(*t)
 			}
-			if _, err := stmt.Exec(ids[i], programID, fmt.Sprintf("seed-%06d@example.test", i), noticeID, at,
-				s, at, at, hash[:], erase); err != nil {
+			if err := insertEntry(context.Background(), tx, newEntry{ID: ids[i], ProgramID: programID,
+				Email: fmt.Sprintf("seed-%06d@example.test", i), NoticeID: noticeID, State: s, CreatedAt: at,
+				RemovalHash: hash[:], EraseAfter: erase}); err != nil {
 				return err
 			}
 		}

@@ -106,6 +106,10 @@ type Tx struct {
 	// erased is set when the transaction erased personal data: once it
 	// commits, the eraser is told to flush the old bytes from the WAL.
 	erased bool
+	// newEntries counts, per program, the entries this transaction
+	// inserted, for the counters applyEntryCounts updates before the
+	// commit (store/entry_counts.go).
+	newEntries map[string]*entryCounts
 }
 
 // BindingKeySize is the length in bytes of Options.BindingKey.
@@ -345,6 +349,9 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 	err = func() error {
 		defer sqlTx.Rollback()
 		err := fn(tx)
+		if err == nil {
+			err = tx.applyEntryCounts(ctx)
+		}
 		work = time.Since(began)
 		if err != nil {
 			return err

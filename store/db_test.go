@@ -388,12 +388,12 @@ func TestUpdate_ClockIsReadAfterTheLock(t *testing.T) {
 	}
 }
 
-// rawEntry inserts an entry row directly, bypassing the store's operations.
+// rawEntry inserts an entry row in any state, bypassing the store's
+// operations but counted like every new entry (insertEntry).
 func rawEntry(ctx context.Context, tx *Tx, programID, noticeID, state string) (string, error) {
 	id := uuid.NewString()
-	_, err := tx.ExecContext(ctx, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, programID, id[:8]+"@example.test", noticeID, Millis(tx.Now), state,
-		Millis(tx.Now), Millis(tx.Now))
+	err := insertEntry(ctx, tx, newEntry{ID: id, ProgramID: programID, Email: id[:8] + "@example.test",
+		NoticeID: noticeID, State: state, CreatedAt: Millis(tx.Now)})
 	return id, err
 }
 
@@ -612,7 +612,9 @@ func TestSchema_AuditDetailsMustBeSmallJSONObjects(t *testing.T) {
 	}
 }
 
-func TestSchema_OccupancyTriggersCountEntriesNotWithdrawn(t *testing.T) {
+// Occupancy counts every entry not withdrawn: a new entry when its
+// transaction commits (insertEntry), a change of state by the triggers.
+func TestOccupancy_CountsEveryEntryNotWithdrawn(t *testing.T) {
 	db := MustOpenDB(t)
 	ctx := context.Background()
 	a, w := mustOwner(t, db)

@@ -23,7 +23,7 @@ type queueRow struct {
 }
 
 // mustBulkEntries inserts n entries into the program in one transaction,
-// with raw SQL for speed: states cycle unevenly through every state, and
+// with insertEntry alone: states cycle unevenly through every state, and
 // join times repeat (several entries share an instant) and do not follow
 // insertion order, so the ID tie-break is exercised. The rows lack what the
 // store's operations write beside an entry (receipt, events, invitations
@@ -34,18 +34,11 @@ func mustBulkEntries(tb testing.TB, db *DB, programID, noticeID string, n int, b
 	tb.Helper()
 	rows := make([]queueRow, 0, n)
 	mustUpdate(tb, db, func(tx *Tx) error {
-		stmt, err := tx.PrepareContext(context.Background(), `INSERT INTO entries
-			(id, program_id, email_key, notice_id, permission_at, state, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
 		for i := 0; i < n; i++ {
 			r := queueRow{id: uuid.NewString(), state: EntryStates[(i*i+i/3)%len(EntryStates)],
 				created: Millis(base) + int64((i*7919)%(n/4+1))*1000}
-			if _, err := stmt.Exec(r.id, programID, fmt.Sprintf("p%05d@example.test", i), noticeID, r.created,
-				r.state, r.created, r.created); err != nil {
+			if err := insertEntry(context.Background(), tx, newEntry{ID: r.id, ProgramID: programID,
+				Email: fmt.Sprintf("p%05d@example.test", i), NoticeID: noticeID, State: r.state, CreatedAt: r.created}); err != nil {
 				return err
 			}
 			rows = append(rows, r)

@@ -284,6 +284,11 @@ func readSignupState(ctx context.Context, tx *Tx, req SignupRequest) (*signupSta
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("read program: %w", err)
 	}
+	// Entries this transaction already inserted (earlier signups of the
+	// same batch) are counted at its commit; until then they are added here.
+	occupying, intake := tx.pendingEntries(st.programID)
+	st.occupied += occupying
+	st.admitted += intake
 	return st, nil
 }
 
@@ -319,15 +324,12 @@ func insertSignupReceipt(ctx context.Context, tx *Tx, programID, requestKey stri
 	return nil
 }
 
-// admitEntry writes a new waiting entry: the hour's count first, then the
-// entry, its receipt and its signup event.
+// admitEntry writes a new waiting entry, counted on the hour's intake, then
+// its receipt and its signup event.
 func (db *DB) admitEntry(ctx context.Context, tx *Tx, st *signupState, req SignupRequest, binding []byte) (*SignupResult, error) {
 	tok, hash := newRemovalToken()
 	entryID, err := newEntryID()
 	if err != nil {
-		return nil, err
-	}
-	if err := countSignupHour(ctx, tx, st); err != nil {
 		return nil, err
 	}
 	// The entry is born waiting: its erasure date comes from the same rule
@@ -336,10 +338,10 @@ func (db *DB) admitEntry(ctx context.Context, tx *Tx, st *signupState, req Signu
 	if t := db.retention.eraseAfter(StateWaiting, false, tx.Now); t != nil {
 		erase = Millis(*t)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state,
-			created_at, updated_at, removal_hash, erase_after) VALUES (?, ?, ?, ?, ?, 'waiting', ?, ?, ?, ?)`,
-		entryID, st.programID, req.Email, st.noticeID, Millis(tx.Now), Millis(tx.Now), Millis(tx.Now), hash, erase); err != nil {
-		return nil, fmt.Errorf("insert entry: %w", err)
+	if err := insertEntry(ctx, tx, newEntry{ID: entryID, ProgramID: st.programID, Email: req.Email,
+		NoticeID: st.noticeID, State: StateWaiting, CreatedAt: Millis(tx.Now), RemovalHash: hash, EraseAfter: erase,
+		Intake: true}); err != nil {
+		return nil, err
 	}
 	if err := insertSignupReceipt(ctx, tx, st.programID, req.RequestKey, binding); err != nil {
 		return nil, err
@@ -349,28 +351,6 @@ func (db *DB) admitEntry(ctx context.Context, tx *Tx, st *signupState, req Signu
 		return nil, err
 	}
 	return &SignupResult{RemovalToken: tok}, nil
-}
-
-// countSignupHour counts the signup in its hour. rule
-// (docs/ARCHITECTURE.md#what-the-api-promises): the hour bucket only moves
-// while it stays within the cap. It was read below the cap under this
-// transaction's lock, so the guard never refuses; if it did, this is still
-// the first write and nothing is written.
-func countSignupHour(ctx context.Context, tx *Tx, st *signupState) error {
-	res, err := tx.ExecContext(ctx, `INSERT INTO intake_hours (program_id, bucket_start, admitted_count) VALUES (?, ?, 1)
-		ON CONFLICT (program_id, bucket_start) DO UPDATE SET admitted_count = admitted_count + 1 WHERE admitted_count < ?`,
-		st.programID, st.bucket, st.hourlyCap)
-	var counted int64
-	if err == nil {
-		counted, err = res.RowsAffected()
-	}
-	if err != nil {
-		return fmt.Errorf("count hour: %w", err)
-	}
-	if counted == 0 {
-		return Errorf(ERATELIMITED, fullMessage)
-	}
-	return nil
 }
 
 // newEntryID returns a time-ordered UUID (version 7) for a new entry. Entries

@@ -219,3 +219,100 @@ func TestSignup_RefusalsInABatchWriteNothingAndKeepTheRest(t *testing.T) {
 		}
 	}
 }
+
+// mustCountersMatchEntries checks every counter of a program that new
+// entries move against a count of its entries: occupancy, the entries per
+// state, the funnel's joined and this hour's intake (intake: the entries
+// that came in as signups this hour).
+func mustCountersMatchEntries(tb testing.TB, db *DB, programID string, hour time.Time, intake int) {
+	tb.Helper()
+	for what, q := range map[string]string{
+		"occupied": `SELECT (SELECT occupied FROM programs WHERE id = ?1)
+			- (SELECT count(*) FROM entries WHERE program_id = ?1 AND state <> 'withdrawn')`,
+		"entries per state": `SELECT count(*) FROM (
+			SELECT state, count(*) AS n FROM entries WHERE program_id = ?1 GROUP BY state
+			EXCEPT SELECT state, n FROM entry_state_counts WHERE program_id = ?1 AND n > 0)`,
+		"states counted without entries": `SELECT count(*) FROM entry_state_counts c WHERE program_id = ?1
+			AND n <> (SELECT count(*) FROM entries e WHERE e.program_id = ?1 AND e.state = c.state)`,
+		"funnel joined": `SELECT (SELECT joined FROM program_funnel WHERE program_id = ?1)
+			- (SELECT count(*) FROM entries WHERE program_id = ?1)`,
+	} {
+		if got := mustCount(tb, db, q, programID); got != 0 {
+			tb.Errorf("%s: off by %d", what, got)
+		}
+	}
+	if got := hourCount(tb, db, programID, hour); got != intake {
+		tb.Errorf("hour's intake=%d, want %d", got, intake)
+	}
+}
+
+func TestSignup_ABatchCountsItsEntriesOnceAtTheCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		queueCap, hourCap int
+	}{
+		{"queue cap", 5, 100},
+		{"hourly cap", 100, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := MustOpenDB(t)
+			capped := mustSignupProgram(t, db, "batch-capped", tc.queueCap, tc.hourCap)
+			other := mustSignupProgram(t, db, "batch-other", 100, 100)
+			// Two entries already counted before the batch.
+			for i := range 2 {
+				mustSignup(t, db, capped.signupReq(fmt.Sprintf("before-%d@example.test", i)))
+			}
+			start := pausedBatcher(t, db)
+			var reqs []SignupRequest
+			for i := range 6 {
+				reqs = append(reqs, capped.signupReq(fmt.Sprintf("capped-%d@example.test", i)),
+					other.signupReq(fmt.Sprintf("other-%d@example.test", i)))
+			}
+			// A signup that fails alone makes the batch run again without it:
+			// nothing of the first run may be counted.
+			bad := other.signupReq("bad-counter@example.test")
+			bad.Attempts = &AttemptLimit{Max: 100, Key: func(time.Time) []byte { return make([]byte, 31) }}
+			reqs = append(reqs[:3], append([]SignupRequest{bad}, reqs[3:]...)...)
+			ctxs := make([]context.Context, len(reqs))
+			for i := range ctxs {
+				ctxs[i] = context.Background()
+			}
+			wait := submitInOrder(t, db, ctxs, reqs)
+			start()
+			answers := wait()
+
+			admitted := map[string]int{}
+			for i, a := range answers {
+				switch {
+				case reqs[i].RequestKey == bad.RequestKey:
+					if a.err == nil {
+						t.Fatalf("the signup with the refused counter key got %+v, want an error", a.res)
+					}
+				case a.err == nil:
+					admitted[reqs[i].Slug]++
+				case ErrorCode(a.err) == ERATELIMITED:
+				default:
+					t.Fatalf("signup %d: %v", i, a.err)
+				}
+			}
+			// The capped program had 2 of its 5 places: the batch's first
+			// three of its signups are admitted, the other three refused.
+			if got, want := admitted[capped.Program.Slug], 3; got != want {
+				t.Errorf("admitted to the capped program=%d, want %d", got, want)
+			}
+			if got, want := admitted[other.Program.Slug], 6; got != want {
+				t.Errorf("admitted to the other program=%d, want %d", got, want)
+			}
+			for i, r := range reqs {
+				if r.Slug == capped.Program.Slug && r.Email >= "capped-3" && answers[i].err == nil {
+					t.Errorf("%s was admitted past the cap", r.Email)
+				}
+			}
+			mustCountersMatchEntries(t, db, capped.Program.ID, hourStart(testEpoch), 5)
+			mustCountersMatchEntries(t, db, other.Program.ID, hourStart(testEpoch), 6)
+			if got, want := mustCount(t, db, `SELECT occupied FROM programs WHERE id = ?`, capped.Program.ID), 5; got != want {
+				t.Errorf("capped program occupied=%d, want %d", got, want)
+			}
+		})
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/google/uuid"
 
 	"admit/internal/proc"
+	"admit/store"
 )
 
 // Scale bounds.
@@ -781,9 +782,9 @@ func (s *scaler) admitCmd(ctx context.Context, env []string, args ...string) (cm
 func scaleEmail(p, i int) string { return fmt.Sprintf("scale-%d-%07d@example.test", p, i) }
 
 // seedScale inserts each program's entries into the database file while
-// admit is stopped, as seedQueue does (entry, receipt, audit event; the
-// schema's triggers keep the counters), in transactions of scaleSeedChunk
-// entries, with the state mix of seedState and the due entries of
+// admit is stopped, as seedQueue does (entry, receipt, audit event), in
+// transactions of scaleSeedChunk entries, then sets each program's counters
+// from its entries (store.RecountEntries), with the state mix of seedState and the due entries of
 // scaleEntry. Join times spread over the last 30 days in ID order.
 func seedScale(ctx context.Context, dbPath string, progs []*program, split []int, now time.Time) error {
 	db, err := openWriter(ctx, dbPath)
@@ -799,6 +800,9 @@ func seedScale(ctx context.Context, dbPath string, progs []*program, split []int
 			if err := seedChunk(ctx, db, p.ID, pi, from, min(from+scaleSeedChunk, split[pi]), split[pi], now); err != nil {
 				return err
 			}
+		}
+		if err := store.RecountEntries(ctx, db, p.ID); err != nil {
+			return err
 		}
 	}
 	_, err = db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)

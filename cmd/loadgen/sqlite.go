@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"time"
 
+	"admit/store"
+
 	"github.com/google/uuid"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -63,8 +65,8 @@ func seedState(i int) string {
 
 // seedQueue inserts n entries into the program directly in the database
 // file, in one transaction, while admit is stopped. It writes what a signup
-// writes — the entry (the schema's trigger keeps the occupancy counter), its
-// receipt and its audit event — with join times spread over the last 30
+// writes — the entry, its receipt and its audit event, then the program's
+// counters from its entries (store.RecountEntries) — with join times spread over the last 30
 // days. This is not admit's admission path: it only builds a realistic
 // 100,000-entry database in seconds instead of the better part of an hour.
 func seedQueue(ctx context.Context, dbPath, programID string, n int) error {
@@ -132,6 +134,9 @@ func seedQueue(ctx context.Context, dbPath, programID string, n int) error {
 		if _, err := event.ExecContext(ctx, programID, id, at); err != nil {
 			return fmt.Errorf("insert event: %w", err)
 		}
+	}
+	if err := store.RecountEntries(ctx, tx, programID); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return err

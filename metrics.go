@@ -35,6 +35,8 @@ type metrics struct {
 	writeHold prometheus.Histogram
 	// holdMax is the longest write-lock hold since start, in seconds.
 	holdMax   *maxGauge
+	commit    prometheus.Histogram
+	commitMax *maxGauge
 	batch     prometheus.Histogram
 	signups   *prometheus.CounterVec
 	invites   *prometheus.CounterVec
@@ -58,6 +60,11 @@ func newMetrics() *metrics {
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}})
 	m.holdMax = newMaxGauge(prometheus.GaugeOpts{Name: "admit_store_write_lock_hold_max_seconds",
 		Help: "The longest a write transaction has held the database write lock since start."})
+	m.commit = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "admit_store_commit_seconds",
+		Help:    "How long write transactions took to commit (WAL writes and fsync), a part of their hold.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}})
+	m.commitMax = newMaxGauge(prometheus.GaugeOpts{Name: "admit_store_commit_max_seconds",
+		Help: "The longest a write transaction's commit has taken since start."})
 	m.batch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "admit_signup_batch_size",
 		Help: "Signups that shared one commit (group commit).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}})
 	m.signups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "admit_signups_total",
@@ -81,7 +88,7 @@ func newMetrics() *metrics {
 	for _, r := range []string{store.EINVALID, store.ENOTFOUND, store.ECONFLICT, "rate_limited", store.OutcomeError} {
 		m.redeemErr.WithLabelValues(r)
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.writeWait, m.writeHold, m.holdMax, m.batch, m.signups, m.invites, m.redeemErr, m.sweeps, m.erased,
+	m.reg.MustRegister(m.requests, m.latency, m.writeWait, m.writeHold, m.holdMax, m.commit, m.commitMax, m.batch, m.signups, m.invites, m.redeemErr, m.sweeps, m.erased,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -98,6 +105,10 @@ func (m *metrics) WriteLockWait(d time.Duration) { m.writeWait.Observe(d.Seconds
 func (m *metrics) WriteLockHeld(d time.Duration) {
 	m.writeHold.Observe(d.Seconds())
 	m.holdMax.raise(d.Seconds())
+}
+func (m *metrics) WriteCommit(d time.Duration) {
+	m.commit.Observe(d.Seconds())
+	m.commitMax.raise(d.Seconds())
 }
 func (m *metrics) SignupBatch(n int)       { m.batch.Observe(float64(n)) }
 func (m *metrics) Signup(outcome string)   { m.signups.WithLabelValues(outcome).Inc() }

@@ -356,7 +356,9 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 		if err != nil {
 			return err
 		}
-		return sqlTx.Commit()
+		err = sqlTx.Commit()
+		db.obs.WriteCommit(time.Since(began) - work)
+		return err
 	}()
 	db.health.noteWrite(err)
 	held := time.Since(began)

@@ -19,6 +19,10 @@ type Observer interface {
 	// from BEGIN IMMEDIATE to the end of its commit or rollback, the
 	// commit's fsync included. Every transaction that began is told once.
 	WriteLockHeld(d time.Duration)
+	// WriteCommit is how long a write transaction's commit took, a part of
+	// its hold: its pages written to the WAL and the fsync. It tells a long
+	// hold that waited for the disk from one that did much work.
+	WriteCommit(d time.Duration)
 	// SignupBatch is the number of signups that shared one commit.
 	SignupBatch(n int)
 	// Signup is one signup's outcome: accepted, duplicate, replay, cap,
@@ -38,6 +42,7 @@ type nopObserver struct{}
 
 func (nopObserver) WriteLockWait(time.Duration) {}
 func (nopObserver) WriteLockHeld(time.Duration) {}
+func (nopObserver) WriteCommit(time.Duration)   {}
 func (nopObserver) SignupBatch(int)             {}
 func (nopObserver) Signup(string)               {}
 func (nopObserver) Invitation(string)           {}

@@ -19,6 +19,7 @@ type recordingObserver struct {
 	signups, invites, failed map[string]int
 	sweeps, erased           int
 	holds                    int
+	commits, emptyCommits    int
 	longest                  time.Duration
 }
 
@@ -31,6 +32,14 @@ func (o *recordingObserver) WriteLockHeld(d time.Duration) {
 	o.mu.Lock()
 	o.holds++
 	o.longest = max(o.longest, d)
+	o.mu.Unlock()
+}
+func (o *recordingObserver) WriteCommit(d time.Duration) {
+	o.mu.Lock()
+	o.commits++
+	if d <= 0 {
+		o.emptyCommits++
+	}
 	o.mu.Unlock()
 }
 func (o *recordingObserver) SignupBatch(n int) {
@@ -173,13 +182,14 @@ func TestObserver_IsToldEveryOutcomeOnceAfterItsCommit(t *testing.T) {
 
 // Every write transaction that began is told its hold once, committed or
 // rolled back, from many goroutines at once; one that never got the lock
-// is not; and the hold covers the transaction's work.
+// is not; and the hold covers the transaction's work. Each commit is told
+// its time once; a rollback has none.
 func TestObserver_IsToldEveryWriteLockHoldOnce(t *testing.T) {
 	obs := newRecordingObserver()
 	db := mustOpenWith(t, filepath.Join(t.TempDir(), "admit.db"), Options{BindingKey: signupTestKey, Observer: obs})
 	ctx := context.Background()
 	obs.mu.Lock()
-	before, waitsBefore := obs.holds, obs.waits
+	before, waitsBefore, commitsBefore := obs.holds, obs.waits, obs.commits
 	obs.mu.Unlock()
 
 	const workers, each = 32, 10
@@ -226,5 +236,12 @@ func TestObserver_IsToldEveryWriteLockHoldOnce(t *testing.T) {
 	}
 	if obs.longest < 60*time.Millisecond {
 		t.Errorf("longest hold %v, want at least the 60 ms transaction", obs.longest)
+	}
+	// Each worker rolls back its updates 0, 3, 6 and 9.
+	if got, want := obs.commits-commitsBefore, workers*(each-4)+1; got != want {
+		t.Errorf("%d commits told, want exactly %d (one per transaction that committed)", got, want)
+	}
+	if obs.emptyCommits > 0 {
+		t.Errorf("%d commits told no time", obs.emptyCommits)
 	}
 }

@@ -110,17 +110,25 @@ type holds struct {
 	// longer than 50 ms; Max is the longest hold since start.
 	Count, Over int64
 	Max         time.Duration
+	// CommitOver is the commits (WAL writes and fsync, a part of a hold)
+	// that took longer than 50 ms; CommitMax is the longest since start.
+	CommitOver int64
+	CommitMax  time.Duration
 }
 
 // sinceHolds is the holds between two scrapes. Max is the later scrape's
 // longest hold since start when it rose in between (it is then the longest
 // of these); otherwise it is negated: these holds were at most that long.
+// CommitMax is the same for the commits.
 func sinceHolds(after, before holds) holds {
-	h := holds{Count: after.Count - before.Count, Over: after.Over - before.Over, Max: after.Max}
-	if after.Max <= before.Max {
-		h.Max = -after.Max
+	longest := func(a, b time.Duration) time.Duration {
+		if a <= b {
+			return -a
+		}
+		return a
 	}
-	return h
+	return holds{Count: after.Count - before.Count, Over: after.Over - before.Over, Max: longest(after.Max, before.Max),
+		CommitOver: after.CommitOver - before.CommitOver, CommitMax: longest(after.CommitMax, before.CommitMax)}
 }
 
 // scaleResult is one size's measurements.
@@ -457,15 +465,20 @@ func (s *scaler) holds(ctx context.Context) (holds, error) {
 	return parseHolds(text)
 }
 
-// parseHolds reads the write-lock hold histogram and gauge from metrics text.
+// parseHolds reads the write-lock hold and commit histograms and gauges
+// from metrics text.
 func parseHolds(text string) (holds, error) {
 	count, err1 := metricValue(text, "admit_store_write_lock_hold_seconds_count")
 	under, err2 := metricValue(text, `admit_store_write_lock_hold_seconds_bucket{le="0.05"}`)
 	longest, err3 := metricValue(text, "admit_store_write_lock_hold_max_seconds")
-	if err := errors.Join(err1, err2, err3); err != nil {
+	commits, err4 := metricValue(text, "admit_store_commit_seconds_count")
+	commitsUnder, err5 := metricValue(text, `admit_store_commit_seconds_bucket{le="0.05"}`)
+	longestCommit, err6 := metricValue(text, "admit_store_commit_max_seconds")
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return holds{}, err
 	}
-	return holds{Count: int64(count), Over: int64(count - under), Max: time.Duration(longest * float64(time.Second))}, nil
+	return holds{Count: int64(count), Over: int64(count - under), Max: time.Duration(longest * float64(time.Second)),
+		CommitOver: int64(commits - commitsUnder), CommitMax: time.Duration(longestCommit * float64(time.Second))}, nil
 }
 
 // metricValue is the value of the sample line that starts with name (name

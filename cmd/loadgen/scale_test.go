@@ -75,13 +75,16 @@ func TestParseHolds_FromTheExposition(t *testing.T) {
 		`admit_store_write_lock_hold_seconds_sum 1.5`,
 		`admit_store_write_lock_hold_seconds_count 103`,
 		`admit_store_write_lock_hold_max_seconds 0.125`,
+		`admit_store_commit_seconds_bucket{le="0.05"} 99`,
+		`admit_store_commit_seconds_count 101`,
+		`admit_store_commit_max_seconds 0.075`,
 	}, "\n")
 	h, err := parseHolds(text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Count != 103 || h.Over != 6 || h.Max != 125*time.Millisecond {
-		t.Errorf("holds %+v, want 103, 6 over 50 ms, longest 125 ms", h)
+	if want := (holds{Count: 103, Over: 6, Max: 125 * time.Millisecond, CommitOver: 2, CommitMax: 75 * time.Millisecond}); h != want {
+		t.Errorf("holds %+v, want %+v", h, want)
 	}
 	if _, err := parseHolds("admit_store_write_lock_hold_seconds_count 3\n"); err == nil {
 		t.Error("parseHolds accepted metrics without the bucket and gauge")
@@ -161,13 +164,15 @@ func TestRunScale_TenThousandEntriesAgainstTheRealBinary(t *testing.T) {
 // Between two scrapes: the counts are the difference; the longest is the
 // later gauge when it rose, else negated (at most that).
 func TestSinceHolds_LongestOnlyWhenItRose(t *testing.T) {
-	before := holds{Count: 10, Over: 1, Max: 80 * time.Millisecond}
-	rose := sinceHolds(holds{Count: 25, Over: 3, Max: 120 * time.Millisecond}, before)
-	if rose != (holds{Count: 15, Over: 2, Max: 120 * time.Millisecond}) {
-		t.Errorf("rose: %+v", rose)
+	before := holds{Count: 10, Over: 1, Max: 80 * time.Millisecond, CommitOver: 1, CommitMax: 60 * time.Millisecond}
+	rose := sinceHolds(holds{Count: 25, Over: 3, Max: 120 * time.Millisecond, CommitOver: 1, CommitMax: 60 * time.Millisecond}, before)
+	if rose != (holds{Count: 15, Over: 2, Max: 120 * time.Millisecond, CommitOver: 0, CommitMax: -60 * time.Millisecond}) ||
+		holdCell(rose) != "15, 120.00 ms, 2 (0, ≤ 60.00 ms)" {
+		t.Errorf("rose: %+v, %q", rose, holdCell(rose))
 	}
-	flat := sinceHolds(holds{Count: 12, Over: 1, Max: 80 * time.Millisecond}, before)
-	if flat != (holds{Count: 2, Over: 0, Max: -80 * time.Millisecond}) || holdCell(flat) != "2, ≤ 80.00 ms, 0" {
+	flat := sinceHolds(holds{Count: 12, Over: 1, Max: 80 * time.Millisecond, CommitOver: 2, CommitMax: 70 * time.Millisecond}, before)
+	if flat != (holds{Count: 2, Over: 0, Max: -80 * time.Millisecond, CommitOver: 1, CommitMax: 70 * time.Millisecond}) ||
+		holdCell(flat) != "2, ≤ 80.00 ms, 0 (1, 70.00 ms)" {
 		t.Errorf("flat: %+v, %q", flat, holdCell(flat))
 	}
 }

@@ -154,6 +154,51 @@ func BenchmarkSignupParallel(b *testing.B) {
 	b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
+// BenchmarkSignupBatch is the signup batcher's work without its
+// goroutines: transactions of 16 signups of random addresses each, every
+// signup through admission as in a batch, so that one run does the same
+// work as the next. Its CPU time per signup depends on the machine; its
+// instruction count does not, which makes it the measure for comparing
+// two versions of the write path (BENCHMARKS.md, "Counted once per
+// commit"):
+//
+//	go test -c -o store.test ./store
+//	GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+//		./store.test -test.run '^$' -test.bench 'SignupBatch$' -test.benchtime 100x
+//
+// and the same with 400x: the difference of the two totals, divided by
+// the 4,800 signups between them, is the instructions of one signup.
+func BenchmarkSignupBatch(b *testing.B) {
+	const perBatch = 16
+	if b.N*perBatch > benchCap {
+		b.Skipf("b.N=%d batches would pass the queue cap of %d", b.N, benchCap)
+	}
+	db := MustOpenDB(b)
+	sp := mustSignupProgram(b, db, "bench-batch", benchCap, benchCap)
+	reqs := make([]SignupRequest, b.N*perBatch)
+	for i := range reqs {
+		reqs[i] = sp.signupReq(uuid.NewString()[:13] + "@example.test")
+		reqs[i].Attempts = benchAttempts
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	cpu := processCPU(b)
+	for i := range b.N {
+		err := db.update(ctx, false, func(tx *Tx) error {
+			for _, r := range reqs[i*perBatch : (i+1)*perBatch] {
+				if _, answer, err := db.admitOne(ctx, tx, r); err != nil || answer != nil {
+					return fmt.Errorf("signup: %v, %v", answer, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N*perBatch), "cpu-µs/signup")
+}
+
 // processCPU is the CPU time this process has used, user and system.
 func processCPU(tb testing.TB) time.Duration {
 	tb.Helper()

@@ -332,8 +332,7 @@ func openReadOnly(tb testing.TB, path string) *sql.DB {
 // left all of its rows or none. Each request that got no answer has its
 // entry, receipt and audit event together or none of them; over all
 // requests the new entries, receipts, signup events and hour-bucket counts
-// grew by the same number; and the per-state counts kept by triggers match
-// the entries.
+// grew by the same number; and the per-state counts match the entries.
 func checkNoPartialSignups(t *testing.T, path string, before signupCounts, unanswered []accepted) {
 	t.Helper()
 	db := openReadOnly(t, path)

@@ -121,7 +121,8 @@ type ProgramCounts struct {
 	// Occupied counts the entries that hold a queue place; QueueCap bounds it.
 	Occupied, QueueCap int
 	// States counts the entries by state, erased ones too (an erased
-	// entry keeps its state), from the counters the schema's triggers keep.
+	// entry keeps its state), from the state counters
+	// (store/entry_counts.go).
 	States map[string]int
 }
 

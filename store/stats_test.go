@@ -201,7 +201,7 @@ func TestProgramFunnel_MigrationCountsExistingHistory(t *testing.T) {
 	})
 	after := mustStats(t, db, sp.Owner, sp.Program.ID).Funnel
 	if want := (Funnel{Joined: 3, Selected: 1, Invited: 1, Redeemed: 1}); before != want || after != want {
-		t.Fatalf("funnel kept by triggers=%+v, recounted from history=%+v, want %+v", before, after, want)
+		t.Fatalf("funnel as counted=%+v, recounted from history=%+v, want %+v", before, after, want)
 	}
 }
 

@@ -10,19 +10,24 @@ import "strings"
 // them silently.
 func NormalizeEmail(s string) (string, error) {
 	s = strings.Trim(s, " ")
-	invalid := Errorf(EINVALID, "Enter an email address like name@example.com (ASCII letters, digits and common symbols).")
 	if len(s) < 3 || len(s) > 254 {
-		return "", invalid
+		return "", errInvalidEmail()
 	}
 	at := strings.IndexByte(s, '@')
 	if at < 0 || at != strings.LastIndexByte(s, '@') {
-		return "", invalid
+		return "", errInvalidEmail()
 	}
 	local, domain := s[:at], s[at+1:]
 	if !validLocal(local) || !validDomain(domain) {
-		return "", invalid
+		return "", errInvalidEmail()
 	}
 	return local + "@" + strings.ToLower(domain), nil
+}
+
+// errInvalidEmail is NormalizeEmail's refusal, made only when it refuses:
+// every signup normalizes an address, nearly always a valid one.
+func errInvalidEmail() error {
+	return Errorf(EINVALID, "Enter an email address like name@example.com (ASCII letters, digits and common symbols).")
 }
 
 func validLocal(l string) bool {

@@ -12,6 +12,13 @@ import (
 	"time"
 )
 
+// TestMain lets the test binary run as the shed probe, which the overload
+// scenario starts as a process of its own from this same executable.
+func TestMain(m *testing.M) {
+	runShedProbeIfAsked()
+	os.Exit(m.Run())
+}
+
 func TestPercentile_IsTheNearestRank(t *testing.T) {
 	var ds []time.Duration
 	for i := 1; i <= 100; i++ {

@@ -255,7 +255,10 @@ func parseScenarios(list string) ([]string, error) {
 // wants reports whether the scenario was chosen.
 func (c *Config) wants(name string) bool { return slices.Contains(c.Scenarios, name) }
 
-func main() { os.Exit(loadgen()) }
+func main() {
+	runShedProbeIfAsked()
+	os.Exit(loadgen())
+}
 
 // loadgen runs the tool and returns its exit status, after its deferred
 // work (the CPU profile's write included) is done.

@@ -40,6 +40,9 @@ type OverloadResult struct {
 	CPU time.Duration
 	// LoadAvg is the machine's 1-minute load average when the level began.
 	LoadAvg string
+	// Probe is what the shed probe, a client in a process of its own,
+	// measured over the level (nil when it did not run).
+	Probe *shedProbeResult
 }
 
 // CPUPerAccepted is the server's CPU time per accepted signup.
@@ -97,9 +100,16 @@ func (r *runner) overloadSignup(ctx context.Context, p *program, seq int64) over
 
 // overloadLevel runs clients signup clients against p for dur (and at
 // most the run's -max-requests signups), with the owner clients loading
-// the queue page alongside.
-func (r *runner) overloadLevel(ctx context.Context, p *program, clients int, dur time.Duration) *OverloadResult {
+// the queue page alongside, and the shed probe when probe is set.
+func (r *runner) overloadLevel(ctx context.Context, p *program, clients int, dur time.Duration, probe bool) *OverloadResult {
 	res := &OverloadResult{Clients: clients, LoadAvg: loadAverage()}
+	var probed func() (*shedProbeResult, error)
+	if probe {
+		var err error
+		if probed, err = r.startShedProbe(ctx, p, dur); err != nil {
+			r.progress("  %v", err)
+		}
+	}
 	cpu0, cpuErr := processCPU(r.srv.Pid())
 	var (
 		mu      sync.Mutex
@@ -130,6 +140,12 @@ func (r *runner) overloadLevel(ctx context.Context, p *program, clients int, dur
 	wg.Wait()
 	res.Elapsed = time.Since(begin)
 	res.Owner = <-owner
+	if probed != nil {
+		var err error
+		if res.Probe, err = probed(); err != nil {
+			r.progress("  %v", err)
+		}
+	}
 	if cpu1, err := processCPU(r.srv.Pid()); err == nil && cpuErr == nil {
 		res.CPU = cpu1 - cpu0
 	}
@@ -203,20 +219,22 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // overload runs the sweep, one fresh program per level so no level meets
 // a program's caps, and records each level.
 func (r *runner) overload(ctx context.Context) error {
-	for _, clients := range r.cfg.Sweep {
-		slug := fmt.Sprintf("bench-overload-%d-%s", clients, r.runID)
+	for i, clients := range r.cfg.Sweep {
+		// The level's position keeps a level named twice (-sweep 1024,1024)
+		// on a program of its own.
+		slug := fmt.Sprintf("bench-overload-%d-%d-%s", i+1, clients, r.runID)
 		p, err := createProgram(ctx, r.c, r.owner, slug)
 		if err != nil {
 			return fmt.Errorf("create program %s: %w", slug, err)
 		}
 		if r.cfg.Warmup > 0 {
-			r.overloadLevel(ctx, p, clients, r.cfg.Warmup)
+			r.overloadLevel(ctx, p, clients, r.cfg.Warmup, false)
 		}
 		r.progress("overload: %d clients, %v", clients, r.cfg.Duration)
-		res := r.overloadLevel(ctx, p, clients, r.cfg.Duration)
-		r.progress("  accepted %d (%.0f/s, p50 %s ms, p99 %s ms), shed %d (p99 %s ms), errors %d, owner page p95 %s ms, CPU %s µs/signup, load %s",
+		res := r.overloadLevel(ctx, p, clients, r.cfg.Duration, true)
+		r.progress("  accepted %d (%.0f/s, p50 %s ms, p99 %s ms), shed %d (p99 %s ms; probe %s), errors %d, owner page p95 %s ms, CPU %s µs/signup, load %s",
 			len(res.Accepted), res.AcceptedRate(), ms(percentile(res.Accepted, 50)), ms(percentile(res.Accepted, 99)),
-			len(res.Shed), ms(percentile(res.Shed, 99)), res.Errors, ms(percentile(res.Owner, 95)),
+			len(res.Shed), ms(percentile(res.Shed, 99)), probeCell(res.Probe), res.Errors, ms(percentile(res.Owner, 95)),
 			us(res.CPUPerAccepted()), res.LoadAvg)
 		for _, e := range res.ErrorSamples {
 			r.progress("  error: %s", e)
@@ -236,13 +254,27 @@ func writeOverloadReport(w io.Writer, levels []*OverloadResult) {
 	}
 	fmt.Fprintln(w, "\n### Overload sweep (JSON signups; refused clients honour Retry-After)")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| clients | accepted | accepted/s | p50 ms | p99 ms | shed (503) | shed p99 ms | errors | owner page p95 ms | server CPU µs per accepted | load avg (1 min) |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| clients | accepted | accepted/s | p50 ms | p99 ms | shed (503) | shed p99 ms | probe: shed, p50, p99 ms | errors | owner page p95 ms | server CPU µs per accepted | load avg (1 min) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, o := range levels {
-		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %d | %s | %d | %s | %s | %s |\n", o.Clients, len(o.Accepted),
+		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %d | %s | %s | %d | %s | %s | %s |\n", o.Clients, len(o.Accepted),
 			o.AcceptedRate(), ms(percentile(o.Accepted, 50)), ms(percentile(o.Accepted, 99)), len(o.Shed),
-			ms(percentile(o.Shed, 99)), o.Errors, ms(percentile(o.Owner, 95)), us(o.CPUPerAccepted()), o.LoadAvg)
+			ms(percentile(o.Shed, 99)), probeCell(o.Probe), o.Errors, ms(percentile(o.Owner, 95)), us(o.CPUPerAccepted()), o.LoadAvg)
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The probe is one more client in a process of its own, one signup at a time every 5 ms: its 503s are what a refusal costs a client that is not short of CPU itself.")
+}
+
+// probeCell is the probe's "shed, p50, p99" for the report: "—" when it
+// did not run, the count alone when nothing was shed.
+func probeCell(p *shedProbeResult) string {
+	switch {
+	case p == nil:
+		return "—"
+	case len(p.Shed) == 0:
+		return "0"
+	}
+	return fmt.Sprintf("%d, %s, %s", len(p.Shed), ms(percentile(p.Shed, 50)), ms(percentile(p.Shed, 99)))
 }
 
 // us formats a duration as whole microseconds.

@@ -338,4 +338,9 @@ func TestOverloadResult_SortsOutcomesAndCPUPerAccepted(t *testing.T) {
 	if got := o.AcceptedRate(); got != 2 {
 		t.Fatalf("accepted rate=%v, want 2", got)
 	}
+	// The shed probe's accepted signups cost the server too.
+	o.Probe = &shedProbeResult{Answered: 3}
+	if got, want := o.CPUPerAccepted(), 2*time.Millisecond; got != want {
+		t.Fatalf("CPU per accepted with the probe's=%v, want %v", got, want)
+	}
 }

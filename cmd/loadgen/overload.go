@@ -45,12 +45,17 @@ type OverloadResult struct {
 	Probe *shedProbeResult
 }
 
-// CPUPerAccepted is the server's CPU time per accepted signup.
+// CPUPerAccepted is the server's CPU time per accepted signup, the shed
+// probe's included.
 func (o *OverloadResult) CPUPerAccepted() time.Duration {
-	if len(o.Accepted) == 0 {
+	n := len(o.Accepted)
+	if o.Probe != nil {
+		n += o.Probe.Answered
+	}
+	if n == 0 {
 		return 0
 	}
-	return o.CPU / time.Duration(len(o.Accepted))
+	return o.CPU / time.Duration(n)
 }
 
 // AcceptedRate is accepted signups per second of the level.

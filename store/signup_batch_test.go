@@ -44,6 +44,15 @@ type batchAnswer struct {
 	err error
 }
 
+// backgrounds is n contexts that never end, one per signup.
+func backgrounds(n int) []context.Context {
+	ctxs := make([]context.Context, n)
+	for i := range ctxs {
+		ctxs[i] = context.Background()
+	}
+	return ctxs
+}
+
 // submitInOrder submits each request from its own goroutine, one after
 // another in queue order, and returns a function that waits for the answers.
 func submitInOrder(tb testing.TB, db *DB, ctxs []context.Context, reqs []SignupRequest) (wait func() []batchAnswer) {
@@ -197,11 +206,7 @@ func TestSignup_RefusalsInABatchWriteNothingAndKeepTheRest(t *testing.T) {
 		reqs = append(reqs, r)
 	}
 	reqs[1].NoticeVersion = 99 // refused by admission: counted, nothing stored
-	ctxs := make([]context.Context, len(reqs))
-	for i := range ctxs {
-		ctxs[i] = context.Background()
-	}
-	wait := submitInOrder(t, db, ctxs, reqs)
+	wait := submitInOrder(t, db, backgrounds(len(reqs)), reqs)
 	start()
 	answers := wait()
 	want := []string{"", ECONFLICT, "", "", ERATELIMITED, ERATELIMITED}
@@ -273,11 +278,7 @@ func TestSignup_ABatchCountsItsEntriesOnceAtTheCommit(t *testing.T) {
 			bad := other.signupReq("bad-counter@example.test")
 			bad.Attempts = &AttemptLimit{Max: 100, Key: func(time.Time) []byte { return make([]byte, 31) }}
 			reqs = append(reqs[:3], append([]SignupRequest{bad}, reqs[3:]...)...)
-			ctxs := make([]context.Context, len(reqs))
-			for i := range ctxs {
-				ctxs[i] = context.Background()
-			}
-			wait := submitInOrder(t, db, ctxs, reqs)
+			wait := submitInOrder(t, db, backgrounds(len(reqs)), reqs)
 			start()
 			answers := wait()
 

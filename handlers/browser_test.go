@@ -103,8 +103,8 @@ func TestBrowser_DevSignInWithoutJavaScriptReachesOwnerConsole(t *testing.T) {
 	// Signed out: the start page warns that this is development and lists
 	// the demo program.
 	mustNavigate(t, ctx, "open /", chromedp.Navigate(app.URL+"/"))
-	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`typeof window.htmx`)); err != nil || got != "undefined" {
-		t.Fatalf("typeof htmx=%q (%v): the page's scripts ran, JavaScript is not off", got, err)
+	if run, err := browser.ScriptsRun(ctx); err != nil || run {
+		t.Fatalf("scripts run=%v (%v): JavaScript is not off", run, err)
 	}
 	if banner := mustText(t, ctx, `[data-testid="dev-banner"]`); !strings.Contains(banner, "Development mode") {
 		t.Fatalf("development banner text %q", banner)

@@ -15,7 +15,8 @@ type Chrome struct {
 	// CSRF is the session-bound token for forms and htmx requests; empty
 	// for a signed-out visitor.
 	CSRF string
-	// SignedIn and IsOwner choose the navigation links.
+	// SignedIn and IsOwner choose the navigation links. IsOwner also loads
+	// the console's scripts (htmx and owner.js) and htmx's configuration.
 	SignedIn bool
 	IsOwner  bool
 	// Clerk holds what the page needs to load ClerkJS; nil when it is not loaded.

@@ -213,3 +213,14 @@ func Screenshot(tb testing.TB, ctx context.Context, path string) {
 		tb.Fatalf("browser: write screenshot: %v", err)
 	}
 }
+
+// ScriptsRun reports whether the page open in ctx runs scripts, whatever
+// the page loads: it asks the page's own HTML parser, which reads a
+// <noscript> block as elements only when scripting is off.
+func ScriptsRun(ctx context.Context) (bool, error) {
+	return chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		const d = document.createElement("div");
+		d.innerHTML = "<noscript><i></i></noscript>";
+		return d.querySelector("noscript i") === null;
+	})()`))
+}

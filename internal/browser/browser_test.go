@@ -78,6 +78,9 @@ func TestMustNew_JavaScriptDisabledScriptsDoNotRun(t *testing.T) {
 	if got, want := noscript, 1; got != want {
 		t.Fatalf("#noscript elements=%d, want %d (<noscript> not rendered)", got, want)
 	}
+	if run, err := browser.ScriptsRun(ctx); err != nil || run {
+		t.Fatalf("ScriptsRun=%v (%v), want false", run, err)
+	}
 
 	// Still off after a second navigation.
 	status, _ = loadPage(t, ctx, srv.URL+"/")
@@ -96,6 +99,9 @@ func TestMustNew_JavaScriptEnabledByDefault(t *testing.T) {
 	}
 	if got, want := noscript, 0; got != want {
 		t.Fatalf("#noscript elements=%d, want %d", got, want)
+	}
+	if run, err := browser.ScriptsRun(ctx); err != nil || !run {
+		t.Fatalf("ScriptsRun=%v (%v), want true", run, err)
 	}
 }
 

@@ -110,6 +110,9 @@ type Tx struct {
 	// inserted, for the counters applyEntryCounts updates before the
 	// commit (store/entry_counts.go).
 	newEntries map[string]*entryCounts
+	// events are the audit events queued to be inserted together before
+	// the commit (queueEvent, store/audit.go).
+	events []eventRow
 }
 
 // BindingKeySize is the length in bytes of Options.BindingKey.
@@ -349,6 +352,9 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 	err = func() error {
 		defer sqlTx.Rollback()
 		err := fn(tx)
+		if err == nil {
+			err = tx.writeQueuedEvents(ctx)
+		}
 		if err == nil {
 			err = tx.applyEntryCounts(ctx)
 		}

@@ -346,7 +346,7 @@ func (db *DB) admitEntry(ctx context.Context, tx *Tx, st *signupState, req Signu
 	if err := insertSignupReceipt(ctx, tx, st.programID, req.RequestKey, binding); err != nil {
 		return nil, err
 	}
-	if err := appendEvent(ctx, tx, st.programID, entryID, Actor{Kind: ActorPublic}, EventSignup,
+	if err := queueEvent(tx, st.programID, entryID, Actor{Kind: ActorPublic}, EventSignup,
 		Details{"noticeVersion": req.NoticeVersion}); err != nil {
 		return nil, err
 	}

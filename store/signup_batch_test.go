@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -315,5 +316,88 @@ func TestSignup_ABatchCountsItsEntriesOnceAtTheCommit(t *testing.T) {
 				t.Errorf("capped program occupied=%d, want %d", got, want)
 			}
 		})
+	}
+}
+
+// TestSignup_ABatchWritesItsEventsTogetherInSignupOrder: a batch's signup
+// events are inserted together before the commit (queueEvent), several
+// rows a statement. Batches of every size up to the largest hold one
+// event per new entry — none for a duplicate, none twice when a failing
+// signup makes the batch run again — with ids in the order the signups
+// were admitted, the batch's time, and the fields appendEvent would write.
+func TestSignup_ABatchWritesItsEventsTogetherInSignupOrder(t *testing.T) {
+	db, clock := mustOpenDBWithClock(t)
+	sp := mustSignupProgram(t, db, "batch-events", 1000, 1000)
+	ctx := context.Background()
+	for _, size := range []int{1, 3, 17, 23, maxSignupBatch} {
+		clock.Add(time.Minute)
+		var lastID int64
+		if err := db.readRow(ctx, `SELECT coalesce(max(id), 0) FROM audit_events`).Scan(&lastID); err != nil {
+			t.Fatal(err)
+		}
+		var reqs []SignupRequest
+		var want []string // the new addresses, in queue order
+		for i := range size {
+			email := fmt.Sprintf("events-%d-%d@example.test", size, i)
+			switch {
+			case size > 1 && i == size-1:
+				// Fails alone after the others' events were queued: the
+				// batch runs again without it, and its first run leaves
+				// nothing.
+				bad := sp.signupReq(email)
+				bad.Attempts = &AttemptLimit{Max: 100, Key: func(time.Time) []byte { return make([]byte, 31) }}
+				reqs = append(reqs, bad)
+				continue
+			case i == 3:
+				email = want[0] // a duplicate: no entry, no event
+			default:
+				want = append(want, email)
+			}
+			reqs = append(reqs, sp.signupReq(email))
+		}
+		start := pausedBatcher(t, db)
+		wait := submitInOrder(t, db, backgrounds(len(reqs)), reqs)
+		start()
+		answers := wait()
+		for i, a := range answers {
+			if wantErr := size > 1 && i == size-1; (a.err != nil) != wantErr {
+				t.Fatalf("size %d: signup %d answered %v", size, i, a.err)
+			}
+		}
+
+		rows, err := db.reader.QueryContext(ctx, `SELECT a.id, e.email_key, a.program_id, a.actor_kind, a.actor_clerk_id IS NULL,
+				a.event_type, a.event_at, a.details
+			FROM audit_events a JOIN entries e ON e.id = a.entry_id WHERE a.id > ? ORDER BY a.id`, lastID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		var ids []int64
+		for rows.Next() {
+			var id, at int64
+			var email, program, kind, typ, details string
+			var noActor bool
+			if err := rows.Scan(&id, &email, &program, &kind, &noActor, &typ, &at, &details); err != nil {
+				t.Fatal(err)
+			}
+			if program != sp.Program.ID || kind != "public" || !noActor || typ != "signup" ||
+				at != Millis(clock.Now()) || details != `{"noticeVersion":1}` {
+				t.Errorf("size %d: event %d: %s %s actorless=%v %s at %d %s", size, id, program, kind, noActor, typ, at, details)
+			}
+			got, ids = append(got, email), append(ids, id)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if !slices.Equal(got, want) {
+			t.Fatalf("size %d: events for %q, want %q in queue order", size, got, want)
+		}
+		if n := len(ids); n > 0 && (ids[0] != lastID+1 || ids[n-1] != lastID+int64(n)) {
+			t.Fatalf("size %d: event ids %d…%d after %d, want consecutive", size, ids[0], ids[n-1], lastID)
+		}
+		if n := mustCount(t, db, `SELECT count(*) FROM audit_events WHERE id > ?`, lastID); n != len(want) {
+			t.Fatalf("size %d: %d events, want %d", size, n, len(want))
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -187,23 +186,24 @@ func appendEvent(ctx context.Context, tx *Tx, programID, entryID string, a Actor
 	if err != nil {
 		return err
 	}
-	return insertEvents(ctx, tx, []eventRow{row})
+	if err := eventRows.insert(ctx, tx, row.values(tx)); err != nil {
+		return fmt.Errorf("append %s event: %w", eventType, err)
+	}
+	return nil
 }
 
 // queueEvent checks and encodes an audit event as appendEvent does, and
-// leaves its insert to the transaction's end, where every queued event is
-// written by a few statements of many rows each (insertEvents). A
-// signup's event is queued: a batch of signups then inserts its events
-// together, which costs SQLite markedly less per event than one insert
-// each (BENCHMARKS.md, "Signup events written together"). Nothing reads
-// an event in the transaction that appends it, and its checks are all
-// made here, so the insert fails only as the whole transaction would.
+// leaves its insert to the end of the transaction, where the queued events
+// are written together (store/queued.go). A signup's event is queued.
+// Nothing reads an event in the transaction that appends it, and every
+// check is made here, so its insert can fail only as the whole
+// transaction would.
 func queueEvent(tx *Tx, programID, entryID string, a Actor, eventType EventType, d Details) error {
 	row, err := newEventRow(programID, entryID, a, eventType, d)
 	if err != nil {
 		return err
 	}
-	tx.events = append(tx.events, row)
+	tx.queuedEvents = append(tx.queuedEvents, row.values(tx)...)
 	return nil
 }
 
@@ -214,6 +214,14 @@ type eventRow struct {
 	kind, eventType  string
 	details          string
 }
+
+// values are the row's values in eventRows' column order, at tx.Now.
+func (r eventRow) values(tx *Tx) []any {
+	return []any{r.programID, r.entryID, r.kind, r.actorID, r.eventType, Millis(tx.Now), r.details}
+}
+
+// eventRows inserts audit events, many a statement.
+var eventRows = newManyRows("audit_events", "program_id", "entry_id", "actor_kind", "actor_clerk_id", "event_type", "event_at", "details")
 
 // newEventRow checks an event's details against the allowlist and its
 // size bound, and encodes it.
@@ -243,60 +251,6 @@ func newEventRow(programID, entryID string, a Actor, eventType EventType, d Deta
 		row.entryID = entryID
 	}
 	return row, nil
-}
-
-// eventInserts holds the audit insert for each number of rows that
-// insertEvents writes with one statement, largest first: a few fixed
-// sizes keep the prepared statements few.
-var eventInserts = func() map[int]string {
-	m := map[int]string{}
-	for _, n := range eventInsertSizes {
-		var q strings.Builder
-		q.WriteString(`INSERT INTO audit_events (program_id, entry_id, actor_kind, actor_clerk_id, event_type, event_at, details) VALUES `)
-		for i := range n {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
-		}
-		m[n] = q.String()
-	}
-	return m
-}()
-
-// eventInsertSizes are the row counts of eventInserts, largest first.
-var eventInsertSizes = []int{16, 4, 1}
-
-// insertEvents inserts rows at tx.Now, in their order (their ids follow
-// it), with as few statements as eventInsertSizes allow.
-func insertEvents(ctx context.Context, tx *Tx, rows []eventRow) error {
-	at := Millis(tx.Now)
-	for len(rows) > 0 {
-		n := 1
-		for _, size := range eventInsertSizes {
-			if size <= len(rows) {
-				n = size
-				break
-			}
-		}
-		args := make([]any, 0, 7*n)
-		for _, r := range rows[:n] {
-			args = append(args, r.programID, r.entryID, r.kind, r.actorID, r.eventType, at, r.details)
-		}
-		if _, err := tx.ExecContext(ctx, eventInserts[n], args...); err != nil {
-			return fmt.Errorf("append %s event: %w", rows[0].eventType, err)
-		}
-		rows = rows[n:]
-	}
-	return nil
-}
-
-// writeQueuedEvents inserts the events queueEvent left to the end of the
-// transaction.
-func (tx *Tx) writeQueuedEvents(ctx context.Context) error {
-	rows := tx.events
-	tx.events = nil
-	return insertEvents(ctx, tx, rows)
 }
 
 // appendWorkspaceEvent records a workspace-level audit event (staff changes).

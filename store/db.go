@@ -110,9 +110,9 @@ type Tx struct {
 	// inserted, for the counters applyEntryCounts updates before the
 	// commit (store/entry_counts.go).
 	newEntries map[string]*entryCounts
-	// events are the audit events queued to be inserted together before
-	// the commit (queueEvent, store/audit.go).
-	events []eventRow
+	// queuedEvents are the values of the audit events left to the end of
+	// the transaction (queueEvent, store/queued.go).
+	queuedEvents []any
 }
 
 // BindingKeySize is the length in bytes of Options.BindingKey.
@@ -353,7 +353,7 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 		defer sqlTx.Rollback()
 		err := fn(tx)
 		if err == nil {
-			err = tx.writeQueuedEvents(ctx)
+			err = tx.writeQueued(ctx)
 		}
 		if err == nil {
 			err = tx.applyEntryCounts(ctx)

@@ -31,7 +31,7 @@ type manyRows struct {
 
 // manyRowsSizes are the numbers of rows one statement of manyRows
 // inserts, largest first.
-var manyRowsSizes = []int{16, 4, 1}
+var manyRowsSizes = []int{32, 16, 8, 4, 2, 1}
 
 // newManyRows is the insert of rows of columns into table.
 func newManyRows(table string, columns ...string) manyRows {

@@ -110,6 +110,10 @@ type Tx struct {
 	// inserted, for the counters applyEntryCounts updates before the
 	// commit (store/entry_counts.go).
 	newEntries map[string]*entryCounts
+	// signupPrograms keeps, per slug, the program's part of the signup
+	// state that the transaction's first signup of it read
+	// (readSignupState).
+	signupPrograms map[string]programAdmission
 	// queuedEvents are the values of the audit events left to the end of
 	// the transaction (queueEvent, store/queued.go).
 	queuedEvents []any

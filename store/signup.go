@@ -249,40 +249,71 @@ func (db *DB) signup(ctx context.Context, tx *Tx, req SignupRequest) (*SignupRes
 	return db.admitEntry(ctx, tx, st, req, binding)
 }
 
-// signupState is everything admission decides on, read in one statement
-// after the lock.
+// signupState is everything admission decides on, read after the lock.
 type signupState struct {
-	found                                    bool // the slug names a program
-	programID, noticeID                      string
-	open, wsActive, retired, listed          bool
-	queueCap, hourlyCap, occupied, noticeVer int
-	// bucket is the current hour (Unix ms) and admitted its signups so far.
-	bucket   int64
-	admitted int
+	programAdmission
+	// listed says the address is already on the program's list.
+	listed bool
 	// stored is the receipt's binding for this request key, nil if none.
 	stored []byte
 }
 
-// readSignupState reads, in one statement after the lock, the program and
-// its notice, the stored receipt for this key, the current hour's bucket
-// and whether the address is already listed. The decisions in signup still
-// follow the order in docs/signup.md; reading a value that a refusal does
-// not use has no effect.
+// programAdmission is the part of a signup's state that belongs to its
+// program: the same for every signup of the program in one transaction.
+type programAdmission struct {
+	found                         bool // the slug names a program
+	programID, noticeID           string
+	open, wsActive, retired       bool
+	queueCap, hourlyCap, occupied int
+	noticeVer                     int
+	// admitted is the current hour's signups so far, as stored.
+	admitted int
+}
+
+// readSignupState reads, after the lock, the program and its notice, the
+// current hour's intake, the stored receipt for this key and whether the
+// address is already listed. The decisions in signup still follow the
+// order in docs/signup.md; reading a value that a refusal does not use has
+// no effect.
+//
+// The first signup of a program in a transaction reads it all in one
+// statement; the program's part is then kept on the transaction, and the
+// batch's later signups of the program read only their receipt and their
+// address. Nothing in a signup transaction changes the program's part:
+// its new entries are counted at the commit and added here until then.
 func readSignupState(ctx context.Context, tx *Tx, req SignupRequest) (*signupState, error) {
-	st := &signupState{bucket: Millis(hourStart(tx.Now))}
-	err := tx.QueryRowContext(ctx, `SELECT p.id, p.signup_open, w.active, p.retired_at IS NOT NULL,
-			p.queue_cap, p.hourly_cap, p.occupied, coalesce(p.current_notice_id, ''), coalesce(n.version, 0),
-			(SELECT r.binding_hmac FROM signup_receipts r WHERE r.program_id = p.id AND r.request_key = ?2),
-			coalesce((SELECT h.admitted_count FROM intake_hours h WHERE h.program_id = p.id AND h.bucket_start = ?3), 0),
-			EXISTS (SELECT 1 FROM entries e WHERE e.program_id = p.id AND e.email_key = ?4)
-		FROM programs p JOIN workspaces w ON w.id = p.workspace_id
-		LEFT JOIN notices n ON n.id = p.current_notice_id
-		WHERE p.public_slug = ?1`, req.Slug, req.RequestKey, st.bucket, req.Email).
-		Scan(&st.programID, &st.open, &st.wsActive, &st.retired, &st.queueCap, &st.hourlyCap, &st.occupied,
-			&st.noticeID, &st.noticeVer, &st.stored, &st.admitted, &st.listed)
-	st.found = err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("read program: %w", err)
+	st := &signupState{}
+	if p, ok := tx.signupPrograms[req.Slug]; ok {
+		st.programAdmission = p
+		if p.found {
+			err := tx.QueryRowContext(ctx, `SELECT
+					(SELECT binding_hmac FROM signup_receipts WHERE program_id = ?1 AND request_key = ?2),
+					EXISTS (SELECT 1 FROM entries WHERE program_id = ?1 AND email_key = ?3)`,
+				p.programID, req.RequestKey, req.Email).Scan(&st.stored, &st.listed)
+			if err != nil {
+				return nil, fmt.Errorf("read signup: %w", err)
+			}
+		}
+	} else {
+		p := &st.programAdmission
+		err := tx.QueryRowContext(ctx, `SELECT p.id, p.signup_open, w.active, p.retired_at IS NOT NULL,
+				p.queue_cap, p.hourly_cap, p.occupied, coalesce(p.current_notice_id, ''), coalesce(n.version, 0),
+				(SELECT r.binding_hmac FROM signup_receipts r WHERE r.program_id = p.id AND r.request_key = ?2),
+				coalesce((SELECT h.admitted_count FROM intake_hours h WHERE h.program_id = p.id AND h.bucket_start = ?3), 0),
+				EXISTS (SELECT 1 FROM entries e WHERE e.program_id = p.id AND e.email_key = ?4)
+			FROM programs p JOIN workspaces w ON w.id = p.workspace_id
+			LEFT JOIN notices n ON n.id = p.current_notice_id
+			WHERE p.public_slug = ?1`, req.Slug, req.RequestKey, Millis(hourStart(tx.Now)), req.Email).
+			Scan(&p.programID, &p.open, &p.wsActive, &p.retired, &p.queueCap, &p.hourlyCap, &p.occupied,
+				&p.noticeID, &p.noticeVer, &st.stored, &p.admitted, &st.listed)
+		p.found = err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("read program: %w", err)
+		}
+		if tx.signupPrograms == nil {
+			tx.signupPrograms = map[string]programAdmission{}
+		}
+		tx.signupPrograms[req.Slug] = *p
 	}
 	// Entries this transaction already inserted (earlier signups of the
 	// same batch) are counted at its commit; until then they are added here.

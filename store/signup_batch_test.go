@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"admit/internal/testutil"
+
+	"github.com/google/uuid"
 )
 
 // pausedBatcher replaces db's signup batcher with one whose loop has not
@@ -399,5 +401,66 @@ func TestSignup_ABatchWritesItsEventsTogetherInSignupOrder(t *testing.T) {
 		if n := mustCount(t, db, `SELECT count(*) FROM audit_events WHERE id > ?`, lastID); n != len(want) {
 			t.Fatalf("size %d: %d events, want %d", size, n, len(want))
 		}
+	}
+}
+
+// TestSignup_ABatchReadsEachProgramOnceAndTheNextBatchAfresh: within a
+// batch the first signup of a program reads the program, and the later
+// ones only their receipt and address (readSignupState); each still gets
+// the answer it would get alone — a duplicate, a same-key replay, an
+// unknown slug twice, two programs interleaved. The next batch reads the
+// program again: a program closed between batches refuses at once.
+func TestSignup_ABatchReadsEachProgramOnceAndTheNextBatchAfresh(t *testing.T) {
+	db := MustOpenDB(t)
+	a := mustSignupProgram(t, db, "batch-read-a", 100, 100)
+	b := mustSignupProgram(t, db, "batch-read-b", 100, 100)
+	unknown := a.signupReq("nobody@example.test")
+	unknown.Slug = "batch-read-none"
+	a2 := a.signupReq("a2@example.test")
+	reqs := []SignupRequest{
+		a.signupReq("a1@example.test"), // 0: new
+		b.signupReq("b1@example.test"), // 1: new
+		unknown,                        // 2: not found
+		a2,                             // 3: new
+		unknown,                        // 4: not found again
+		b.signupReq("a1@example.test"), // 5: new on b (a1 is listed on a only)
+		a.signupReq("a1@example.test"), // 6: a duplicate of 0, fresh key
+		a2,                             // 7: a same-key replay of 3
+	}
+	reqs[4].RequestKey = uuid.NewString()
+	start := pausedBatcher(t, db)
+	wait := submitInOrder(t, db, backgrounds(len(reqs)), reqs)
+	start()
+	answers := wait()
+	want := []string{"new", "new", ENOTFOUND, "new", ENOTFOUND, "new", "duplicate", "replay"}
+	for i, ans := range answers {
+		got := ErrorCode(ans.err)
+		switch {
+		case ans.err != nil:
+		case ans.res.Replay:
+			got = "replay"
+		case ans.res.duplicate:
+			got = "duplicate"
+		default:
+			got = "new"
+		}
+		if got != want[i] {
+			t.Errorf("signup %d: %s (%v), want %s", i, got, ans.err, want[i])
+		}
+	}
+	if n := mustCount(t, db, `SELECT count(*) FROM entries WHERE program_id = ?`, a.Program.ID); n != 2 {
+		t.Errorf("program a has %d entries, want 2", n)
+	}
+	if n := mustCount(t, db, `SELECT count(*) FROM entries WHERE program_id = ?`, b.Program.ID); n != 2 {
+		t.Errorf("program b has %d entries, want 2", n)
+	}
+
+	mustSetProgram(t, db, b.Owner, b.Program.ID, func(s *ProgramSettings) { s.SignupOpen = ptrTo(false) })
+	start = pausedBatcher(t, db)
+	wait = submitInOrder(t, db, backgrounds(2), []SignupRequest{a.signupReq("a3@example.test"), b.signupReq("b3@example.test")})
+	start()
+	answers = wait()
+	if answers[0].err != nil || ErrorCode(answers[1].err) != ECONFLICT {
+		t.Fatalf("after b closed: a %v, b %v; want a admitted and b refused with %s", answers[0].err, answers[1].err, ECONFLICT)
 	}
 }

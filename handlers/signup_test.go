@@ -743,3 +743,28 @@ func TestPublicRoutes_UnknownSlugIs404(t *testing.T) {
 
 // settingPtr returns a pointer to v.
 func settingPtr[T any](v T) *T { return &v }
+
+// TestSignup_FormKeysAreFreshAndTimeOrdered: every signup form carries a
+// new request key, a version 7 UUID, later than the one before it, so
+// that the receipts of form signups are written in key order.
+func TestSignup_FormKeysAreFreshAndTimeOrdered(t *testing.T) {
+	app := MustStartApp(t)
+	c := app.NewClient(t)
+	var last string
+	for i := range 5 {
+		page := c.Get(t, signupPath)
+		key := formRequestKey(t, page.Body)
+		u, err := uuid.Parse(key)
+		if err != nil || u.Version() != 7 || u.String() != key {
+			t.Fatalf("form %d: request key %q (%v), want a canonical version 7 UUID", i, key, err)
+		}
+		if key <= last {
+			t.Fatalf("form %d: request key %s after %s, want a later one", i, key, last)
+		}
+		last = key
+	}
+	// The key is accepted like any other.
+	if r := c.PostForm(t, signupPath, signupFormValues(last, "v7@example.com", 1, true)); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("signup with the form's key: status %d", r.StatusCode)
+	}
+}

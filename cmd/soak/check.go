@@ -77,8 +77,9 @@ func (p *pointState) fail(format string, a ...any) {
 
 // checkPoint examines the restored database at path: integrity_check and
 // foreign_key_check, every entry attempted by the soak and with its signup
-// receipt, entry_state_counts in agreement with the entries, and no entry
-// of prev (the previous restore point) missing.
+// receipt and exactly one signup event, entry_state_counts in agreement
+// with the entries, and no entry of prev (the previous restore point)
+// missing.
 func checkPoint(ctx context.Context, path string, prev map[string]bool, l *ledger) *pointState {
 	ps := &pointState{Emails: map[string]bool{}}
 	db, err := openReadOnly(path)
@@ -97,6 +98,9 @@ func checkPoint(ctx context.Context, path string, prev map[string]bool, l *ledge
 	}
 	defer tx.Rollback()
 	if !ps.checkCounts(ctx, tx) {
+		return ps
+	}
+	if !ps.checkEvents(ctx, tx) {
 		return ps
 	}
 	receipts, ok := ps.readReceipts(ctx, tx)
@@ -146,6 +150,25 @@ func (p *pointState) checkCounts(ctx context.Context, tx *sql.Tx) bool {
 	}
 	if total != counted {
 		p.fail("entries: %d rows but entry_state_counts says %d", total, counted)
+	}
+	return true
+}
+
+// checkEvents checks that every entry has exactly one signup event, and
+// every signup event its entry: the event is written in the entry's
+// transaction, at its end; false means they could not be counted.
+func (p *pointState) checkEvents(ctx context.Context, tx *sql.Tx) bool {
+	var without, events, entries int64
+	if err := tx.QueryRowContext(ctx, `SELECT
+			(SELECT count(*) FROM entries e WHERE NOT EXISTS
+				(SELECT 1 FROM audit_events a WHERE a.entry_id = e.id AND a.event_type = 'signup')),
+			(SELECT count(*) FROM audit_events WHERE event_type = 'signup'),
+			(SELECT count(*) FROM entries)`).Scan(&without, &events, &entries); err != nil {
+		p.fail("count signup events: %v", err)
+		return false
+	}
+	if without > 0 || events != entries {
+		p.fail("signup events: %d for %d entries, %d entries without one", events, entries, without)
 	}
 	return true
 }

@@ -12,6 +12,8 @@
 //   - no entry present at one point is missing at a later one;
 //   - every entry was an attempted signup, and has its signup receipt;
 //   - entry_state_counts agrees with the entries;
+//   - every entry has exactly one signup event, and every signup event its
+//     entry;
 //   - once the replica has caught up after a restart, its latest state
 //     holds every signup answered 202 and not removed, and none whose
 //     removal was answered 200;

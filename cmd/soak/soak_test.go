@@ -69,6 +69,7 @@ CREATE TABLE entries (id INTEGER PRIMARY KEY, email_key TEXT NOT NULL UNIQUE, st
 CREATE INDEX entries_email_idx ON entries(email_key);
 CREATE TABLE signup_receipts (request_key TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE entry_state_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE audit_events (id INTEGER PRIMARY KEY, entry_id INTEGER REFERENCES entries(id), event_type TEXT NOT NULL);
 INSERT INTO entry_state_counts VALUES ('waiting', 0);
 `
 
@@ -87,7 +88,8 @@ func testDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
-// signUp stores one signup as admit does: the entry, its receipt and the count.
+// signUp stores one signup as admit does: the entry, its receipt, the
+// count and the signup event.
 func signUp(t *testing.T, db *sql.DB, email, key string) {
 	t.Helper()
 	for _, q := range []struct {
@@ -97,6 +99,7 @@ func signUp(t *testing.T, db *sql.DB, email, key string) {
 		{`INSERT INTO entries (email_key, state) VALUES (?, 'waiting')`, []any{email}},
 		{`INSERT INTO signup_receipts VALUES (?)`, []any{key}},
 		{`UPDATE entry_state_counts SET n = n + 1 WHERE state = 'waiting'`, nil},
+		{`INSERT INTO audit_events (entry_id, event_type) SELECT id, 'signup' FROM entries WHERE email_key = ?`, []any{email}},
 	} {
 		if _, err := db.Exec(q.sql, q.args...); err != nil {
 			t.Fatal(err)
@@ -152,8 +155,17 @@ func TestCheckPoint_FindsEachInconsistency(t *testing.T) {
 			e, _ := l.next(1)
 			db.Exec(`INSERT INTO entries (email_key, state) VALUES (?, 'waiting')`, e)
 			db.Exec(`UPDATE entry_state_counts SET n = n + 1`)
+			db.Exec(`INSERT INTO audit_events (entry_id, event_type) SELECT id, 'signup' FROM entries WHERE email_key = ?`, e)
 			return nil
 		}, "without their signup receipt"},
+		{"an entry without its signup event", func(db *sql.DB, l *ledger) map[string]bool {
+			db.Exec(`DELETE FROM audit_events WHERE id = (SELECT max(id) FROM audit_events)`)
+			return nil
+		}, "1 entries without one"},
+		{"a signup event twice", func(db *sql.DB, l *ledger) map[string]bool {
+			db.Exec(`INSERT INTO audit_events (entry_id, event_type) SELECT entry_id, event_type FROM audit_events LIMIT 1`)
+			return nil
+		}, "signup events: 3 for 2 entries"},
 		{"state counts that disagree", func(db *sql.DB, l *ledger) map[string]bool {
 			db.Exec(`UPDATE entry_state_counts SET n = n + 3`)
 			return nil

@@ -186,7 +186,7 @@ func appendEvent(ctx context.Context, tx *Tx, programID, entryID string, a Actor
 	if err != nil {
 		return err
 	}
-	if err := eventRows.insert(ctx, tx, row.values(tx)); err != nil {
+	if err := eventRows.insert(ctx, tx, row.appendValues(nil, tx)); err != nil {
 		return fmt.Errorf("append %s event: %w", eventType, err)
 	}
 	return nil
@@ -203,7 +203,7 @@ func queueEvent(tx *Tx, programID, entryID string, a Actor, eventType EventType,
 	if err != nil {
 		return err
 	}
-	tx.queuedEvents = append(tx.queuedEvents, row.values(tx)...)
+	tx.queuedEvents = row.appendValues(tx.queuedEvents, tx)
 	return nil
 }
 
@@ -215,9 +215,10 @@ type eventRow struct {
 	details          string
 }
 
-// values are the row's values in eventRows' column order, at tx.Now.
-func (r eventRow) values(tx *Tx) []any {
-	return []any{r.programID, r.entryID, r.kind, r.actorID, r.eventType, Millis(tx.Now), r.details}
+// appendValues appends the row's values to dst in eventRows' column
+// order, at tx.Now.
+func (r eventRow) appendValues(dst []any, tx *Tx) []any {
+	return append(dst, r.programID, r.entryID, r.kind, r.actorID, r.eventType, Millis(tx.Now), r.details)
 }
 
 // eventRows inserts audit events, many a statement.

@@ -140,6 +140,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	tuneGC(getenv)
 	// Read litestream.yml first: a bad key refuses the start before any data is touched.
 	backupCfg, err := loadBackupConfig(getenv)
 	if err != nil {

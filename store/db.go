@@ -56,6 +56,10 @@ type DB struct {
 	gateWait func()
 	// signups gives concurrent signups one commit (group commit).
 	signups *signupBatcher
+	// signupsRan, set only by tests, is called in a signup batch's
+	// transaction each time the signups it holds have run, before it looks
+	// for late ones (signupBatcher.joinLate).
+	signupsRan func()
 	// lastCounterCleanup is when expired attempt counters were last
 	// deleted (Unix ms); only write transactions touch it.
 	lastCounterCleanup int64

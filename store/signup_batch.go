@@ -104,6 +104,18 @@ func (b *signupBatcher) submit(ctx context.Context, req SignupRequest) (*SignupR
 	return c.res, c.err
 }
 
+// joinLate adds to the batch the calls handed over since it was taken
+// (takeWaiting) and reports whether there were any. dropped grows with it.
+func (b *signupBatcher) joinLate(batch *[]*signupCall, dropped *[]bool) bool {
+	if b.db.signupsRan != nil {
+		b.db.signupsRan()
+	}
+	n := len(*batch)
+	*batch = b.takeWaiting(*batch)
+	*dropped = append(*dropped, make([]bool, len(*batch)-n)...)
+	return len(*batch) > n
+}
+
 // isStopped reports whether stop was called: the database is closing.
 func (b *signupBatcher) isStopped() bool {
 	if b == nil {
@@ -144,20 +156,30 @@ func (b *signupBatcher) loop() {
 				return
 			}
 		}
-	drain: // everything already waiting joins this commit
-		for len(batch) < maxSignupBatch {
-			select {
-			case c := <-b.calls:
-				batch = append(batch, c)
-			default:
-				break drain
-			}
-		}
-		b.run(batch)
+		b.run(b.takeWaiting(batch)) // everything already waiting joins this commit
 	}
 }
 
-// run admits a batch in one transaction and answers every call.
+// takeWaiting appends the calls waiting in the queue to batch, up to
+// maxSignupBatch in all, without waiting for more.
+func (b *signupBatcher) takeWaiting(batch []*signupCall) []*signupCall {
+	for len(batch) < maxSignupBatch {
+		select {
+		case c := <-b.calls:
+			batch = append(batch, c)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// run admits a batch in one transaction and answers every call. Signups
+// handed over while the batch's statements run join it before the commit,
+// up to maxSignupBatch: waiting for the next transaction, they would wait
+// for this commit and then for one of their own. Nothing waits for them:
+// the batch looks once more each time its signups have run, and commits
+// when it finds none (BENCHMARKS.md, "Late signups join the commit").
 //
 // The signups run without savepoints: a refusal writes nothing (see
 // admitOne). A statement that fails part-way leaves a partial signup in the
@@ -181,7 +203,8 @@ func (b *signupBatcher) run(batch []*signupCall) {
 	for {
 		failed := -1
 		err := b.db.update(ctx, false, func(tx *Tx) error {
-			for i, c := range batch {
+			for i := 0; i < len(batch) || b.joinLate(&batch, &dropped); i++ {
+				c := batch[i]
 				if dropped[i] {
 					continue
 				}

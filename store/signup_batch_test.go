@@ -464,3 +464,118 @@ func TestSignup_ABatchReadsEachProgramOnceAndTheNextBatchAfresh(t *testing.T) {
 		t.Fatalf("after b closed: a %v, b %v; want a admitted and b refused with %s", answers[0].err, answers[1].err, ECONFLICT)
 	}
 }
+
+// Signups handed over while a batch's statements run join its commit, round
+// after round, up to maxSignupBatch; the rest wait for the next commit.
+func TestSignup_LateSignupsJoinTheRunningBatchUpToItsBound(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		first       int   // queued when the batch is taken
+		late        []int // handed over each time the batch's signups have run
+		failing     int   // the signup, in handover order, that fails part-way; -1 for none
+		wantCommits []int // signups stored per commit, in order
+	}{
+		{"alone", 1, nil, -1, []int{1}},
+		{"two late rounds", 3, []int{4, 2}, -1, []int{9}},
+		{"past the bound", maxSignupBatch - 2, []int{5}, -1, []int{maxSignupBatch, 3}},
+		{"a late one fails alone", 2, []int{3}, 3, []int{4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, clock := mustOpenDBWithClock(t)
+			sp := mustSignupProgram(t, db, "late", 1000, 1000)
+			start := pausedBatcher(t, db)
+			n := 0
+			reqs := func(k int) []SignupRequest {
+				rs := make([]SignupRequest, k)
+				for i := range rs {
+					rs[i] = sp.signupReq(fmt.Sprintf("late-%d@example.test", n))
+					if n == tc.failing {
+						// The counter's CHECK refuses the key: the batch rolls
+						// back and runs again without this signup.
+						rs[i].Attempts = &AttemptLimit{Max: 100, Key: func(time.Time) []byte { return make([]byte, 31) }}
+					}
+					n++
+				}
+				return rs
+			}
+			waits := []func() []batchAnswer{submitInOrder(t, db, backgrounds(tc.first), reqs(tc.first))}
+			var mu sync.Mutex
+			rounds := 0
+			db.signupsRan = func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if rounds < len(tc.late) {
+					k := tc.late[rounds]
+					waits = append(waits, submitInOrder(t, db, backgrounds(k), reqs(k)))
+				}
+				rounds++
+			}
+			pending := func(w int) func() []batchAnswer {
+				mu.Lock()
+				defer mu.Unlock()
+				if w < len(waits) {
+					return waits[w]
+				}
+				return nil
+			}
+			// A clock that moves on every reading: each transaction has its own Tx.Now.
+			clock.Step(time.Millisecond)
+			start()
+			// The late signups are handed over before the first commit, so
+			// by the time the first answers arrive waits holds them all.
+			for w := 0; pending(w) != nil; w++ {
+				for i, a := range pending(w)() {
+					// The failing signup is handed over in the first late round.
+					wantErr := tc.failing >= 0 && w == 1 && i == tc.failing-tc.first
+					if (a.err != nil) != wantErr {
+						t.Fatalf("handover %d, signup %d: %+v, %v", w, i, a.res, a.err)
+					}
+				}
+			}
+			rows, err := db.reader.Query(`SELECT count(*) FROM entries WHERE program_id = ? GROUP BY created_at ORDER BY created_at`, sp.Program.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var commits []int
+			for rows.Next() {
+				var c int
+				if err := rows.Scan(&c); err != nil {
+					t.Fatal(err)
+				}
+				commits = append(commits, c)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(commits, tc.wantCommits) {
+				t.Fatalf("signups per commit %v, want %v", commits, tc.wantCommits)
+			}
+			// Admitted in the order handed over: the late ones after the batch's own.
+			var got []string
+			rows, err = db.reader.Query(`SELECT e.email_key FROM audit_events a JOIN entries e ON e.id = a.entry_id
+				WHERE a.program_id = ? AND a.event_type = 'signup' ORDER BY a.id`, sp.Program.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var e string
+				if err := rows.Scan(&e); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, e)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for i := range n {
+				if i != tc.failing {
+					want = append(want, fmt.Sprintf("late-%d@example.test", i))
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("signup events for %v, want %v", got, want)
+			}
+		})
+	}
+}

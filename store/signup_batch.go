@@ -22,8 +22,9 @@ var errSignupFailed = errors.New("signup: a statement failed part-way")
 // plus a few dozen microseconds of SQL; with one commit per signup the
 // commit dominated and concurrent signups queued behind each other's fsync
 // (BENCHMARKS.md). The batcher's one goroutine takes every signup waiting
-// when it is free — at most maxSignupBatch — and runs them one after
-// another in a single BEGIN IMMEDIATE transaction, then commits once.
+// when it is free, and those handed over while they run — at most
+// maxSignupBatch — one after another in a single BEGIN IMMEDIATE
+// transaction, then commits once.
 //
 // Each signup is admitted exactly as if it ran alone (caps, duplicates,
 // request keys and the network counter see every earlier signup of the

@@ -532,41 +532,13 @@ func TestSignup_LateSignupsJoinTheRunningBatchUpToItsBound(t *testing.T) {
 					}
 				}
 			}
-			rows, err := db.reader.Query(`SELECT count(*) FROM entries WHERE program_id = ? GROUP BY created_at ORDER BY created_at`, sp.Program.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var commits []int
-			for rows.Next() {
-				var c int
-				if err := rows.Scan(&c); err != nil {
-					t.Fatal(err)
-				}
-				commits = append(commits, c)
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
+			commits := mustColumn[int](t, db, `SELECT count(*) FROM entries WHERE program_id = ? GROUP BY created_at ORDER BY created_at`, sp.Program.ID)
 			if !slices.Equal(commits, tc.wantCommits) {
 				t.Fatalf("signups per commit %v, want %v", commits, tc.wantCommits)
 			}
 			// Admitted in the order handed over: the late ones after the batch's own.
-			var got []string
-			rows, err = db.reader.Query(`SELECT e.email_key FROM audit_events a JOIN entries e ON e.id = a.entry_id
+			got := mustColumn[string](t, db, `SELECT e.email_key FROM audit_events a JOIN entries e ON e.id = a.entry_id
 				WHERE a.program_id = ? AND a.event_type = 'signup' ORDER BY a.id`, sp.Program.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var e string
-				if err := rows.Scan(&e); err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, e)
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
 			var want []string
 			for i := range n {
 				if i != tc.failing {

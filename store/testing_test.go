@@ -120,6 +120,31 @@ func mustCount(tb testing.TB, db *DB, query string, args ...any) int {
 	return n
 }
 
+// mustColumn returns the values of a query's one column, in order.
+func mustColumn[T any](tb testing.TB, db *DB, query string, args ...any) []T {
+	tb.Helper()
+	var vs []T
+	err := db.View(context.Background(), func(tx *Tx) error {
+		rows, err := tx.QueryContext(context.Background(), query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v T
+			if err := rows.Scan(&v); err != nil {
+				return err
+			}
+			vs = append(vs, v)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		tb.Fatalf("query %q: %v", query, err)
+	}
+	return vs
+}
+
 // tableNames lists the database's own tables (SQLite's internal ones left out).
 func tableNames(ctx context.Context, tx *Tx) ([]string, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)

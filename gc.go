@@ -10,7 +10,7 @@ import "runtime/debug"
 // 4 MiB, so a full signup load ran about twenty collections a second, each
 // a mark phase on the cores the writer and the handlers share. gcPercent
 // lets the heap grow to five times what is live (at least 16 MiB) before
-// the next one: a quarter of the collections, for about 12 MiB more resident
+// the next one: a quarter of the collections, for about 11 MiB more resident
 // memory. gcMemoryLimit keeps a larger live heap, such as a thousand
 // connections' buffers under overload, from multiplying as well: near the
 // limit the collector runs as often as staying under it takes

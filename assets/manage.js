@@ -6,7 +6,8 @@
 // 2. When the visitor submits that form, drop the fragment from the current
 //    history entry, so Back does not lead to a URL that still holds the token.
 // 3. When the page shows a confirmed removal (body[data-removal-confirmed] or
-//    #removal-confirmed, also after an htmx swap), drop any fragment.
+//    #removal-confirmed), drop any fragment. The removal page loads no htmx:
+//    the confirmation always arrives as a page of its own.
 (function () {
   "use strict";
   var TOKEN = /^#([0-9a-f]{64})$/;
@@ -46,12 +47,6 @@
     var field = document.querySelector("#remove-form input[name=token]");
     if (e.persisted && field && !TOKEN.test(window.location.hash)) {
       field.value = "";
-    }
-  });
-
-  document.addEventListener("htmx:afterSettle", function () {
-    if (removalConfirmed()) {
-      clearFragment();
     }
   });
 

@@ -155,20 +155,3 @@ func TestManageJS_ConfirmedPageClearsFragment(t *testing.T) {
 		}
 	}
 }
-
-func TestManageJS_HtmxSwappedConfirmationClearsFragment(t *testing.T) {
-	site := mustServeRemovalSite(t)
-	ctx := browser.MustNew(t)
-	mustLoad(t, ctx, site.URL+"/manage/#"+token)
-	// What htmx does when it swaps the confirmation block into the page.
-	mustEval[bool](t, ctx, `document.body.insertAdjacentHTML("beforeend", '<p id="removal-confirmed">Processed.</p>');
-		document.body.dispatchEvent(new CustomEvent("htmx:afterSettle", {bubbles: true})); true`)
-	if got := mustEval[string](t, ctx, `location.href`); strings.Contains(got, "#") {
-		t.Fatalf("location.href=%q after the swapped confirmation, want no fragment", got)
-	}
-	for _, u := range historyURLs(t, ctx) {
-		if strings.Contains(u, token) {
-			t.Fatalf("session history still holds the token: %q", u)
-		}
-	}
-}

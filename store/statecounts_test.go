@@ -57,30 +57,15 @@ func TestStateCounts_FollowEveryInsertAndTransition(t *testing.T) {
 	mustSeedEntries(t, db, sp.Program.ID, sp.Notice.ID, 300)
 	wantCountsMatch(t, db, sp, "after a raw bulk insert")
 
-	var ids []string
 	var tokens []string
 	for i := range 6 {
 		res := mustSignup(t, db, sp.signupReq(fmt.Sprintf("counted-%d@example.test", i)))
 		tokens = append(tokens, res.RemovalToken)
 		mustSignup(t, db, other.signupReq(fmt.Sprintf("counted-%d@example.test", i)))
 	}
-	err := db.View(ctx, func(tx *Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM entries WHERE program_id = ? AND email_key LIKE 'counted-%' ORDER BY email_key`, sp.Program.ID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return rows.Err()
-	})
-	if err != nil || len(ids) != 6 {
-		t.Fatalf("signed-up entries: %v, %v", ids, err)
+	ids := mustColumn[string](t, db, `SELECT id FROM entries WHERE program_id = ? AND email_key LIKE 'counted-%' ORDER BY email_key`, sp.Program.ID)
+	if len(ids) != 6 {
+		t.Fatalf("signed-up entries: %v", ids)
 	}
 	wantCountsMatch(t, db, sp, "after signups")
 

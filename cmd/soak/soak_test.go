@@ -88,10 +88,16 @@ func testDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
-// signUp stores one signup as admit does: the entry, its receipt, the
-// count and the signup event.
+// signUp stores one signup as admit does, in one transaction: the entry,
+// its receipt, the count and the signup event. A replica's restore point
+// never falls between them.
 func signUp(t *testing.T, db *sql.DB, email, key string) {
 	t.Helper()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
 	for _, q := range []struct {
 		sql  string
 		args []any
@@ -101,9 +107,12 @@ func signUp(t *testing.T, db *sql.DB, email, key string) {
 		{`UPDATE entry_state_counts SET n = n + 1 WHERE state = 'waiting'`, nil},
 		{`INSERT INTO audit_events (entry_id, event_type) SELECT id, 'signup' FROM entries WHERE email_key = ?`, []any{email}},
 	} {
-		if _, err := db.Exec(q.sql, q.args...); err != nil {
+		if _, err := tx.Exec(q.sql, q.args...); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 	"admit/migrations"
 
 	"github.com/pressly/goose/v3"
-	"modernc.org/sqlite" // also registers the "sqlite" driver
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // BusyTimeout is how long a writer waits for the write lock before failing.
@@ -202,20 +202,6 @@ func dsnWith(path string, readOnly bool, opt Options) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-// syncWithFdatasync makes SQLite, process-wide, sync a commit with
-// fdatasync(2) instead of fsync(2). SQLite built by its own configure script
-// on Linux does so already; modernc.org/sqlite's build keeps the source's
-// default, fsync, which on ext4 also pushes the file's new modification time
-// through the file system's journal at every commit. fdatasync writes the
-// data and what reading it back needs (the file's size included), so a
-// commit under synchronous=FULL is exactly as durable, with less to wait
-// for (BENCHMARKS.md, "Commits synced with fdatasync"). Where fdatasync does
-// not exist (macOS, Windows) SQLite keeps its own sync and this does
-// nothing.
-func syncWithFdatasync() {
-	_, _ = sqlite.Fdatasync(true)
-}
-
 // Open opens (creating if needed) the database at path, applies the embedded
 // migrations and checks that every required pragma took effect. The options
 // hold from the first statement on: migrations run under them too. It
@@ -233,7 +219,6 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	syncWithFdatasync()
 	w, err := sql.Open("sqlite", dsnWith(path, false, opt))
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)

@@ -9,14 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"modernc.org/sqlite"
 
 	"admit/internal/testutil"
 )
@@ -741,21 +739,5 @@ func TestOpen_EveryConnectionKeepsTheDefaultPageCache(t *testing.T) {
 	}
 	if got := cacheSize(db.View); got != -2000 {
 		t.Errorf("reader cache_size = %d, want SQLite's default -2000", got)
-	}
-}
-
-func TestOpen_CommitsSyncWithFdatasync(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("fdatasync is what SQLite syncs with on Linux; other systems keep SQLite's own sync")
-	}
-	// The setting is process-wide and an earlier Open may have made it.
-	prev, err := sqlite.Fdatasync(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = sqlite.Fdatasync(prev) })
-	MustOpenDB(t)
-	if !sqlite.FdatasyncEnabled() {
-		t.Fatal("after Open, SQLite still syncs commits with fsync, want fdatasync")
 	}
 }

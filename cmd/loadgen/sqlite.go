@@ -12,12 +12,11 @@ import (
 	"admit/store"
 
 	"github.com/google/uuid"
-	"modernc.org/sqlite" // also registers the "sqlite" driver
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // storeDSN opens a file the way admit's writer does (store.dsn): busy
 // timeout first, WAL, foreign keys, synchronous=FULL, BEGIN IMMEDIATE.
-// openWriter also syncs commits with fdatasync, as store.Open does.
 func storeDSN(path string) string {
 	q := url.Values{}
 	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(FULL)"} {
@@ -29,7 +28,6 @@ func storeDSN(path string) string {
 
 // openWriter opens one writer connection on path with storeDSN.
 func openWriter(ctx context.Context, path string) (*sql.DB, error) {
-	_, _ = sqlite.Fdatasync(true) // where it exists; the ceiling's commits sync as admit's do
 	db, err := sql.Open("sqlite", storeDSN(path))
 	if err != nil {
 		return nil, err

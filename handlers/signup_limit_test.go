@@ -30,26 +30,27 @@ func TestSignupLimiter_BoundFollowsTheAnswerRate(t *testing.T) {
 	if got := l.bound(); got != 1000 {
 		t.Fatalf("bound before any answer=%d, want the maximum 1000", got)
 	}
-	// 4,000 answers a second: 50 ms of them (the mean aimed at) is 200.
+	// 4,000 answers a second: a third of 100 ms of them (the mean aimed
+	// at) is 133.
 	answerAt(l, clock, 4000, 4000)
-	if got := l.bound(); got != 200 {
-		t.Fatalf("bound at 4,000/s=%d, want 200", got)
+	if got := l.bound(); got != 133 {
+		t.Fatalf("bound at 4,000/s=%d, want 133", got)
 	}
-	// Slower: 1,000 a second averages down towards 50.
-	answerAt(l, clock, 3000, 1000)
-	if got := l.bound(); got < 50 || got > 55 {
-		t.Fatalf("bound at 1,000/s=%d, want about 50", got)
+	// Slower: 1,500 a second averages down towards 50.
+	answerAt(l, clock, 4500, 1500)
+	if got := l.bound(); got < 49 || got > 53 {
+		t.Fatalf("bound at 1,500/s=%d, want about 50", got)
 	}
-	// A slow or busy machine: at 500 a second 50 ms is 25, below a
-	// batch's worth, so the floor holds.
+	// A slow or busy machine: at 500 a second a third of 100 ms is 16,
+	// below a batch's worth, so the floor holds.
 	answerAt(l, clock, 5000, 500)
 	if got := l.bound(); got != minSignupsInProgress {
 		t.Fatalf("bound at 500/s=%d, want the floor %d", got, minSignupsInProgress)
 	}
-	// 2,000 a second again: about 100.
-	answerAt(l, clock, 10000, 2000)
+	// 3,000 a second again: about 100.
+	answerAt(l, clock, 15000, 3000)
 	if got := l.bound(); got < 98 || got > 102 {
-		t.Fatalf("bound at 2,000/s=%d, want about 100", got)
+		t.Fatalf("bound at 3,000/s=%d, want about 100", got)
 	}
 	// Fast again: never above the maximum.
 	answerAt(l, clock, 40000, 40000)

@@ -344,3 +344,60 @@ func TestOverloadResult_SortsOutcomesAndCPUPerAccepted(t *testing.T) {
 		t.Fatalf("CPU per accepted with the probe's=%v, want %v", got, want)
 	}
 }
+
+func TestEvaluateOverload_JudgesEveryLevelForErrorsAndTheBusiestForLatency(t *testing.T) {
+	lat := func(d time.Duration, n int) []time.Duration {
+		out := make([]time.Duration, n)
+		for i := range out {
+			out[i] = d
+		}
+		return out
+	}
+	levels := []*OverloadResult{
+		// Below 256 clients only errors are judged: a slow p99 is no miss.
+		{Clients: 128, Accepted: lat(300*time.Millisecond, 100), Errors: 1, Owner: lat(time.Millisecond, 10)},
+		// Every target met; the sweep's own refusals are slow, the probe's are not.
+		{Clients: 256, Accepted: lat(90*time.Millisecond, 100), Shed: lat(40*time.Millisecond, 100),
+			Owner: lat(14*time.Millisecond, 10), Probe: &shedProbeResult{Shed: lat(2*time.Millisecond, 10)}},
+		// Every latency target missed; without the probe's refusals the
+		// sweep's are judged.
+		{Clients: 1024, Accepted: append(lat(50*time.Millisecond, 98), lat(150*time.Millisecond, 2)...),
+			Shed: lat(6*time.Millisecond, 100), Owner: lat(16*time.Millisecond, 10), Probe: &shedProbeResult{}},
+	}
+	met := map[string]bool{}
+	got := map[string]string{}
+	for _, c := range evaluateOverload(levels) {
+		met[c.Target], got[c.Target] = c.Met, c.Got
+	}
+	want := map[string]bool{
+		"128 clients: errors = 0":             false,
+		"256 clients: errors = 0":             true,
+		"256 clients: accepted p99 ≤ 100ms":   true,
+		"256 clients: refusal p99 ≤ 5ms":      true,
+		"256 clients: owner page p95 ≤ 15ms":  true,
+		"1024 clients: errors = 0":            true,
+		"1024 clients: accepted p99 ≤ 100ms":  false,
+		"1024 clients: refusal p99 ≤ 5ms":     false,
+		"1024 clients: owner page p95 ≤ 15ms": false,
+	}
+	if len(met) != len(want) {
+		t.Errorf("verdicts %v, want exactly %v", met, want)
+	}
+	for target, w := range want {
+		if m, ok := met[target]; !ok {
+			t.Errorf("no verdict for %q (have %v)", target, met)
+		} else if m != w {
+			t.Errorf("%q met=%v (%s), want %v", target, m, got[target], w)
+		}
+	}
+	if g := got["256 clients: refusal p99 ≤ 5ms"]; !strings.Contains(g, "probe 2.00 ms (10)") || !strings.Contains(g, "sweep's clients 40.00 ms (100)") {
+		t.Errorf("the 256 level's refusals read %q, want the probe's and the sweep's figures", g)
+	}
+	// A level with no refusal at all has nothing to judge.
+	quiet := evaluateOverload([]*OverloadResult{{Clients: 256, Accepted: lat(time.Millisecond, 10), Owner: lat(time.Millisecond, 10)}})
+	for _, c := range quiet {
+		if !c.Met {
+			t.Errorf("a quiet level missed %q (%s)", c.Target, c.Got)
+		}
+	}
+}

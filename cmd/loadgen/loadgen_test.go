@@ -225,20 +225,22 @@ func TestMachineInfo_ParsesCPUModelAndTheMountOfADir(t *testing.T) {
 	}
 }
 
-func TestEvaluate_ComparesEachTargetAndNamesMisses(t *testing.T) {
-	lat := func(d time.Duration, n int) []time.Duration {
-		out := make([]time.Duration, n)
-		for i := range out {
-			out[i] = d
-		}
-		return out
+// sameLatency is n latencies of d, a sorted sample.
+func sameLatency(d time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = d
 	}
-	ceil := &Result{Name: "ceiling: raw FULL txn", Elapsed: time.Second, Latencies: lat(time.Millisecond, 1000)}
+	return out
+}
+
+func TestEvaluate_ComparesEachTargetAndNamesMisses(t *testing.T) {
+	ceil := &Result{Name: "ceiling: raw FULL txn", Elapsed: time.Second, Latencies: sameLatency(time.Millisecond, 1000)}
 	results := []*Result{
 		ceil,
-		{Name: "a. signup JSON", Elapsed: time.Second, Latencies: lat(10*time.Millisecond, 600), PeakRSS: 40 << 20},
-		{Name: "c. queue HTML first page", Elapsed: time.Second, Latencies: lat(20*time.Millisecond, 100), PeakRSS: 90 << 20},
-		{Name: "d. private read API", Elapsed: time.Second, Latencies: lat(time.Millisecond, 6000)},
+		{Name: "a. signup JSON", Elapsed: time.Second, Latencies: sameLatency(10*time.Millisecond, 600), PeakRSS: 40 << 20},
+		{Name: "c. queue HTML first page", Elapsed: time.Second, Latencies: sameLatency(20*time.Millisecond, 100), PeakRSS: 90 << 20},
+		{Name: "d. private read API", Elapsed: time.Second, Latencies: sameLatency(time.Millisecond, 6000)},
 	}
 	met := map[string]bool{}
 	for _, c := range evaluate(results, ceil, []time.Duration{50 * time.Millisecond, 250 * time.Millisecond}) {
@@ -346,23 +348,16 @@ func TestOverloadResult_SortsOutcomesAndCPUPerAccepted(t *testing.T) {
 }
 
 func TestEvaluateOverload_JudgesEveryLevelForErrorsAndTheBusiestForLatency(t *testing.T) {
-	lat := func(d time.Duration, n int) []time.Duration {
-		out := make([]time.Duration, n)
-		for i := range out {
-			out[i] = d
-		}
-		return out
-	}
 	levels := []*OverloadResult{
 		// Below 256 clients only errors are judged: a slow p99 is no miss.
-		{Clients: 128, Accepted: lat(300*time.Millisecond, 100), Errors: 1, Owner: lat(time.Millisecond, 10)},
+		{Clients: 128, Accepted: sameLatency(300*time.Millisecond, 100), Errors: 1, Owner: sameLatency(time.Millisecond, 10)},
 		// Every target met; the sweep's own refusals are slow, the probe's are not.
-		{Clients: 256, Accepted: lat(90*time.Millisecond, 100), Shed: lat(40*time.Millisecond, 100),
-			Owner: lat(14*time.Millisecond, 10), Probe: &shedProbeResult{Shed: lat(2*time.Millisecond, 10)}},
+		{Clients: 256, Accepted: sameLatency(90*time.Millisecond, 100), Shed: sameLatency(40*time.Millisecond, 100),
+			Owner: sameLatency(14*time.Millisecond, 10), Probe: &shedProbeResult{Shed: sameLatency(2*time.Millisecond, 10)}},
 		// Every latency target missed; without the probe's refusals the
 		// sweep's are judged.
-		{Clients: 1024, Accepted: append(lat(50*time.Millisecond, 98), lat(150*time.Millisecond, 2)...),
-			Shed: lat(6*time.Millisecond, 100), Owner: lat(16*time.Millisecond, 10), Probe: &shedProbeResult{}},
+		{Clients: 1024, Accepted: append(sameLatency(50*time.Millisecond, 98), sameLatency(150*time.Millisecond, 2)...),
+			Shed: sameLatency(6*time.Millisecond, 100), Owner: sameLatency(16*time.Millisecond, 10), Probe: &shedProbeResult{}},
 	}
 	met := map[string]bool{}
 	got := map[string]string{}
@@ -394,7 +389,7 @@ func TestEvaluateOverload_JudgesEveryLevelForErrorsAndTheBusiestForLatency(t *te
 		t.Errorf("the 256 level's refusals read %q, want the probe's and the sweep's figures", g)
 	}
 	// A level with no refusal at all has nothing to judge.
-	quiet := evaluateOverload([]*OverloadResult{{Clients: 256, Accepted: lat(time.Millisecond, 10), Owner: lat(time.Millisecond, 10)}})
+	quiet := evaluateOverload([]*OverloadResult{{Clients: 256, Accepted: sameLatency(time.Millisecond, 10), Owner: sameLatency(time.Millisecond, 10)}})
 	for _, c := range quiet {
 		if !c.Met {
 			t.Errorf("a quiet level missed %q (%s)", c.Target, c.Got)

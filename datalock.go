@@ -67,7 +67,8 @@ func lockDataDir(dir, cmd string) (*dataLock, error) {
 	}
 	// The lock is ours: say who holds it. The file is never removed, so
 	// every process locks the same inode.
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(fmt.Sprintf("%d %s\n", os.Getpid(), cmd)), 0)
 	}
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -57,7 +59,7 @@ func startReplication(ctx context.Context, bc *backup.Config, dbPath string, pau
 }
 
 // restoreCmd is `admit restore [-timestamp T | -txid TXID] -o PATH`.
-func restoreCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func restoreCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	out := fs.String("o", "", "output path (must not exist)")
@@ -77,20 +79,33 @@ func restoreCmd(ctx context.Context, args []string, getenv func(string) string, 
 		return errors.New("restore: give -timestamp or -txid, not both")
 	}
 	if *ts != "" {
-		var err error
 		if opt.Timestamp, err = time.Parse(time.RFC3339, *ts); err != nil {
 			return fmt.Errorf("restore: -timestamp %q is not an RFC 3339 time such as 2025-01-02T15:04:05Z", *ts)
 		}
 	}
 	if *txid != "" {
-		var err error
 		if opt.TXID, err = ltx.ParseTXID(*txid); err != nil || opt.TXID == 0 {
 			return fmt.Errorf("restore: -txid %q is not a transaction ID such as 00000000000004d2 (16 hex digits)", *txid)
 		}
 	}
-	cfg, err := LoadConfig(getenv)
+	cfg, err := loadConfig(getenv)
 	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
+		return err
+	}
+	// rule: a restore into the live database's path holds the data
+	// directory's lock, so it is refused while a server runs and no server
+	// starts on a half-written file (docs/DEPLOY.md, "One server per data
+	// directory"). Restore itself never writes over an existing file.
+	if samePath(*out, cfg.DBPath()) {
+		lock, lerr := lockDataDir(cfg.DataDir, "restore")
+		if lerr != nil {
+			if busy := new(dataDirBusyError); errors.As(lerr, &busy) {
+				return fmt.Errorf("restore: -o %s is the live database, and %w: stop it first, "+
+					"or restore to a new path and swap the files while admit is stopped (docs/DEPLOY.md)", *out, lerr)
+			}
+			return lerr
+		}
+		defer func() { err = errors.Join(err, lock.release()) }()
 	}
 	bc, err := loadBackupConfig(getenv)
 	if err != nil {
@@ -142,4 +157,29 @@ func backupCmd(ctx context.Context, args []string, getenv func(string) string, s
 	fmt.Fprintf(stdout, "backup verify ok: %s matches the live database: %d tables, %d rows, integrity_check ok\n",
 		res.Replica, len(res.Live), res.Live.Rows())
 	return nil
+}
+
+// samePath says whether a and b name the same file: the same path once
+// made absolute with the directory's symbolic links resolved, or, when
+// both exist, the same inode.
+func samePath(a, b string) bool {
+	ia, erra := os.Stat(a)
+	ib, errb := os.Stat(b)
+	if erra == nil && errb == nil {
+		return os.SameFile(ia, ib)
+	}
+	return resolvePath(a) == resolvePath(b)
+}
+
+// resolvePath makes p absolute and resolves the links in its directory.
+func resolvePath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	dir := filepath.Dir(abs)
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	return filepath.Join(dir, filepath.Base(abs))
 }

@@ -2,7 +2,7 @@
 //
 //	admit [serve]                                  run the server (default)
 //	admit owner add|remove|list --workspace NAME [--user USER_ID]
-//	admit migrate                                  apply database migrations and exit
+//	admit migrate [-status]                        apply database migrations and exit, or list them
 //	admit restore [-timestamp T | -txid N] -o PATH restore the backup named in litestream.yml
 //	admit version                                  print the build's version, commit and Go toolchain
 //	admit backup verify                            restore drill: compare a restore with the live database
@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"admit/backup"
@@ -66,7 +67,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "owner":
 		return ownerCmd(ctx, args, getenv, stdout)
 	case "migrate":
-		return migrateCmd(ctx, getenv, stdout)
+		return migrateCmd(ctx, args, getenv, stdout)
 	case "restore":
 		return restoreCmd(ctx, args, getenv, stdout)
 	case "backup":
@@ -86,7 +87,8 @@ const usage = `usage:
   admit owner add    --workspace NAME --user USER_ID     make a user an owner (audited)
   admit owner remove --workspace NAME --user USER_ID     remove an owner (audited)
   admit owner list   --workspace NAME                    list a workspace's owners
-  admit migrate                                          apply database migrations
+  admit migrate                                          apply database migrations (refused while a server runs)
+  admit migrate -status                                  list applied, pending and unknown migrations
   admit restore [-timestamp T | -txid N] -o PATH         restore the backup litestream.yml names into a new
                                                          file (T is RFC 3339, N a 16-hex-digit transaction;
                                                          default the newest state that passes integrity_check)
@@ -96,6 +98,10 @@ const usage = `usage:
 
 Continuous backup: admit serve replicates the database with Litestream when
 litestream.yml ($ADMIT_LITESTREAM_CONFIG, default ./litestream.yml) names a replica.
+
+One server per data directory: admit serve locks $ADMIT_DATA/admit.lock.
+Beside a running server, owner, migrate -status and backup verify may run;
+migrate and a restore into the live database are refused.
 `
 
 // openDB loads the configuration and the server keys, and opens the
@@ -108,20 +114,39 @@ func openDB(ctx context.Context, getenv func(string) string) (*Config, *store.DB
 // openDBWith is openDB with store options; the binding key and the
 // retention policy come from the keys and the configuration.
 func openDBWith(ctx context.Context, getenv func(string) string, opt store.Options) (*Config, handlers.Keys, *store.DB, error) {
-	cfg, err := LoadConfig(getenv)
-	if err != nil {
-		return nil, handlers.Keys{}, nil, fmt.Errorf("configuration:\n%w", err)
-	}
-	keys, err := LoadKeys(getenv, cfg.DataDir)
+	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return nil, handlers.Keys{}, nil, err
 	}
-	opt.BindingKey, opt.Retention, opt.SignupQueue = keys.Binding, cfg.Retention, cfg.WriteQueue
-	db, err := store.Open(ctx, cfg.DBPath(), opt)
+	keys, db, err := openStore(ctx, cfg, getenv, opt)
 	if err != nil {
 		return nil, handlers.Keys{}, nil, err
 	}
 	return cfg, keys, db, nil
+}
+
+// loadConfig is LoadConfig with the context its errors are reported in.
+func loadConfig(getenv func(string) string) (*Config, error) {
+	cfg, err := LoadConfig(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+// openStore loads the server keys from cfg's data directory and opens the
+// database with opt, the binding key and the retention policy.
+func openStore(ctx context.Context, cfg *Config, getenv func(string) string, opt store.Options) (handlers.Keys, *store.DB, error) {
+	keys, err := LoadKeys(getenv, cfg.DataDir)
+	if err != nil {
+		return handlers.Keys{}, nil, err
+	}
+	opt.BindingKey, opt.Retention, opt.SignupQueue = keys.Binding, cfg.Retention, cfg.WriteQueue
+	db, err := store.Open(ctx, cfg.DBPath(), opt)
+	if err != nil {
+		return handlers.Keys{}, nil, err
+	}
+	return keys, db, nil
 }
 
 // serveStoreOptions are the options serve opens the database with. While
@@ -147,7 +172,23 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		return err
 	}
 	m := newServeMetrics(getenv)
-	cfg, keys, db, err := openDBWith(ctx, getenv, m.storeOptions(serveStoreOptions(backupCfg)))
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	// rule: one server per data directory, locked before the keys or the
+	// database are touched and held until the process ends
+	// (docs/DEPLOY.md, "One server per data directory").
+	lock, err := lockDataDir(cfg.DataDir, "serve")
+	if err != nil {
+		if busy := new(dataDirBusyError); errors.As(err, &busy) {
+			return fmt.Errorf("%w: admit runs one server per data directory; stop that process "+
+				"(or let it finish) first, or give this server its own ADMIT_DATA", err)
+		}
+		return err
+	}
+	defer func() { err = errors.Join(err, lock.release()) }() // after everything below has closed
+	keys, db, err := openStore(ctx, cfg, getenv, m.storeOptions(serveStoreOptions(backupCfg)))
 	if err != nil {
 		return err
 	}
@@ -336,10 +377,11 @@ func ownerCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if sub != "list" && *user == "" {
 		return usagef("owner %s: --user is required", sub)
 	}
-	_, db, err := openDB(ctx, getenv)
+	db, release, err := openBesideServer(ctx, getenv, "owner")
 	if err != nil {
 		return err
 	}
+	defer func() { err = errors.Join(err, release()) }()
 	defer closeDB(db, &err)
 	cli := store.Actor{Kind: store.ActorCLI}
 	switch sub {
@@ -379,14 +421,118 @@ func closeDB(db *store.DB, err *error) {
 	}
 }
 
-func migrateCmd(ctx context.Context, getenv func(string) string, stdout io.Writer) (err error) {
-	_, db, err := openDB(ctx, getenv)
+// openBesideServer opens the database for a command that may run beside
+// admit serve (cmd names it in the lock file). Such a command migrates only
+// while it holds the data directory's lock; beside a running server, which
+// migrated at its start, it opens the schema as it is and refuses one with
+// migrations pending. release drops the lock, if it was taken.
+func openBesideServer(ctx context.Context, getenv func(string) string, cmd string) (db *store.DB, release func() error, err error) {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	schema, err := store.ReadSchema(ctx, cfg.DBPath())
+	if err != nil {
+		return nil, nil, err
+	}
+	opt := store.Options{NoMigrate: len(schema.Pending) == 0}
+	var lock *dataLock
+	if !opt.NoMigrate {
+		if lock, err = lockDataDir(cfg.DataDir, cmd); err != nil {
+			if busy := new(dataDirBusyError); errors.As(err, &busy) {
+				return nil, nil, fmt.Errorf("%s: the database needs migrations this admit applies, and %w: "+
+					"restart the server with this admit (it migrates when it starts), then run this command again", cmd, err)
+			}
+			return nil, nil, err
+		}
+	}
+	if _, db, err = openStore(ctx, cfg, getenv, opt); err != nil {
+		return nil, nil, errors.Join(err, lock.release())
+	}
+	return db, lock.release, nil
+}
+
+// migrateCmd is `admit migrate [-status]`.
+func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	status := fs.Bool("status", false, "list applied, pending and unknown migrations; change nothing")
+	if err := fs.Parse(args); err != nil {
+		return usagef("migrate: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("migrate: unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	if *status {
+		return printSchemaStatus(ctx, cfg.DBPath(), stdout)
+	}
+	// rule: only the data directory's lock holder migrates: a running
+	// server migrated at its start, and must not have its schema changed
+	// under it (docs/DEPLOY.md, "One server per data directory").
+	lock, err := lockDataDir(cfg.DataDir, "migrate")
+	if err != nil {
+		if busy := new(dataDirBusyError); errors.As(err, &busy) {
+			return fmt.Errorf("migrate: %w. admit serve applies migrations when it starts: "+
+				"stop it and run admit migrate, or restart it with this admit", err)
+		}
+		return err
+	}
+	defer func() { err = errors.Join(err, lock.release()) }()
+	_, db, err := openStore(ctx, cfg, getenv, store.Options{})
 	if err != nil {
 		return err
 	}
 	defer closeDB(db, &err)
-	fmt.Fprintln(stdout, "database is up to date")
+	fmt.Fprintf(stdout, "database is up to date: schema version %d\n", store.KnownVersion())
 	return nil
+}
+
+// printSchemaStatus is `admit migrate -status`: one line per migration,
+// applied, pending or unknown, then what to do. It only reads, so it may
+// run beside a server, and never creates the database.
+func printSchemaStatus(ctx context.Context, path string, stdout io.Writer) error {
+	s, err := store.ReadSchema(ctx, path)
+	if err != nil {
+		return fmt.Errorf("migrate -status: %w", err)
+	}
+	known := store.KnownVersion()
+	fmt.Fprintf(stdout, "database %s: schema version %d; this admit knows migrations up to %d\n", path, s.Version(), known)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "state\tversion\tmigration\tapplied")
+	for _, m := range s.Applied {
+		fmt.Fprintf(tw, "applied\t%d\t%s\t%s\n", m.Version, m.Name, appliedAt(m))
+	}
+	for _, m := range s.Pending {
+		fmt.Fprintf(tw, "pending\t%d\t%s\t-\n", m.Version, m.Name)
+	}
+	for _, m := range s.Unknown {
+		fmt.Fprintf(tw, "unknown\t%d\t(not in this admit)\t%s\n", m.Version, appliedAt(m))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	switch {
+	case len(s.Unknown) > 0:
+		fmt.Fprintf(stdout, "%d unknown migration(s): a newer admit migrated this database, and this admit will not serve or migrate it. "+
+			"Run the newer admit, or restore a backup from before the upgrade (docs/DEPLOY.md).\n", len(s.Unknown))
+	case len(s.Pending) > 0:
+		fmt.Fprintf(stdout, "%d pending migration(s): admit migrate, or the next admit serve, applies them.\n", len(s.Pending))
+	default:
+		fmt.Fprintln(stdout, "up to date")
+	}
+	return nil
+}
+
+// appliedAt formats when a migration was applied, "-" when unknown.
+func appliedAt(m store.Migration) string {
+	if m.AppliedAt.IsZero() {
+		return "-"
+	}
+	return m.AppliedAt.UTC().Format(time.RFC3339)
 }
 
 // backupStatus adapts the replicator's status for the owner console; nil

@@ -162,6 +162,10 @@ type Options struct {
 	// step; 0 sizes each step from the last one's cost (BENCHMARKS.md,
 	// "Chunked retirement"), as admit serve does.
 	RetireChunk int
+	// NoMigrate opens the database without applying migrations: Open
+	// refuses one that has migrations pending (SchemaBehindError). For a
+	// command running beside a server, which alone migrates.
+	NoMigrate bool
 }
 
 // dsn builds a modernc.org/sqlite DSN with the default Options.
@@ -203,7 +207,8 @@ func dsnWith(path string, readOnly bool, opt Options) string {
 }
 
 // Open opens (creating if needed) the database at path, applies the embedded
-// migrations and checks that every required pragma took effect. The options
+// migrations and checks that every required pragma took effect. It refuses a
+// database with migrations this binary does not embed (SchemaTooNewError). The options
 // hold from the first statement on: migrations run under them too. It
 // refuses a binding key of the wrong length before touching the disk.
 func Open(ctx context.Context, path string, opt Options) (*DB, error) {
@@ -241,9 +246,17 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 			return nil, fmt.Errorf("database pragma wal_autocheckpoint is %d (%v), want 0: refusing to start", pages, err)
 		}
 	}
-	if err := migrate(ctx, w); err != nil {
+	// rule: a database a newer admit migrated is never served or
+	// migrated by this one (docs/DEPLOY.md, "Upgrading and rolling back").
+	if err := checkSchema(ctx, w, path, !opt.NoMigrate); err != nil {
 		w.Close()
 		return nil, err
+	}
+	if !opt.NoMigrate {
+		if err := migrate(ctx, w); err != nil {
+			w.Close()
+			return nil, err
+		}
 	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"admit/migrations"
+)
+
+func TestKnownVersion_IsTheNewestEmbeddedMigration(t *testing.T) {
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("embedded migrations: %v %v", names, err)
+	}
+	newest := names[len(names)-1] // fs.Glob sorts; the names are zero-padded
+	s, err := ReadSchema(context.Background(), filepath.Join(t.TempDir(), "absent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Pending[len(s.Pending)-1]; got.Name != newest || got.Version != KnownVersion() {
+		t.Fatalf("newest pending migration %+v, KnownVersion %d; want %s", got, KnownVersion(), newest)
+	}
+	if len(s.Pending) != len(names) || len(s.Applied) != 0 || len(s.Unknown) != 0 {
+		t.Fatalf("a database that does not exist: %d pending, %d applied, %d unknown; want %d pending",
+			len(s.Pending), len(s.Applied), len(s.Unknown), len(names))
+	}
+}
+
+func TestOpen_RefusesADatabaseMigratedByANewerAdmit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "admit.db")
+	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey})
+	mustUpdate(t, db, func(tx *Tx) error {
+		_, err := tx.ExecContext(context.Background(), `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)`)
+		return err
+	})
+	for _, noMigrate := range []bool{false, true} {
+		_, err := Open(context.Background(), path, Options{BindingKey: signupTestKey, NoMigrate: noMigrate})
+		var tooNew *SchemaTooNewError
+		if !errors.As(err, &tooNew) || tooNew.Version != 99 || tooNew.Known != KnownVersion() {
+			t.Fatalf("Open (NoMigrate %t) on schema version 99: err=%v, want a SchemaTooNewError naming 99 and %d", noMigrate, err, KnownVersion())
+		}
+		for _, want := range []string{"schema version 99", "up to " + strconv.FormatInt(KnownVersion(), 10)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("message %q lacks %q", err, want)
+			}
+		}
+	}
+	s, err := ReadSchema(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Unknown) != 1 || s.Unknown[0].Version != 99 || s.Version() != 99 || len(s.Pending) != 0 {
+		t.Fatalf("schema %+v: want version 99 unknown and nothing pending", s)
+	}
+}
+
+func TestOpen_NoMigrateRefusesPendingMigrationsAndAppliesNone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "admit.db")
+	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey})
+	mustUpdate(t, db, func(tx *Tx) error {
+		_, err := tx.ExecContext(context.Background(), `DELETE FROM goose_db_version WHERE version_id = ?`, KnownVersion())
+		return err
+	})
+	_, err := Open(context.Background(), path, Options{BindingKey: signupTestKey, NoMigrate: true})
+	var behind *SchemaBehindError
+	if !errors.As(err, &behind) || len(behind.Pending) != 1 || behind.Pending[0].Version != KnownVersion() {
+		t.Fatalf("Open with NoMigrate and one migration pending: err=%v, want a SchemaBehindError", err)
+	}
+	s, err := ReadSchema(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Pending) != 1 {
+		t.Fatalf("after the refusal %d migrations are pending, want 1: it migrated", len(s.Pending))
+	}
+}

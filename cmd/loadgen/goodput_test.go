@@ -78,7 +78,7 @@ func TestEvaluateGoodput_NothingAcceptedOrRefusalsMissingFromTheLogAreMisses(t *
 	}
 }
 
-func TestRefusalTimes_ReadsTheSignupRoutes503sFromAdmitsLog(t *testing.T) {
+func TestSignupTimes_ReadsTheSignupRoutes202sAnd503sFromAdmitsLog(t *testing.T) {
 	log := strings.Join([]string{
 		`time=2026-12-04T17:00:00.000Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=0.012 bytes=24 request_id=aa`,
 		`time=2026-12-04T17:00:00.001Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=202 duration_ms=40.5 bytes=99 request_id=bb`,
@@ -87,10 +87,12 @@ func TestRefusalTimes_ReadsTheSignupRoutes503sFromAdmitsLog(t *testing.T) {
 		`time=2026-12-04T17:00:00.004Z level=WARN msg="something \"quoted\"" status=503 duration_ms=7`,
 		`not a log line`,
 	}, "\n")
-	got := refusalTimes(strings.NewReader(log))
-	want := []time.Duration{12 * time.Microsecond, 1500 * time.Microsecond}
-	if !slices.Equal(got, want) {
-		t.Fatalf("refusal times %v, want %v", got, want)
+	accepted, refused := signupTimes(strings.NewReader(log))
+	if want := []time.Duration{12 * time.Microsecond, 1500 * time.Microsecond}; !slices.Equal(refused, want) {
+		t.Fatalf("refusal times %v, want %v", refused, want)
+	}
+	if want := []time.Duration{40500 * time.Microsecond}; !slices.Equal(accepted, want) {
+		t.Fatalf("accepted times %v, want %v", accepted, want)
 	}
 }
 

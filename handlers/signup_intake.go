@@ -48,6 +48,11 @@ func (s *Server) signupIntake(next http.Handler) http.Handler {
 		body, err := s.readSignupBody(w, r)
 		switch {
 		case errors.Is(err, errSlowBody):
+			// The rest of the body may still trickle in: the connection is
+			// not read again, lest those bytes be taken for a request
+			// (net/http closes it after a failed read too; said here so
+			// the answer tells the client).
+			w.Header().Set("Connection", "close")
 			s.slowBody.write(w, r)
 			return
 		case err != nil:

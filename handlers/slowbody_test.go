@@ -6,12 +6,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"admit/store"
 
 	"github.com/google/uuid"
 )
@@ -21,7 +24,9 @@ type slowAnswer struct {
 	status int
 	header http.Header
 	body   string
-	err    error
+	// close reports that the server said it closes the connection.
+	close bool
+	err   error
 }
 
 // startSlowSignup opens a connection to the app and posts body to path
@@ -56,7 +61,7 @@ func startSlowSignup(app *testApp, path, contentType, body string, every time.Du
 			}
 			b, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			got <- slowAnswer{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
+			got <- slowAnswer{status: resp.StatusCode, header: resp.Header, body: string(b), close: resp.Close, err: err}
 		}()
 		tick := time.NewTicker(every)
 		defer tick.Stop()
@@ -179,6 +184,9 @@ func TestSlowBodies_NeverShutTheSignupFormAndAreAnswered408(t *testing.T) {
 		if got, want := a.header.Get("Cache-Control"), "private, no-store"; got != want {
 			t.Errorf("slow signup %d: Cache-Control=%q, want %q", i, got, want)
 		}
+		if !a.close {
+			t.Errorf("slow signup %d: no Connection: close; a connection whose body stalled must not be read again", i)
+		}
 		if i%2 == 0 {
 			if got, want := a.body, "{\"error\":\"request_timeout\"}\n"; got != want {
 				t.Errorf("slow JSON signup %d: body %q, want %q", i, got, want)
@@ -274,5 +282,49 @@ func TestSignupBusy_RefusalIsPreparedAndReadsNoSession(t *testing.T) {
 	// places counted an attempt.
 	if got, want := networkAttempts(t, app), depth; got != want {
 		t.Fatalf("network attempts=%d, want %d: a signup refused for load counts none", got, want)
+	}
+}
+
+// BenchmarkSignupRefusal is what a refusal for load costs in-process,
+// with every in-progress place taken: the whole handler chain (request
+// log, headers, origin check, routing, body read, limiter, answer) for
+// each route, and the answer alone, prepared at start against the busy
+// page rendered per request by the error adapter.
+func BenchmarkSignupRefusal(b *testing.B) {
+	app := MustStartApp(b, withWriteQueues(minSignupsInProgress, 0))
+	for {
+		if _, ok := app.Srv.signups.start(); !ok {
+			break
+		}
+	}
+	jsonBody := signupJSONBody(uuid.NewString(), "someone@example.com", 1, true)
+	formBody := signupFormValues(uuid.NewString(), "someone@example.com", 1, true).Encode()
+	for _, bc := range []struct {
+		name, path, ctype, body string
+	}{{"chain/json", signupAPI, "application/json", jsonBody}, {"chain/form", signupPath, "application/x-www-form-urlencoded", formBody}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest("POST", bc.path, strings.NewReader(bc.body))
+				r.Header.Set("Content-Type", bc.ctype)
+				w := httptest.NewRecorder()
+				app.Srv.ServeHTTP(w, r)
+				if w.Code != http.StatusServiceUnavailable {
+					b.Fatalf("status %d, want 503", w.Code)
+				}
+			}
+		})
+	}
+	answers := map[string]func(http.ResponseWriter, *http.Request){
+		"answer/prepared": app.Srv.busy.write,
+		"answer/rendered": func(w http.ResponseWriter, r *http.Request) { app.Srv.writeError(w, r, store.ErrBusy) },
+	}
+	for _, name := range []string{"answer/prepared", "answer/rendered"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				answers[name](httptest.NewRecorder(), httptest.NewRequest("POST", signupPath, nil))
+			}
+		})
 	}
 }

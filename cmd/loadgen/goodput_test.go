@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +129,64 @@ func TestParseFlags_GoodputLevels(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-goodput-levels", "0"}, io.Discard); err == nil {
 		t.Fatalf("-goodput-levels 0 accepted")
+	}
+}
+
+// The goodput scenario against the real binary, unpinned (a test must not
+// pin its own process), with a writer queue so small that the higher level
+// is refused: the report has a row per level, the refusals' times read
+// from admit's own request log (as many as the clients saw), and every
+// target judged.
+func TestRun_GoodputScenarioReadsRefusalsFromAdmitsLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs admit")
+	}
+	cfg, err := parseFlags([]string{"-src", "../..", "-dir", t.TempDir(), "-scenarios", "goodput", "-pin=false",
+		"-goodput-levels", "2,48", "-write-queue", "2", "-duration", "1s", "-warmup", "0",
+		"-max-requests", "5000", "-timeout", "5m"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out, progress bytes.Buffer
+	if err := run(ctx, cfg, &out, &progress); err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	report := out.String()
+	if !strings.Contains(report, "not pinned: -pin=false.") {
+		t.Errorf("the report does not say the run was not pinned:\n%s", report)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(report, "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if len(cells) == 13 {
+			rows[cells[0]] = cells
+		}
+	}
+	// | clients | accepted | accepted/s | × | p99 | × | p99 in admit | refused | refusal p99 in admit | at the client | errors | CPU | load |
+	for _, level := range []string{"2", "48"} {
+		row := rows[level]
+		if row == nil {
+			t.Fatalf("no row for %s clients:\n%s", level, report)
+		}
+		if accepted, _ := strconv.Atoi(row[1]); accepted < 1 || row[10] != "0" {
+			t.Errorf("%s clients: accepted %q, errors %q; want some accepted and no error", level, row[1], row[10])
+		}
+	}
+	if refused, _ := strconv.Atoi(rows["48"][7]); refused < 1 {
+		t.Fatalf("48 clients against 2 places were refused %q times, want some 503s\n%s", rows["48"][7], report)
+	}
+	want := fmt.Sprintf("48 clients: refusal p99 in admit ≤ 1ms | %s ms (%s in the log)", rows["48"][8], rows["48"][7])
+	if !strings.Contains(report, want) {
+		t.Errorf("the report does not judge every refusal the clients saw from admit's log (want %q):\n%s", want, report)
+	}
+	for _, target := range []string{"48 clients: goodput ≥ 0.8 × 2 clients'", "48 clients: accepted p99 ≤ 4 × 2 clients'"} {
+		if !strings.Contains(report, "| "+target+" | ") {
+			t.Errorf("no verdict on %q:\n%s", target, report)
+		}
 	}
 }

@@ -94,6 +94,9 @@ type Config struct {
 	// GoodputLevels lists the goodput scenario's concurrency levels; the
 	// first is the one the others are judged against.
 	GoodputLevels []int
+	// Pin pins admit and loadgen to a CPU each when the goodput scenario
+	// runs (taskset).
+	Pin bool
 	// WriteQueue, when not 0, is the server's ADMIT_WRITE_QUEUE.
 	WriteQueue int
 	// Scale, when set, runs the scale mode (scale.go) for each entry count
@@ -163,6 +166,7 @@ func (c *Config) register(fs *flag.FlagSet) (scenarios, sweep, goodput *string) 
 		c.Scale, err = parseScale(v)
 		return err
 	})
+	fs.BoolVar(&c.Pin, "pin", true, "with the goodput scenario, pin admit and loadgen to a CPU each (taskset, GOMAXPROCS=1)")
 	fs.IntVar(&c.WriteQueue, "write-queue", 0, "the server's ADMIT_WRITE_QUEUE (0: admit's default)")
 	return fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ", ")),
 		fs.String("sweep", joinInts(sweepLevels), "comma-separated concurrency levels of the overload scenario (1 to 4096 each)"),

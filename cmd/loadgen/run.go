@@ -59,8 +59,11 @@ func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 		return runScale(ctx, cfg, stdout, stderr)
 	}
 	r := &runner{cfg: cfg, log: stderr, runID: uuid.NewString()[:8], pin: pinning{note: "the goodput scenario did not run"}}
-	if cfg.wants("goodput") {
+	switch {
+	case cfg.wants("goodput") && cfg.Pin:
 		r.pin = choosePinning()
+	case cfg.wants("goodput"):
+		r.pin = pinning{note: "-pin=false"}
 	}
 	cleanup, err := r.prepareWork()
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// goodputLevel builds a level of n accepted signups over one second, with
+// goodputAt builds a level of accepted signups over one second, with
 // the given accepted p99 (all accepted take it) and refusals in admit.
 func goodputAt(clients, accepted int, p99 time.Duration, inAdmit []time.Duration) *GoodputResult {
 	return &GoodputResult{Clients: clients, Elapsed: time.Second, Accepted: sameLatency(p99, accepted),

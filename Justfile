@@ -62,6 +62,11 @@ bench-timing *FLAGS:
 bench-overload *FLAGS:
     go run ./cmd/loadgen -scenarios overload {{FLAGS}}
 
+# Goodput under overload: clients retrying at once after a 503, admit and
+# the load generator pinned to a core each (BENCHMARKS.md, "Overload").
+bench-goodput *FLAGS:
+    go run ./cmd/loadgen -scenarios goodput {{FLAGS}}
+
 # Release binaries (docs/DEPLOY.md#release-builds): static, -trimpath, no
 # build ID, the version stamped (VERSION=v1.2.0, default git describe), for
 # linux/amd64, linux/arm64, darwin/amd64 and darwin/arm64, into dist/ with

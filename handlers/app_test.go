@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,9 @@ type testApp struct {
 	// Demo is the seeded demo program.
 	Demo *store.Program
 	Logs *syncBuffer
+	// Arrived counts the requests that reached admit's handler: their
+	// headers were read and admit began serving them.
+	Arrived atomic.Int64
 }
 
 type appConfig struct {
@@ -47,6 +51,8 @@ type appConfig struct {
 	dataDir    string
 	// signupDelay overrides the signup answers' release delay.
 	signupDelay time.Duration
+	// signupBodyTimeout overrides how long a signup body may take.
+	signupBodyTimeout time.Duration
 	// retention is the store's retention policy; zero means the default.
 	retention store.Retention
 	// signupQueue and writeReserve bound the writer's queues; zero means
@@ -84,6 +90,11 @@ func withRetireChunk(n int) appOption { return func(c *appConfig) { c.retireChun
 
 // withSignupDelay sets when signup answers are released.
 func withSignupDelay(d time.Duration) appOption { return func(c *appConfig) { c.signupDelay = d } }
+
+// withSignupBodyTimeout sets how long a signup's body may take to arrive.
+func withSignupBodyTimeout(d time.Duration) appOption {
+	return func(c *appConfig) { c.signupBodyTimeout = d }
+}
 
 // syncBuffer collects log output for assertions.
 type syncBuffer struct {
@@ -173,13 +184,17 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	srv, err := New(Options{
 		PublicURL: public, NetworkHourlyLimit: cfg.hourly, ClientIPHeader: cfg.clientIPHd,
 		ClerkPublishableKey: publishable, Keys: keys, SignupAnswerDelay: cfg.signupDelay,
-		Logger: slog.New(slog.NewTextHandler(app.Logs, nil)),
+		SignupBodyTimeout: cfg.signupBodyTimeout,
+		Logger:            slog.New(slog.NewTextHandler(app.Logs, nil)),
 	}, db, id)
 	if err != nil {
 		tb.Fatalf("new server: %v", err)
 	}
 	app.Srv = srv
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		app.Arrived.Add(1)
+		srv.ServeHTTP(w, r)
+	}), ReadHeaderTimeout: 5 * time.Second}
 	go hs.Serve(ln)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

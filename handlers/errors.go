@@ -51,6 +51,7 @@ var titles = map[int]string{
 	http.StatusForbidden:             "Not allowed",
 	http.StatusNotFound:              "Not found",
 	http.StatusMethodNotAllowed:      "Not allowed",
+	http.StatusRequestTimeout:        "Took too long to arrive",
 	http.StatusConflict:              "Please reload",
 	http.StatusRequestEntityTooLarge: "Too large",
 	http.StatusUnsupportedMediaType:  "Unsupported request",

@@ -314,6 +314,7 @@ func TestClassify_MapsEveryErrorToOneStatusAndCode(t *testing.T) {
 	}{
 		{"too large", errTooLarge, 413, "payload_too_large", "", ""},
 		{"wrapped too large", fmt.Errorf("read: %w", errTooLarge), 413, "payload_too_large", "", ""},
+		{"slow body", errSlowBody, 408, "request_timeout", errSlowBody.message, ""},
 		{"content type", errContentType, 415, "unsupported_media_type", "", ""},
 		{"cross origin", errCrossOrigin, 403, "forbidden", "", ""},
 		{"csrf", errCSRF, 403, "forbidden", "", ""},

@@ -103,7 +103,7 @@ func TestSignup_PastTheWriterQueueIs503WithRetryAfterAndChangesNothing(t *testin
 		return shed.Load() == n-depth && app.DB.SignupsWaiting() == depth
 	})
 	wantNoChange(t, "signups waiting for a held writer", app, before)
-	// The refusal comes before the body is read: a malformed one is
+	// The refusal comes before the body is parsed: a malformed one is
 	// refused for load too, not judged.
 	wantBusy(t, "a malformed signup past the bound", c.PostJSON(t, "POST", signupAPI, `{"requestKey":`))
 	release()
@@ -173,8 +173,9 @@ func TestSignup_PastTheWriterQueueIs503WithRetryAfterAndChangesNothing(t *testin
 }
 
 // TestSignupForm_PastTheBoundIsABusyPageAnsweredBeforeTheFormIsRead: past
-// the bound on signups in progress the form is refused before its body is
-// read or the database is asked anything, with a page of its own that
+// the bound on signups in progress the form is refused once its bytes
+// have arrived but before they are parsed or the database is asked
+// anything (signupIntake), with a page of its own that
 // says admit is busy and when to try again. It stores nothing, so the
 // same form sent again later is admitted.
 func TestSignupForm_PastTheBoundIsABusyPageAnsweredBeforeTheFormIsRead(t *testing.T) {
@@ -210,7 +211,7 @@ func TestSignupForm_PastTheBoundIsABusyPageAnsweredBeforeTheFormIsRead(t *testin
 	if !strings.Contains(r.Body, `<title>Too busy right now`) {
 		t.Errorf("the busy page's title does not say admit is busy:\n%s", r.Body)
 	}
-	// Refused before anything was read: neither a body of the wrong type
+	// Refused before anything was judged: neither a body of the wrong type
 	// (else 415) nor a program that does not exist (else 404) is judged.
 	wantBusy(t, "a body of the wrong type past the bound",
 		c.Do(t, "POST", signupPath, "text/plain", strings.NewReader("email=x")))

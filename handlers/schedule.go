@@ -9,7 +9,8 @@ import (
 )
 
 // SignupAnswerDelay is when a signup's answer is released, counted from
-// the moment its handler starts: no signup answer leaves earlier. A new
+// the moment its handler starts, once signupIntake has read its body: no
+// signup answer leaves earlier. A new
 // address costs more work than one already listed (an entry, its indexes,
 // the hour's intake and an audit event against a receipt alone), which
 // timing would otherwise reveal although the bodies are identical

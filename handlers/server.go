@@ -60,6 +60,9 @@ type Options struct {
 	// SignupAnswerDelay is when a signup's answer is released after its
 	// handler starts; 0 means SignupAnswerDelay.
 	SignupAnswerDelay time.Duration
+	// SignupBodyTimeout is how long a signup's body may take to arrive;
+	// 0 means SignupBodyTimeout.
+	SignupBodyTimeout time.Duration
 }
 
 // BackupStatus is the continuous backup's state.
@@ -99,6 +102,9 @@ type Server struct {
 	signups *signupLimiter
 	// answers holds the signup routes' answers until their release.
 	answers *answerSchedule
+	// busy and slowBody are the signup routes' refusals for load (503)
+	// and for a body too slow to arrive (408), prepared at start.
+	busy, slowBody *cannedAnswer
 }
 
 // New builds the server and its routes.
@@ -115,6 +121,9 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	if opts.SignupAnswerDelay <= 0 {
 		opts.SignupAnswerDelay = SignupAnswerDelay
 	}
+	if opts.SignupBodyTimeout <= 0 {
+		opts.SignupBodyTimeout = SignupBodyTimeout
+	}
 	for name, k := range map[string][]byte{"session hash": opts.Keys.SessionHash, "session block": opts.Keys.SessionBlock,
 		"csrf": opts.Keys.CSRF, "binding": opts.Keys.Binding, "counter": opts.Keys.Counter} {
 		if len(k) != 32 {
@@ -128,6 +137,16 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	}
 	s.signups = newSignupLimiter(depth, time.Now)
 	s.answers = &answerSchedule{delay: opts.SignupAnswerDelay}
+	dev := id.Mode() == identity.ModeDev
+	var err error
+	if s.busy, err = newCannedAnswer(http.StatusServiceUnavailable, store.EUNAVAILABLE, busyTitle, busyMessage,
+		busyRetryWhen, busyRetryAfter, dev); err != nil {
+		return nil, fmt.Errorf("handlers: the busy page: %w", err)
+	}
+	if s.slowBody, err = newCannedAnswer(errSlowBody.status, errSlowBody.code, titles[errSlowBody.status],
+		errSlowBody.message, "", "", dev); err != nil {
+		return nil, fmt.Errorf("handlers: the slow-body page: %w", err)
+	}
 	s.origin = opts.PublicURL.Scheme + "://" + opts.PublicURL.Host
 	if id.Mode() == identity.ModeClerk {
 		fapi, err := frontendAPIFromPublishableKey(opts.ClerkPublishableKey)

@@ -136,19 +136,12 @@ func readSignupForm(r *http.Request) (*signupForm, error) {
 }
 
 // startSignup takes a place among the signups in progress (signupLimiter),
-// or reports that there is none: admit then answers 503 at once
-// (store.ErrBusy).
+// or reports that there is none: admit then answers 503 at once.
 func (s *Server) startSignup() (done func(), ok bool) { return s.signups.start() }
 
-// handleWaitlistPost is the no-JavaScript signup form.
+// handleWaitlistPost is the no-JavaScript signup form. Its body was read,
+// and its in-progress place taken, by signupIntake.
 func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) error {
-	// rule: past the bound, refused before the body is read or the
-	// database is asked anything: the busy page costs next to nothing.
-	done, ok := s.startSignup()
-	if !ok {
-		return store.ErrBusy
-	}
-	defer done()
 	slug := r.PathValue("slug")
 	f, err := readSignupForm(r)
 	submittedEmail := f.Email
@@ -240,14 +233,9 @@ type signupReceivedJSON struct {
 	RemovalToken string `json:"removalToken,omitempty"`
 }
 
-// handleSignupAPI is the JSON signup.
+// handleSignupAPI is the JSON signup. Its body was read, and its
+// in-progress place taken, by signupIntake.
 func (s *Server) handleSignupAPI(w http.ResponseWriter, r *http.Request) error {
-	// rule: past the bound, refused before the body is read.
-	done, ok := s.startSignup()
-	if !ok {
-		return store.ErrBusy
-	}
-	defer done()
 	var body signupJSON
 	if err := decodeJSON(r, &body); err != nil {
 		return err

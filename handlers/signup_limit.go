@@ -102,3 +102,10 @@ func (l *signupLimiter) bound() int {
 	defer l.mu.Unlock()
 	return l.limit
 }
+
+// inProgress is how many places are taken now, for tests.
+func (l *signupLimiter) inProgress() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inFlight
+}

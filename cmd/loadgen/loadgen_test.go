@@ -147,8 +147,10 @@ func TestParseFlags_DefaultsRunEveryLoadScenarioWithModestBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every scenario but the timing check, which runs when named.
-	if want := slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool { return s == "timing" || s == "overload" }); !slices.Equal(c.Scenarios, want) {
+	// Every scenario but the checks (timing, overload, goodput), which run when named.
+	if want := slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool {
+		return s == "timing" || s == "overload" || s == "goodput"
+	}); !slices.Equal(c.Scenarios, want) {
 		t.Fatalf("scenarios=%v, want %v", c.Scenarios, want)
 	}
 	if c.TimingPairs != 1000 {

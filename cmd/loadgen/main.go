@@ -20,6 +20,11 @@
 //	         level, past what the writer commits: accepted and shed (503)
 //	         counts and latencies, the owner queue page's p95 alongside,
 //	         and the server's CPU time per accepted signup
+//	goodput  (only when named) JSON signups from each -goodput-levels
+//	         level, clients retrying at once after a 503, with admit and
+//	         loadgen pinned to a core each (taskset): goodput and accepted
+//	         p99 as ratios against the first level, refusals' p99 from
+//	         admit's own request log (goodput.go)
 //	timing   (only when named) one request at a time, signups of new and of
 //	         listed addresses interleaved (-timing-pairs of each, JSON and
 //	         form): the Mann-Whitney z of their latencies, which must stay
@@ -86,6 +91,12 @@ type Config struct {
 	TimingPairs int
 	// Sweep lists the overload scenario's concurrency levels.
 	Sweep []int
+	// GoodputLevels lists the goodput scenario's concurrency levels; the
+	// first is the one the others are judged against.
+	GoodputLevels []int
+	// Pin pins admit and loadgen to a CPU each when the goodput scenario
+	// runs (taskset).
+	Pin bool
 	// WriteQueue, when not 0, is the server's ADMIT_WRITE_QUEUE.
 	WriteQueue int
 	// Scale, when set, runs the scale mode (scale.go) for each entry count
@@ -94,7 +105,7 @@ type Config struct {
 }
 
 // allScenarios are the scenario names in the order they run.
-var allScenarios = []string{"ceiling", "signup", "form", "mixed", "timing", "queue", "private", "overload"}
+var allScenarios = []string{"ceiling", "signup", "form", "mixed", "timing", "queue", "private", "overload", "goodput"}
 
 // defaultScenarios run when -scenarios is not given: timing and the
 // overload sweep are checks of their own (just bench-timing,
@@ -109,7 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	c := &Config{}
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scen, sweep := c.register(fs)
+	scen, sweep, goodput := c.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -124,12 +135,16 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	if c.Sweep, err = parseSweep(*sweep); err != nil {
 		errs = append(errs, err)
 	}
+	if c.GoodputLevels, err = parseSweep(*goodput); err != nil {
+		errs = append(errs, fmt.Errorf("-goodput-levels: %w", err))
+	}
 	return c, errors.Join(errs...)
 }
 
 // register defines every flag on fs, filling c, and returns the
-// -scenarios and -sweep lists, which parseScenarios and parseSweep read.
-func (c *Config) register(fs *flag.FlagSet) (scenarios, sweep *string) {
+// -scenarios, -sweep and -goodput-levels lists, which parseScenarios and
+// parseSweep read.
+func (c *Config) register(fs *flag.FlagSet) (scenarios, sweep, goodput *string) {
 	fs.StringVar(&c.Src, "src", ".", "admit module `dir` to build")
 	fs.StringVar(&c.Bin, "bin", "", "prebuilt admit `binary` (skips the build)")
 	fs.StringVar(&c.Dir, "dir", "", "work `dir` for the database and ceiling file (default: a new temp dir)")
@@ -151,13 +166,20 @@ func (c *Config) register(fs *flag.FlagSet) (scenarios, sweep *string) {
 		c.Scale, err = parseScale(v)
 		return err
 	})
+	fs.BoolVar(&c.Pin, "pin", true, "with the goodput scenario, pin admit and loadgen to a CPU each (taskset, GOMAXPROCS=1)")
 	fs.IntVar(&c.WriteQueue, "write-queue", 0, "the server's ADMIT_WRITE_QUEUE (0: admit's default)")
-	levels := make([]string, len(sweepLevels))
-	for i, n := range sweepLevels {
-		levels[i] = strconv.Itoa(n)
-	}
 	return fs.String("scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ", ")),
-		fs.String("sweep", strings.Join(levels, ","), "comma-separated concurrency levels of the overload scenario (1 to 4096 each)")
+		fs.String("sweep", joinInts(sweepLevels), "comma-separated concurrency levels of the overload scenario (1 to 4096 each)"),
+		fs.String("goodput-levels", joinInts(goodputLevels), "comma-separated concurrency levels of the goodput scenario; the first is the reference (1 to 4096 each)")
+}
+
+// joinInts lists ns separated by commas.
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 // parseSweep reads -sweep: concurrency levels from 1 to 4096, in the

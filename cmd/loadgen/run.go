@@ -46,6 +46,10 @@ type runner struct {
 	timings []*TimingResult
 	// overloads holds the overload sweep's levels.
 	overloads []*OverloadResult
+	// goodputs holds the goodput scenario's levels; pin is where it runs
+	// admit and this program.
+	goodputs []*GoodputResult
+	pin      pinning
 }
 
 // run executes the chosen scenarios and writes the report to stdout;
@@ -54,7 +58,13 @@ func run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 	if cfg.Scale != nil {
 		return runScale(ctx, cfg, stdout, stderr)
 	}
-	r := &runner{cfg: cfg, log: stderr, runID: uuid.NewString()[:8]}
+	r := &runner{cfg: cfg, log: stderr, runID: uuid.NewString()[:8], pin: pinning{note: "the goodput scenario did not run"}}
+	switch {
+	case cfg.wants("goodput") && cfg.Pin:
+		r.pin = choosePinning()
+	case cfg.wants("goodput"):
+		r.pin = pinning{note: "-pin=false"}
+	}
 	cleanup, err := r.prepareWork()
 	if err != nil {
 		return err
@@ -126,6 +136,7 @@ func (r *runner) launch(ctx context.Context) (err error) {
 	if err := r.start(ctx); err != nil {
 		return err
 	}
+	r.pinSelf()
 	r.c = newClient(r.srv.BaseURL, r.conns())
 	if r.owner, err = r.c.signIn(ctx, ownerEmail); err != nil {
 		return fmt.Errorf("owner sign-in: %w", err)
@@ -191,7 +202,12 @@ func (r *runner) scenarios(ctx context.Context, progs map[string]*program, reade
 		}
 	}
 	if cfg.wants("overload") {
-		return r.overload(ctx)
+		if err := r.overload(ctx); err != nil {
+			return err
+		}
+	}
+	if cfg.wants("goodput") {
+		return r.goodput(ctx)
 	}
 	return nil
 }
@@ -248,6 +264,10 @@ func (r *runner) report(stdout io.Writer) {
 	}
 	writeTimingReport(stdout, r.timings)
 	writeOverloadReport(stdout, r.overloads)
+	if err := readRefusalTimes(r.logPath, r.goodputs); err != nil {
+		fmt.Fprintf(r.log, "admit's request log: %v\n", err)
+	}
+	writeGoodputReport(stdout, r.goodputs, r.pin)
 }
 
 // conns is how many keep-alive connections the client pool keeps: one for
@@ -256,6 +276,9 @@ func (r *runner) conns() int {
 	n := 2 * max(r.cfg.Clients, r.cfg.OwnerClients, r.cfg.ReadClients)
 	if r.cfg.wants("overload") {
 		n = max(n, slices.Max(r.cfg.Sweep)+r.cfg.OwnerClients)
+	}
+	if r.cfg.wants("goodput") {
+		n = max(n, slices.Max(r.cfg.GoodputLevels))
 	}
 	return n
 }
@@ -267,11 +290,20 @@ func (r *runner) progress(format string, a ...any) {
 
 // start starts admit on the data directory.
 func (r *runner) start(ctx context.Context) error {
-	srv, err := startServer(ctx, r.bin, r.dataDir, r.logPath, r.cfg.PprofDir != "", r.cfg.WriteQueue)
+	var env []string
+	if r.pin.note == "" {
+		env = append(env, "GOMAXPROCS=1")
+	}
+	srv, err := startServer(ctx, r.bin, r.dataDir, r.logPath, r.cfg.PprofDir != "", r.cfg.WriteQueue, env...)
 	if err != nil {
 		return err
 	}
 	r.srv = srv
+	if r.pin.note == "" {
+		if err := pinProcess(srv.Pid(), r.pin.admitCPU); err != nil {
+			r.pin.note = err.Error()
+		}
+	}
 	r.progress("admit pid %d at %s, ready in %s ms", srv.Pid(), srv.BaseURL, ms(srv.StartToReady))
 	return nil
 }

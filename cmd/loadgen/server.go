@@ -44,8 +44,8 @@ func serverEnv(dataDir, pprofAddr string, writeQueue int) []string {
 }
 
 // startServer starts bin in dir and waits until /readyz answers 200. The
-// server's log goes to logPath.
-func startServer(ctx context.Context, bin, dataDir, logPath string, pprof bool, writeQueue int) (*server, error) {
+// server's log goes to logPath; extraEnv is added to its environment.
+func startServer(ctx context.Context, bin, dataDir, logPath string, pprof bool, writeQueue int, extraEnv ...string) (*server, error) {
 	pprofAddr := ""
 	if pprof {
 		var err error
@@ -53,7 +53,7 @@ func startServer(ctx context.Context, bin, dataDir, logPath string, pprof bool, 
 			return nil, err
 		}
 	}
-	s, err := proc.Start(ctx, bin, dataDir, serverEnv(dataDir, pprofAddr, writeQueue), logPath)
+	s, err := proc.Start(ctx, bin, dataDir, append(serverEnv(dataDir, pprofAddr, writeQueue), extraEnv...), logPath)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,426 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The goodput scenario asks whether overload keeps accepted work flowing
+// when clients do not back off. Each client sends JSON signups and, after
+// a 503, sends the same signup again at once, ignoring Retry-After, as
+// bots do. The levels (-goodput-levels, 32, 512 and 1,024 clients by
+// default) run in one run against one admit, each on a fresh program, and
+// are judged as ratios against the first level: goodput (accepted signups
+// a second) and the accepted signups' p99, plus the refusals' p99 as
+// admit's own request log times them (its handler's time, duration_ms).
+// admit is pinned to one core and this program to another (taskset), so
+// that refusals compete with accepted signups for admit's core alone and
+// not with the load generator's.
+
+// goodputLevels are the goodput scenario's default concurrency levels.
+var goodputLevels = []int{32, 512, 1024}
+
+// Goodput targets, against the first level of the same run
+// (docs/ARCHITECTURE.md, "Overload").
+const (
+	targetGoodputRatio    = 0.8
+	targetAcceptedP99x    = 4.0
+	targetRefusalInAdmit  = time.Millisecond
+	signupRoute           = "POST /api/public/programs/{slug}/signups"
+	goodputAttemptsPerMax = 100
+)
+
+// GoodputResult is one level of the goodput scenario.
+type GoodputResult struct {
+	Clients int
+	Elapsed time.Duration
+	// Accepted is the 202s' latencies (the accepted attempt's own),
+	// Refused the 503s' as the clients saw them; both sorted.
+	Accepted, Refused []time.Duration
+	// RefusedInAdmit and AcceptedInAdmit are the 503s' and the 202s'
+	// handler times from admit's request log, sorted. The accepted ones
+	// are shown, not judged: what a client waits beyond them is time
+	// before admit's handler ran or after it answered.
+	RefusedInAdmit, AcceptedInAdmit []time.Duration
+	Errors                          int
+	ErrorSamples                    []string
+	// CPU is admit's CPU time over the level.
+	CPU     time.Duration
+	LoadAvg string
+	// logFrom and logTo delimit the level's lines in admit's log (logTo
+	// -1: to its end).
+	logFrom, logTo int64
+}
+
+// Goodput is accepted signups a second.
+func (g *GoodputResult) Goodput() float64 {
+	if g.Elapsed <= 0 {
+		return 0
+	}
+	return float64(len(g.Accepted)) / g.Elapsed.Seconds()
+}
+
+// record adds one attempt's outcome.
+func (g *GoodputResult) record(lat time.Duration, status int, err error) {
+	switch {
+	case err == nil && status == http.StatusAccepted:
+		g.Accepted = append(g.Accepted, lat)
+	case err == nil && status == http.StatusServiceUnavailable:
+		g.Refused = append(g.Refused, lat)
+	default:
+		g.Errors++
+		if err == nil {
+			err = fmt.Errorf("status %d", status)
+		}
+		if len(g.ErrorSamples) < maxErrorSamples {
+			g.ErrorSamples = append(g.ErrorSamples, err.Error())
+		}
+	}
+}
+
+// pinning says where admit and the load generator run.
+type pinning struct {
+	admitCPU, loadCPU int
+	// note is why nothing was pinned, or "" when both were.
+	note string
+}
+
+func (p pinning) String() string {
+	if p.note != "" {
+		return "not pinned: " + p.note
+	}
+	return fmt.Sprintf("admit pinned to CPU %d (GOMAXPROCS=1), the load generator to CPU %d (GOMAXPROCS=1), with taskset", p.admitCPU, p.loadCPU)
+}
+
+// choosePinning picks two CPUs this process may run on, or says why it
+// cannot pin.
+func choosePinning() pinning {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return pinning{note: "taskset not found"}
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return pinning{note: "affinity: " + err.Error()}
+	}
+	var cpus []int
+	for i := 0; i < 1024 && len(cpus) < 2; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	if len(cpus) < 2 {
+		return pinning{note: "fewer than two CPUs"}
+	}
+	return pinning{admitCPU: cpus[0], loadCPU: cpus[1]}
+}
+
+// pinProcess moves every thread of pid to cpu.
+func pinProcess(pid, cpu int) error {
+	out, err := exec.Command("taskset", "-a", "-p", "-c", strconv.Itoa(cpu), strconv.Itoa(pid)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("taskset %d: %w: %s", pid, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// pinSelf pins this process to the load generator's CPU, once.
+func (r *runner) pinSelf() {
+	if r.pin.note != "" {
+		return
+	}
+	if err := pinProcess(os.Getpid(), r.pin.loadCPU); err != nil {
+		r.pin.note = err.Error()
+		return
+	}
+	runtime.GOMAXPROCS(1)
+}
+
+// goodputSignup sends one signup until it is answered otherwise than 503,
+// recording each attempt.
+func (r *runner) goodputSignup(ctx context.Context, p *program, res *GoodputResult, mu *sync.Mutex, deadline time.Time,
+	attempts *atomic.Int64) {
+	body := signupBody(p, fmt.Sprintf("goodput-%s-%d@example.test", r.runID, r.seq.Add(1)))
+	limit := r.cfg.MaxRequests * goodputAttemptsPerMax
+	for ctx.Err() == nil && time.Now().Before(deadline) && attempts.Add(1) <= limit {
+		t0 := time.Now()
+		resp, _, err := r.c.do(ctx, request{Method: http.MethodPost, Path: "/api/public/programs/" + p.Slug + "/signups",
+			ContentType: "application/json", Body: body, Want: http.StatusAccepted})
+		lat := time.Since(t0)
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		if status == http.StatusServiceUnavailable {
+			err = nil
+		}
+		if ctx.Err() != nil {
+			return // cut by the level's end: neither answer nor error
+		}
+		mu.Lock()
+		res.record(lat, status, err)
+		mu.Unlock()
+		if status != http.StatusServiceUnavailable {
+			return
+		}
+		// rule of the scenario: the same signup again at once.
+	}
+}
+
+// goodputLevel runs clients clients against p for dur.
+func (r *runner) goodputLevel(ctx context.Context, p *program, clients int, dur time.Duration) *GoodputResult {
+	res := &GoodputResult{Clients: clients, LoadAvg: loadAverage()}
+	cpu0, cpuErr := processCPU(r.srv.Pid())
+	var (
+		mu       sync.Mutex
+		accepted atomic.Int64
+		attempts atomic.Int64
+		wg       sync.WaitGroup
+	)
+	begin := time.Now()
+	deadline := begin.Add(dur)
+	lctx, stop := context.WithDeadline(ctx, deadline.Add(10*time.Second))
+	defer stop()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for lctx.Err() == nil && time.Now().Before(deadline) && accepted.Add(1) <= r.cfg.MaxRequests {
+				r.goodputSignup(lctx, p, res, &mu, deadline, &attempts)
+			}
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(begin)
+	if cpu1, err := processCPU(r.srv.Pid()); err == nil && cpuErr == nil {
+		res.CPU = cpu1 - cpu0
+	}
+	slices.Sort(res.Accepted)
+	slices.Sort(res.Refused)
+	return res
+}
+
+// goodput runs the levels in order, each on a fresh program after an
+// unmeasured warm-up, and notes where each level's lines of admit's log
+// begin and end.
+func (r *runner) goodput(ctx context.Context) error {
+	r.progress("goodput: %s", r.pin)
+	for i, clients := range r.cfg.GoodputLevels {
+		slug := fmt.Sprintf("bench-goodput-%d-%d-%s", i+1, clients, r.runID)
+		p, err := createProgram(ctx, r.c, r.owner, slug)
+		if err != nil {
+			return fmt.Errorf("create program %s: %w", slug, err)
+		}
+		if n := len(r.goodputs); n > 0 {
+			r.goodputs[n-1].logTo = fileSize(r.logPath)
+		}
+		if r.cfg.Warmup > 0 {
+			r.goodputLevel(ctx, p, clients, r.cfg.Warmup)
+		}
+		from := fileSize(r.logPath)
+		r.progress("goodput: %d clients retrying at once, %v", clients, r.cfg.Duration)
+		res := r.goodputLevel(ctx, p, clients, r.cfg.Duration)
+		res.logFrom, res.logTo = from, -1
+		r.progress("  accepted %d (%.0f/s, p99 %s ms), refused %d (client p99 %s ms), errors %d, load %s",
+			len(res.Accepted), res.Goodput(), ms(percentile(res.Accepted, 99)), len(res.Refused),
+			ms(percentile(res.Refused, 99)), res.Errors, res.LoadAvg)
+		for _, e := range res.ErrorSamples {
+			r.progress("  error: %s", e)
+		}
+		r.goodputs = append(r.goodputs, res)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readRefusalTimes fills each level's RefusedInAdmit from admit's log at
+// path (the server has stopped, so its log is complete).
+func readRefusalTimes(path string, levels []*GoodputResult) error {
+	for _, g := range levels {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		var src io.Reader = f
+		if _, err := f.Seek(g.logFrom, io.SeekStart); err != nil {
+			f.Close()
+			return err
+		}
+		if g.logTo >= 0 {
+			src = io.LimitReader(f, g.logTo-g.logFrom)
+		}
+		g.AcceptedInAdmit, g.RefusedInAdmit = signupTimes(src)
+		f.Close()
+	}
+	return nil
+}
+
+// signupTimes reads the handler times of the JSON signup route's 202s
+// and 503s from request log lines, each sorted.
+func signupTimes(log io.Reader) (accepted, refused []time.Duration) {
+	sc := bufio.NewScanner(log)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		route, status, took, ok := parseRequestLine(sc.Text())
+		switch {
+		case !ok || route != signupRoute:
+		case status == http.StatusAccepted:
+			accepted = append(accepted, took)
+		case status == http.StatusServiceUnavailable:
+			refused = append(refused, took)
+		}
+	}
+	slices.Sort(accepted)
+	slices.Sort(refused)
+	return accepted, refused
+}
+
+// parseRequestLine reads admit's access-log line (slog's text format, msg
+// "request"): the route, the status and duration_ms.
+func parseRequestLine(line string) (route string, status int, took time.Duration, ok bool) {
+	f := logFields(line)
+	if f["msg"] != "request" {
+		return "", 0, 0, false
+	}
+	status, err := strconv.Atoi(f["status"])
+	if err != nil {
+		return "", 0, 0, false
+	}
+	msec, err := strconv.ParseFloat(f["duration_ms"], 64)
+	if err != nil {
+		return "", 0, 0, false
+	}
+	return f["route"], status, time.Duration(msec * float64(time.Millisecond)), true
+}
+
+// logFields splits a slog text line into its key=value pairs, unquoting
+// quoted values.
+func logFields(line string) map[string]string {
+	out := map[string]string{}
+	for line != "" {
+		line = strings.TrimLeft(line, " ")
+		k, rest, found := strings.Cut(line, "=")
+		if !found {
+			break
+		}
+		var v string
+		if strings.HasPrefix(rest, `"`) {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				break
+			}
+			v, _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+		} else {
+			v, rest, _ = strings.Cut(rest, " ")
+		}
+		out[k] = v
+		line = rest
+	}
+	return out
+}
+
+// writeGoodputReport writes the levels' table and the targets judged.
+func writeGoodputReport(w io.Writer, levels []*GoodputResult, pin pinning) {
+	if len(levels) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n### Goodput under overload (JSON signups; refused clients retry at once, ignoring Retry-After)")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s.\n\n", pin)
+	fmt.Fprintln(w, "| clients | accepted | accepted/s | × first | accepted p99 ms | × first | accepted p99 in admit ms | refused (503) | refusal p99 in admit ms | refusal p99 at the client ms | errors | admit CPU µs per accepted | load avg (1 min) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	base := levels[0]
+	for _, g := range levels {
+		cpu := time.Duration(0)
+		if len(g.Accepted) > 0 {
+			cpu = g.CPU / time.Duration(len(g.Accepted))
+		}
+		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s | %s | %d | %s | %s |\n", g.Clients, len(g.Accepted), g.Goodput(),
+			ratioCell(g.Goodput(), base.Goodput()), ms(percentile(g.Accepted, 99)),
+			ratioCell(float64(percentile(g.Accepted, 99)), float64(percentile(base.Accepted, 99))),
+			ms(percentile(g.AcceptedInAdmit, 99)), len(g.Refused),
+			ms(percentile(g.RefusedInAdmit, 99)), ms(percentile(g.Refused, 99)), g.Errors, us(cpu), g.LoadAvg)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| target | measured | met |")
+	fmt.Fprintln(w, "|---|---|---|")
+	for _, c := range evaluateGoodput(levels) {
+		v := "yes"
+		if !c.Met {
+			v = "**no**"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", c.Target, c.Got, v)
+	}
+}
+
+// ratioCell is a/b with two decimals, "—" when b is 0.
+func ratioCell(a, b float64) string {
+	if b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// evaluateGoodput judges the levels against the first: no error at any
+// level; at every later level goodput at least targetGoodputRatio of the
+// first's and the accepted p99 at most targetAcceptedP99x the first's; at
+// every level the refusals' p99 in admit's own log within
+// targetRefusalInAdmit (met when nothing was refused).
+func evaluateGoodput(levels []*GoodputResult) []check {
+	if len(levels) == 0 {
+		return nil
+	}
+	var out []check
+	base := levels[0]
+	baseP99 := percentile(base.Accepted, 99)
+	for i, g := range levels {
+		name := fmt.Sprintf("%d clients:", g.Clients)
+		out = append(out, check{name + " errors = 0", fmt.Sprint(g.Errors), g.Errors == 0})
+		if i > 0 {
+			first := fmt.Sprintf("%d clients'", base.Clients)
+			rate := check{Target: fmt.Sprintf("%s goodput ≥ %.1f × %s", name, targetGoodputRatio, first),
+				Got: "no signup accepted at the first level"}
+			if base.Goodput() > 0 {
+				x := g.Goodput() / base.Goodput()
+				rate.Got = fmt.Sprintf("%.2f × (%.0f/s against %.0f/s)", x, g.Goodput(), base.Goodput())
+				rate.Met = x >= targetGoodputRatio
+			}
+			p99 := percentile(g.Accepted, 99)
+			lat := check{Target: fmt.Sprintf("%s accepted p99 ≤ %.0f × %s", name, targetAcceptedP99x, first),
+				Got: "no signup accepted"}
+			if len(g.Accepted) > 0 && baseP99 > 0 {
+				x := float64(p99) / float64(baseP99)
+				lat.Got = fmt.Sprintf("%.2f × (%s ms against %s ms)", x, ms(p99), ms(baseP99))
+				lat.Met = x <= targetAcceptedP99x
+			}
+			out = append(out, rate, lat)
+		}
+		refusal := check{Target: fmt.Sprintf("%s refusal p99 in admit ≤ %v", name, targetRefusalInAdmit), Got: "none refused", Met: true}
+		switch {
+		case len(g.RefusedInAdmit) > 0:
+			p := percentile(g.RefusedInAdmit, 99)
+			refusal.Got = fmt.Sprintf("%s ms (%d in the log)", ms(p), len(g.RefusedInAdmit))
+			refusal.Met = p <= targetRefusalInAdmit
+		case len(g.Refused) > 0:
+			refusal.Got, refusal.Met = fmt.Sprintf("%d refused, none in admit's log", len(g.Refused)), false
+		}
+		out = append(out, refusal)
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,50 @@ func TestPrivacyPage_ListsTheAttemptARefusedSignupKeeps(t *testing.T) {
 	for _, want := range []string{"One counted attempt", "refused", "keeps nothing else", "counts nothing"} {
 		if !strings.Contains(item, want) {
 			t.Errorf("the counted-attempt item lacks %q: %s", want, item)
+		}
+	}
+}
+
+// retentionRow returns the cells of the privacy page's retention row id.
+func retentionRow(tb testing.TB, body, id string) []string {
+	tb.Helper()
+	m := regexp.MustCompile(`(?s)<tr data-testid="retention-`+regexp.QuoteMeta(id)+`">(.*?)</tr>`).FindAllStringSubmatch(body, -1)
+	if len(m) != 1 {
+		tb.Fatalf("the privacy page has %d retention rows %q, want 1", len(m), id)
+	}
+	var cells []string
+	for _, c := range regexp.MustCompile(`(?s)<td>(.*?)</td>`).FindAllStringSubmatch(m[0][1], -1) {
+		cells = append(cells, strings.TrimSpace(c[1]))
+	}
+	if len(cells) != 3 {
+		tb.Fatalf("retention row %q has %d cells, want 3", id, len(cells))
+	}
+	return cells
+}
+
+// Each row of the retention table states its own state's period: with a
+// different period for every state, each row names its state, the period
+// the store applies to it, and that period plus the sweep.
+func TestPrivacyPage_EachRetentionRowShowsItsOwnStatesPeriod(t *testing.T) {
+	const day = 24 * time.Hour
+	app := MustStartApp(t, withRetention(store.Retention{Withdrawn: 7 * day, Declined: 45 * day,
+		Revoked: 12 * day, RetiredProgram: 90 * day}))
+	page := app.NewClient(t).Get(t, "/privacy")
+	if page.StatusCode != http.StatusOK {
+		t.Fatalf("GET /privacy: %d", page.StatusCode)
+	}
+	for _, want := range []struct {
+		id, state, kept, everywhere string
+	}{
+		{"active", "waiting, selected, invited or active", "until you withdraw or remove it, or the program is retired; then up to 90 days", "retirement + 91 days"},
+		{"withdrawn", "withdrawn (", "7 days", "8 days"},
+		{"removed", "removed with your private link", "erased at once", "5 minutes"},
+		{"declined", "declined", "45 days", "46 days"},
+		{"revoked", "access revoked", "12 days", "13 days"},
+	} {
+		got := retentionRow(t, page.Body, want.id)
+		if !strings.HasPrefix(got[0], want.state) || got[1] != want.kept || got[2] != want.everywhere {
+			t.Errorf("row %s: %q, want a state starting %q, kept %q, gone everywhere within %q", want.id, got, want.state, want.kept, want.everywhere)
 		}
 	}
 }

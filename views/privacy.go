@@ -9,6 +9,8 @@ import (
 
 // RetentionRow is one line of the privacy page's retention table.
 type RetentionRow struct {
+	// ID names the row for tests (data-testid "retention-<ID>").
+	ID    string
 	State string
 	// Kept says how long the address stays in the live database.
 	Kept string

@@ -34,6 +34,8 @@ func (s *Server) privacyView() views.PrivacyView {
 		BackupConfigured:  backup > 0,
 		BackupRetention:   views.Duration(backup),
 		RemovalEverywhere: everywhere(0),
+		ReceiptKept:       views.Duration(store.ReceiptLifetime),
+		ReceiptEverywhere: everywhere(store.ReceiptLifetime),
 		IdentityProvider:  "Clerk",
 
 		NetworkHourlyLimit:       s.opts.NetworkHourlyLimit,

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"admit/store"
+	"admit/views"
+
+	"github.com/google/uuid"
 )
 
 func TestPrivacyPage_IsComputedFromTheRetentionSettings(t *testing.T) {
@@ -119,5 +123,68 @@ func TestPrivacyPage_EachRetentionRowShowsItsOwnStatesPeriod(t *testing.T) {
 		if !strings.HasPrefix(got[0], want.state) || got[1] != want.kept || got[2] != want.everywhere {
 			t.Errorf("row %s: %q, want a state starting %q, kept %q, gone everywhere within %q", want.id, got, want.state, want.kept, want.everywhere)
 		}
+	}
+}
+
+// The privacy page states how long a request's receipt is kept, from the
+// store's own constant, and when it is gone from every copy: the receipt's
+// lifetime, then the sweep, then the backups.
+func TestPrivacyPage_StatesHowLongARequestReceiptIsKept(t *testing.T) {
+	app := MustStartApp(t)
+	u, _ := url.Parse(app.URL)
+	for _, backup := range []time.Duration{0, 72 * time.Hour} {
+		srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, BackupRetention: backup}, app.DB, app.Dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecorder()
+		srv.ServeHTTP(rec, mustRequest(t, "GET", app.URL+"/privacy"))
+		body := rec.Body.String()
+		i := strings.Index(body, `data-testid="kept-receipt"`)
+		if i < 0 {
+			t.Fatal("the list of what is kept does not name the request receipt")
+		}
+		item := body[i:]
+		item = item[:strings.Index(item, "</li>")]
+		for _, want := range []string{
+			"kept for " + views.Duration(store.ReceiptLifetime) + " after your request",
+			"even if you remove your entry sooner",
+			"gone from every copy within " + views.Duration(store.ReceiptLifetime+store.SweepInterval+backup),
+		} {
+			if !strings.Contains(item, want) {
+				t.Errorf("backups kept %v: the receipt item lacks %q: %s", backup, want, item)
+			}
+		}
+	}
+}
+
+// Over HTTP, with the injectable clock: a same-key replay just before the
+// receipt's lifetime ends answers the same as before, after a sweep; at
+// the end of its lifetime the sweep deletes it.
+func TestReceipt_ReplayAnswersWithinItsLifetimeAndTheSweepDeletesItAfter(t *testing.T) {
+	app := MustStartApp(t)
+	c := app.NewClient(t)
+	body := signupJSONBody(uuid.NewString(), "receipt@example.com", 1, true)
+	t0 := app.Clock.Now()
+	if r := c.PostJSON(t, "POST", signupAPI, body); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("signup: %d", r.StatusCode)
+	}
+	ctx := context.Background()
+	app.Clock.Set(t0.Add(store.ReceiptLifetime - time.Millisecond))
+	if _, err := app.DB.Sweep(ctx); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	if r := c.PostJSON(t, "POST", signupAPI, body); r.StatusCode != http.StatusAccepted || r.Body != "{\"status\":\"received\"}\n" {
+		t.Fatalf("replay within the receipt's lifetime: %d %q, want the stored 202", r.StatusCode, r.Body)
+	}
+	if n := appCount(t, app, `SELECT count(*) FROM signup_receipts`); n != 1 {
+		t.Fatalf("receipts within their lifetime=%d, want 1", n)
+	}
+	app.Clock.Set(t0.Add(store.ReceiptLifetime))
+	if _, err := app.DB.Sweep(ctx); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	if n := appCount(t, app, `SELECT count(*) FROM signup_receipts`); n != 0 {
+		t.Fatalf("receipts after their lifetime=%d, want 0", n)
 	}
 }

@@ -259,17 +259,18 @@ type signupState struct {
 }
 
 // programAdmission is the part of a signup's state that belongs to its
-// program: the same for every signup of the program in one transaction.
+// program: the same for every signup of the program in one transaction
+// and UTC hour.
 type programAdmission struct {
-	found               bool // the slug names a program
-	programID, noticeID string
-	// hour is the start (Unix ms) of the UTC hour admitted was read for.
-	hour                          int64
+	found                         bool // the slug names a program
+	programID, noticeID           string
 	open, wsActive, retired       bool
 	queueCap, hourlyCap, occupied int
 	noticeVer                     int
-	// admitted is the current hour's signups so far, as stored.
+	// admitted is the hour's signups so far, as stored; hour is that
+	// hour's start (Unix ms).
 	admitted int
+	hour     int64
 }
 
 // readSignupState reads, after the lock, the program and its notice, the
@@ -281,8 +282,9 @@ type programAdmission struct {
 // The first signup of a program in a transaction reads it all in one
 // statement; the program's part is then kept on the transaction, and the
 // batch's later signups of the program in the same UTC hour read only
-// their receipt and their address. Nothing in a signup transaction changes the program's part:
-// its new entries are counted at the commit and added here until then.
+// their receipt and their address. Nothing in a signup transaction changes
+// the program's part: its new entries are counted at the commit and added
+// here until then.
 func readSignupState(ctx context.Context, tx *Tx, req SignupRequest) (*signupState, error) {
 	st := &signupState{}
 	hour := Millis(hourStart(tx.Now))

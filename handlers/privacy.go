@@ -21,12 +21,12 @@ func (s *Server) privacyView() views.PrivacyView {
 	untilRetired := "until you withdraw or remove it, or the program is retired; then up to " + views.Duration(r.RetiredProgram)
 	v := views.PrivacyView{
 		Rows: []views.RetentionRow{
-			{State: "waiting, selected, invited or active", Kept: untilRetired,
+			{ID: "active", State: "waiting, selected, invited or active", Kept: untilRetired,
 				Everywhere: "retirement + " + everywhere(r.RetiredProgram)},
-			{State: "withdrawn (signed in, or by the owner on your request)", Kept: views.Duration(r.Withdrawn), Everywhere: everywhere(r.Withdrawn)},
-			{State: "removed with your private link", Kept: "erased at once", Everywhere: everywhere(0)},
-			{State: "declined", Kept: views.Duration(r.Declined), Everywhere: everywhere(r.Declined)},
-			{State: "access revoked", Kept: views.Duration(r.Revoked), Everywhere: everywhere(r.Revoked)},
+			{ID: "withdrawn", State: "withdrawn (signed in, or by the owner on your request)", Kept: views.Duration(r.Withdrawn), Everywhere: everywhere(r.Withdrawn)},
+			{ID: "removed", State: "removed with your private link", Kept: "erased at once", Everywhere: everywhere(0)},
+			{ID: "declined", State: "declined", Kept: views.Duration(r.Declined), Everywhere: everywhere(r.Declined)},
+			{ID: "revoked", State: "access revoked", Kept: views.Duration(r.Revoked), Everywhere: everywhere(r.Revoked)},
 		},
 		RetiredProgram:    views.Duration(r.RetiredProgram + store.SweepInterval),
 		CounterLifetime:   views.Duration(store.NetworkCounterLifetime + store.SweepInterval),
@@ -34,6 +34,8 @@ func (s *Server) privacyView() views.PrivacyView {
 		BackupConfigured:  backup > 0,
 		BackupRetention:   views.Duration(backup),
 		RemovalEverywhere: everywhere(0),
+		ReceiptKept:       views.Duration(store.ReceiptLifetime),
+		ReceiptEverywhere: everywhere(store.ReceiptLifetime),
 		IdentityProvider:  "Clerk",
 
 		NetworkHourlyLimit:       s.opts.NetworkHourlyLimit,

@@ -95,7 +95,9 @@ func (db *DB) Now() time.Time { return db.now() }
 type Tx struct {
 	*sql.Tx
 	// Now is the transaction clock, read once after BEGIN IMMEDIATE returned,
-	// so a lock wait across an hour boundary counts in the later hour.
+	// so a lock wait across an hour boundary counts in the later hour. A
+	// signup batch moves it forward, never back, for the signups that join
+	// it while it runs (signupBatcher.joinLate).
 	Now time.Time
 	// retention is the database's retention policy, for the dates a read
 	// reports (Program.EntriesErasedBy).

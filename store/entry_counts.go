@@ -37,7 +37,9 @@ type newEntry struct {
 // program's counters.
 type entryCounts struct {
 	states map[string]int // new entries per state
-	intake int            // new signups, all in the hour of Tx.Now
+	// intake is the new signups per UTC hour (its start, Unix ms): a
+	// signup batch that runs across an hour boundary admits into both.
+	intake map[int64]int
 }
 
 // occupying is how many of the new entries take a place in the queue.
@@ -64,21 +66,22 @@ func insertEntry(ctx context.Context, tx *Tx, e newEntry) error {
 	}
 	c := tx.newEntries[e.ProgramID]
 	if c == nil {
-		c = &entryCounts{states: map[string]int{}}
+		c = &entryCounts{states: map[string]int{}, intake: map[int64]int{}}
 		tx.newEntries[e.ProgramID] = c
 	}
 	c.states[e.State]++
 	if e.Intake {
-		c.intake++
+		c.intake[Millis(hourStart(tx.Now))]++
 	}
 	return nil
 }
 
 // pendingEntries is what this transaction's new entries of programID add
-// to its counters, not yet written: occupancy and the hour's intake.
-func (tx *Tx) pendingEntries(programID string) (occupying, intake int) {
+// to its counters, not yet written: occupancy and the intake of the hour
+// that starts at hour (Unix ms).
+func (tx *Tx) pendingEntries(programID string, hour int64) (occupying, intake int) {
 	if c := tx.newEntries[programID]; c != nil {
-		return c.occupying(), c.intake
+		return c.occupying(), c.intake[hour]
 	}
 	return 0, 0
 }
@@ -105,10 +108,10 @@ func (tx *Tx) applyEntryCounts(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE program_funnel SET joined = joined + ? WHERE program_id = ?`, total, id); err != nil {
 			return fmt.Errorf("count joined: %w", err)
 		}
-		if c.intake > 0 {
+		for _, hour := range slices.Sorted(maps.Keys(c.intake)) {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO intake_hours (program_id, bucket_start, admitted_count) VALUES (?, ?, ?)
 				ON CONFLICT (program_id, bucket_start) DO UPDATE SET admitted_count = admitted_count + excluded.admitted_count`,
-				id, Millis(hourStart(tx.Now)), c.intake); err != nil {
+				id, hour, c.intake[hour]); err != nil {
 				return fmt.Errorf("count the hour's intake: %w", err)
 			}
 		}

@@ -31,6 +31,14 @@ const (
 // expires when its UTC hour ends and is deleted by a later request.
 const NetworkCounterLifetime = time.Hour
 
+// ReceiptLifetime is how long a signup's receipt (its request key and the
+// keyed hash binding it to the submitted fields) is kept after the
+// request: the window in which a retry of the same request key is answered
+// from it, even after the entry was removed or erased. The sweep then
+// deletes it (docs/erasure.md#request-receipts); the privacy page states
+// it.
+const ReceiptLifetime = 24 * time.Hour
+
 // DefaultRetention is the retention policy with the default periods.
 var DefaultRetention = Retention{
 	Withdrawn:      DefaultWithdrawnDays * 24 * time.Hour,

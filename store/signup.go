@@ -259,15 +259,18 @@ type signupState struct {
 }
 
 // programAdmission is the part of a signup's state that belongs to its
-// program: the same for every signup of the program in one transaction.
+// program: the same for every signup of the program in one transaction
+// and UTC hour.
 type programAdmission struct {
 	found                         bool // the slug names a program
 	programID, noticeID           string
 	open, wsActive, retired       bool
 	queueCap, hourlyCap, occupied int
 	noticeVer                     int
-	// admitted is the current hour's signups so far, as stored.
+	// admitted is the hour's signups so far, as stored; hour is that
+	// hour's start (Unix ms).
 	admitted int
+	hour     int64
 }
 
 // readSignupState reads, after the lock, the program and its notice, the
@@ -278,12 +281,16 @@ type programAdmission struct {
 //
 // The first signup of a program in a transaction reads it all in one
 // statement; the program's part is then kept on the transaction, and the
-// batch's later signups of the program read only their receipt and their
-// address. Nothing in a signup transaction changes the program's part:
-// its new entries are counted at the commit and added here until then.
+// batch's later signups of the program in the same UTC hour read only
+// their receipt and their address. Nothing in a signup transaction changes
+// the program's part: its new entries are counted at the commit and added
+// here until then.
 func readSignupState(ctx context.Context, tx *Tx, req SignupRequest) (*signupState, error) {
 	st := &signupState{}
-	if p, ok := tx.signupPrograms[req.Slug]; ok {
+	hour := Millis(hourStart(tx.Now))
+	// A batch that ran into the next hour (joinLate) reads the program
+	// again, for that hour's intake.
+	if p, ok := tx.signupPrograms[req.Slug]; ok && p.hour == hour {
 		st.programAdmission = p
 		if p.found {
 			err := tx.QueryRowContext(ctx, `SELECT
@@ -296,6 +303,7 @@ func readSignupState(ctx context.Context, tx *Tx, req SignupRequest) (*signupSta
 		}
 	} else {
 		p := &st.programAdmission
+		p.hour = hour
 		err := tx.QueryRowContext(ctx, `SELECT p.id, p.signup_open, w.active, p.retired_at IS NOT NULL,
 				p.queue_cap, p.hourly_cap, p.occupied, coalesce(p.current_notice_id, ''), coalesce(n.version, 0),
 				(SELECT r.binding_hmac FROM signup_receipts r WHERE r.program_id = p.id AND r.request_key = ?2),
@@ -303,7 +311,7 @@ func readSignupState(ctx context.Context, tx *Tx, req SignupRequest) (*signupSta
 				EXISTS (SELECT 1 FROM entries e WHERE e.program_id = p.id AND e.email_key = ?4)
 			FROM programs p JOIN workspaces w ON w.id = p.workspace_id
 			LEFT JOIN notices n ON n.id = p.current_notice_id
-			WHERE p.public_slug = ?1`, req.Slug, req.RequestKey, Millis(hourStart(tx.Now)), req.Email).
+			WHERE p.public_slug = ?1`, req.Slug, req.RequestKey, hour, req.Email).
 			Scan(&p.programID, &p.open, &p.wsActive, &p.retired, &p.queueCap, &p.hourlyCap, &p.occupied,
 				&p.noticeID, &p.noticeVer, &st.stored, &p.admitted, &st.listed)
 		p.found = err == nil
@@ -317,7 +325,7 @@ func readSignupState(ctx context.Context, tx *Tx, req SignupRequest) (*signupSta
 	}
 	// Entries this transaction already inserted (earlier signups of the
 	// same batch) are counted at its commit; until then they are added here.
-	occupying, intake := tx.pendingEntries(st.programID)
+	occupying, intake := tx.pendingEntries(st.programID, hour)
 	st.occupied += occupying
 	st.admitted += intake
 	return st, nil

@@ -30,9 +30,10 @@ var errSignupFailed = errors.New("signup: a statement failed part-way")
 // request keys and the network counter see every earlier signup of the
 // batch), and its answer is delivered only after the commit returned: a
 // 202 is still a promise. If the commit fails, every signup of the batch
-// gets the error and none is stored. The batch shares one Tx.Now, read
-// after the write lock was taken. Nothing waits to fill a batch: a lone
-// signup commits at once.
+// gets the error and none is stored. The signups taken with the batch
+// share its Tx.Now, read after the write lock was taken; those that join
+// it late run at a later reading (joinLate). Nothing waits to fill a
+// batch: a lone signup commits at once.
 type signupBatcher struct {
 	db *DB
 	// calls is buffered, so a submitter hands over its call without
@@ -107,14 +108,26 @@ func (b *signupBatcher) submit(ctx context.Context, req SignupRequest) (*SignupR
 
 // joinLate adds to the batch the calls handed over since it was taken
 // (takeWaiting) and reports whether there were any. dropped grows with it.
-func (b *signupBatcher) joinLate(batch *[]*signupCall, dropped *[]bool) bool {
+//
+// rule (docs/signup.md#one-commit-for-many-signups): a late call may have
+// arrived after tx.Now was read, even in a later hour, so when any join,
+// tx.Now moves on to a fresh reading of the clock, taken after they were
+// handed over: each is stamped at or after its own arrival, and counted
+// in the hour it arrived in or a later one, never an earlier one.
+func (b *signupBatcher) joinLate(tx *Tx, batch *[]*signupCall, dropped *[]bool) bool {
 	if b.db.signupsRan != nil {
 		b.db.signupsRan()
 	}
 	n := len(*batch)
 	*batch = b.takeWaiting(*batch)
 	*dropped = append(*dropped, make([]bool, len(*batch)-n)...)
-	return len(*batch) > n
+	if len(*batch) == n {
+		return false
+	}
+	if now := b.db.now().UTC(); now.After(tx.Now) {
+		tx.Now = now
+	}
+	return true
 }
 
 // isStopped reports whether stop was called: the database is closing.
@@ -204,7 +217,7 @@ func (b *signupBatcher) run(batch []*signupCall) {
 	for {
 		failed := -1
 		err := b.db.update(ctx, false, func(tx *Tx) error {
-			for i := 0; i < len(batch) || b.joinLate(&batch, &dropped); i++ {
+			for i := 0; i < len(batch) || b.joinLate(tx, &batch, &dropped); i++ {
 				c := batch[i]
 				if dropped[i] {
 					continue

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -518,6 +519,24 @@ func TestSignup_LateSignupsJoinTheRunningBatchUpToItsBound(t *testing.T) {
 				}
 				return nil
 			}
+			// Each commit's new entries, counted after it returned: a late
+			// round is stamped at a later reading of the clock than the
+			// batch's first signups, so the join times no longer tell
+			// commits apart.
+			var commits []int
+			stored := 0
+			db.txHeld = func(time.Duration, time.Duration) {
+				var n int
+				if err := db.readRow(context.Background(), `SELECT count(*) FROM entries WHERE program_id = ?`,
+					sp.Program.ID).Scan(&n); err != nil {
+					t.Errorf("count entries after a transaction: %v", err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if n > stored {
+					commits, stored = append(commits, n-stored), n
+				}
+			}
 			// A clock that moves on every reading: each transaction has its own Tx.Now.
 			clock.Step(time.Millisecond)
 			start()
@@ -532,7 +551,8 @@ func TestSignup_LateSignupsJoinTheRunningBatchUpToItsBound(t *testing.T) {
 					}
 				}
 			}
-			commits := mustColumn[int](t, db, `SELECT count(*) FROM entries WHERE program_id = ? GROUP BY created_at ORDER BY created_at`, sp.Program.ID)
+			mu.Lock()
+			defer mu.Unlock()
 			if !slices.Equal(commits, tc.wantCommits) {
 				t.Fatalf("signups per commit %v, want %v", commits, tc.wantCommits)
 			}
@@ -550,4 +570,87 @@ func TestSignup_LateSignupsJoinTheRunningBatchUpToItsBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A signup that joins a running batch may have arrived after the batch
+// read its clock, and in the next UTC hour: it is stamped at or after its
+// own arrival, and counted in its own hour — on the hour's intake (10:00's
+// cap of 1 is full, and the batch read the program for 10:00 when it
+// began) and on the network's counter for that hour (a limit of 1, which
+// 10:00 used up). A batch that admits on both sides of the hour counts
+// each entry in its own hour.
+func TestSignupBatch_ALateSignupIsStampedAtOrAfterItsArrivalInItsOwnHour(t *testing.T) {
+	db, clock := mustOpenDBWithClock(t)
+	sp := mustSignupProgram(t, db, "late-hour", 100, 1)
+	other := mustSignupProgram(t, db, "late-hour-other", 100, 100)
+	limit := &AttemptLimit{Max: 1, Key: benchAttempts.Key}
+	before, late := sp.signupReq("before@example.test"), sp.signupReq("late@example.test")
+	before.Attempts, late.Attempts = limit, limit
+	clock.Set(time.Date(2025, time.March, 10, 10, 59, 59, 800_000_000, time.UTC))
+	mustSignup(t, db, before) // fills 10:00's intake and the network's 10:00 attempts
+
+	start := pausedBatcher(t, db)
+	clock.Set(time.Date(2025, time.March, 10, 10, 59, 59, 900_000_000, time.UTC))
+	var transactions atomic.Int32
+	db.txHeld = func(time.Duration, time.Duration) { transactions.Add(1) }
+	// The batch begins at 10:59:59.9 with a replay of the first signup,
+	// which reads the program's state for 10:00, and a new entry of the
+	// other program.
+	wait := submitInOrder(t, db, backgrounds(2), []SignupRequest{before, other.signupReq("early@example.test")})
+	var waitLate func() []batchAnswer
+	var arrived time.Time
+	db.signupsRan = func() {
+		if waitLate != nil {
+			return
+		}
+		// The late signup arrives at 11:00:00.1, while the batch runs.
+		arrived = clock.Add(200 * time.Millisecond)
+		waitLate = submitInOrder(t, db, backgrounds(2), []SignupRequest{late, other.signupReq("late@example.test")})
+	}
+	start()
+	answers := append(wait(), waitLate()...)
+	if a := answers[0]; a.err != nil || !a.res.Replay {
+		t.Fatalf("replay: %+v, %v; want the stored 202", a.res, a.err)
+	}
+	for i, a := range answers[1:] {
+		if a.err != nil {
+			t.Fatalf("signup %d: %v, want a 202", i+1, a.err)
+		}
+	}
+	if n := transactions.Load(); n != 1 {
+		t.Fatalf("%d write transactions, want 1: the late signup joins the running batch", n)
+	}
+
+	for what, q := range map[string]string{
+		"entry":   `SELECT created_at FROM entries WHERE program_id = ? AND email_key = ?`,
+		"choice":  `SELECT permission_at FROM entries WHERE program_id = ? AND email_key = ?`,
+		"receipt": `SELECT accepted_at FROM signup_receipts WHERE program_id = ? AND request_key = ?`,
+		"event": `SELECT a.event_at FROM audit_events a JOIN entries e ON e.id = a.entry_id
+			WHERE a.event_type = 'signup' AND e.program_id = ? AND e.email_key = ?`,
+	} {
+		args := []any{sp.Program.ID, late.Email}
+		if what == "receipt" {
+			args[1] = late.RequestKey
+		}
+		if got := int64(mustCount(t, db, q, args...)); got < Millis(arrived) {
+			t.Errorf("the late signup's %s is stamped %d, before its arrival at %d", what, got, Millis(arrived))
+		}
+	}
+	ten, eleven := hourStart(arrived).Add(-time.Hour), hourStart(arrived)
+	if got := hourCount(t, db, sp.Program.ID, ten); got != 1 {
+		t.Errorf("10:00 intake=%d, want 1", got)
+	}
+	if got := hourCount(t, db, sp.Program.ID, eleven); got != 1 {
+		t.Errorf("11:00 intake=%d, want 1: the late signup is counted in its own hour", got)
+	}
+	for _, hour := range []time.Time{ten, eleven} {
+		if got := mustCount(t, db, `SELECT attempts FROM network_counters WHERE key = ?`, benchAttempts.Key(hour)); got != 1 {
+			t.Errorf("network attempts of %s=%d, want 1", hour.Format("15:04"), got)
+		}
+	}
+	mustCountersMatchEntries(t, db, sp.Program.ID, eleven, 1)
+	if got := hourCount(t, db, other.Program.ID, ten); got != 1 {
+		t.Errorf("the other program's 10:00 intake=%d, want 1", got)
+	}
+	mustCountersMatchEntries(t, db, other.Program.ID, eleven, 1)
 }

@@ -21,9 +21,14 @@ const (
 	sweepBudget = 10 * time.Millisecond
 )
 
+// receiptSweepBatch bounds the expired receipts one sweep transaction
+// deletes; the sweep goes on in further transactions while there are more.
+const receiptSweepBatch = 500
+
 // Sweep erases every entry whose erase_after has passed (email replaced by
-// a tombstone, removal hash cleared, no row deleted) and deletes expired
-// attempt counters. It returns how many entries it erased.
+// a tombstone, removal hash cleared, no row deleted), deletes the signup
+// receipts older than ReceiptLifetime and expired attempt counters. It
+// returns how many entries it erased.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
 	// A retirement's erasure dates are set before anything is swept, or
 	// an interrupted retirement could leave entries to be erased late. If
@@ -69,6 +74,19 @@ func (db *DB) sweepDue(ctx context.Context) (int, error) {
 					more = true // the rest go in the next transaction
 					break
 				}
+			}
+			// rule (docs/erasure.md#request-receipts): a receipt answers
+			// replays for ReceiptLifetime after its request, then goes.
+			res, err := tx.ExecContext(ctx, `DELETE FROM signup_receipts WHERE (program_id, request_key) IN
+				(SELECT program_id, request_key FROM signup_receipts WHERE accepted_at <= ? LIMIT ?)`,
+				Millis(tx.Now.Add(-ReceiptLifetime)), receiptSweepBatch)
+			if err != nil {
+				return fmt.Errorf("delete expired receipts: %w", err)
+			}
+			if deleted, _ := res.RowsAffected(); deleted > 0 {
+				// The receipts' old bytes leave the log like an erased address.
+				tx.erased = true
+				more = more || deleted == receiptSweepBatch
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE expires_at <= ?`, Millis(tx.Now)); err != nil {
 				return fmt.Errorf("delete expired counters: %w", err)

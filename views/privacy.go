@@ -9,6 +9,8 @@ import (
 
 // RetentionRow is one line of the privacy page's retention table.
 type RetentionRow struct {
+	// ID names the row for tests (data-testid "retention-<ID>").
+	ID    string
 	State string
 	// Kept says how long the address stays in the live database.
 	Kept string
@@ -28,7 +30,10 @@ type PrivacyView struct {
 	BackupConfigured  bool
 	BackupRetention   string
 	RemovalEverywhere string
-	IdentityProvider  string
+	// ReceiptKept is how long a signup's receipt answers replays;
+	// ReceiptEverywhere is when it is gone from every copy.
+	ReceiptKept, ReceiptEverywhere string
+	IdentityProvider               string
 	// NetworkHourlyLimit is the signup attempts a network may make per UTC
 	// hour; the redemption limits are per account and per network.
 	NetworkHourlyLimit                                 int

@@ -1,0 +1,214 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"admit/store"
+
+	"github.com/google/uuid"
+)
+
+// mustStartSibling starts a second real server on a loopback port over
+// app's database and identity, with app's options changed by set: another
+// server key, a proxy header. The returned app is app with the sibling's
+// URL and server, so its clients talk to the sibling.
+func mustStartSibling(tb testing.TB, app *testApp, set func(*Options)) *testApp {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	base := "http://" + ln.Addr().String()
+	opts := app.Srv.opts
+	opts.PublicURL, _ = url.Parse(base)
+	opts.Logger = slog.New(slog.NewTextHandler(app.Logs, nil))
+	set(&opts)
+	srv, err := New(opts, app.DB, app.Srv.id)
+	if err != nil {
+		tb.Fatalf("new server: %v", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+	})
+	return &testApp{URL: base, DB: app.DB, Clock: app.Clock, Clerk: app.Clerk, Dev: app.Dev,
+		Srv: srv, OwnerID: app.OwnerID, Demo: app.Demo, Logs: app.Logs}
+}
+
+// counterKeys is every network counter's key and attempts.
+func counterKeys(tb testing.TB, app *testApp) map[string]int {
+	tb.Helper()
+	out := map[string]int{}
+	err := app.DB.View(context.Background(), func(tx *store.Tx) error {
+		rows, err := tx.Query(`SELECT key, attempts FROM network_counters`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k []byte
+			var n int
+			if err := rows.Scan(&k, &n); err != nil {
+				return err
+			}
+			out[string(k)] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		tb.Fatalf("read counters: %v", err)
+	}
+	return out
+}
+
+// signupFrom posts one JSON signup with a fresh key and address, with the
+// given extra headers, and returns its status.
+func signupFrom(tb testing.TB, c *testClient, headers ...string) int {
+	tb.Helper()
+	email := "net-" + uuid.NewString()[:8] + "@example.com"
+	return c.PostJSON(tb, "POST", signupAPI, signupJSONBody(uuid.NewString(), email, 1, true), headers...).StatusCode
+}
+
+// wantStatuses fails the test unless each step's status is the wanted one.
+func wantStatuses(tb testing.TB, steps []string, got, want []int) {
+	tb.Helper()
+	for i := range want {
+		if got[i] != want[i] {
+			tb.Errorf("%s: status %d, want %d", steps[i], got[i], want[i])
+		}
+	}
+}
+
+// rule (docs/signup.md#order-of-admission): the network's counter is per
+// UTC hour. The hour is part of the counter's key, so the counter a
+// network filled is not the one it counts on after the hour turns, even
+// before any cleanup has deleted the full one (cleanup runs at most once a
+// minute; here its last run was 35 s before the new hour's first attempt).
+func TestNetworkCounter_ANewUTCHourCountsOnANewCounter(t *testing.T) {
+	app := MustStartApp(t, withNetworkLimit(2))
+	c := app.NewClient(t)
+	app.Clock.Set(time.Date(2026, 11, 29, 10, 59, 30, 0, time.UTC))
+	got := []int{signupFrom(t, c), signupFrom(t, c), signupFrom(t, c)}
+	app.Clock.Set(time.Date(2026, 11, 29, 11, 0, 5, 0, time.UTC))
+	got = append(got, signupFrom(t, c), signupFrom(t, c), signupFrom(t, c))
+	wantStatuses(t, []string{"10:59:30 first", "10:59:30 second", "10:59:30 third (over the limit)",
+		"11:00:05 first", "11:00:05 second", "11:00:05 third (over the limit)"},
+		got, []int{202, 202, 429, 202, 202, 429})
+
+	keys := counterKeys(t, app)
+	ten := app.Srv.counterKey("signup", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), "127.0.0.1")
+	eleven := app.Srv.counterKey("signup", time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), "127.0.0.1")
+	if bytes.Equal(ten, eleven) {
+		t.Fatal("the counter keys of 10:00 and 11:00 are equal: the hour is not part of the key")
+	}
+	if keys[string(ten)] != 2 || keys[string(eleven)] != 2 || len(keys) != 2 {
+		t.Fatalf("counters %d, want two of 2 attempts: one keyed by 10:00, one by 11:00", len(keys))
+	}
+}
+
+// rule (docs/signup.md#order-of-admission): the counter's key is an HMAC
+// under the server's counter key, never an unkeyed digest that anyone
+// could compute for every IPv4 address. Two servers with different keys,
+// one database: the same network in the same hour counts on two counters.
+func TestNetworkCounter_IsKeyedWithTheServerCounterKey(t *testing.T) {
+	app := MustStartApp(t, withNetworkLimit(5))
+	other := mustStartSibling(t, app, func(o *Options) {
+		o.Keys.Counter = testKey(200)
+	})
+	if s := signupFrom(t, app.NewClient(t)); s != http.StatusAccepted {
+		t.Fatalf("signup through the first server: %d", s)
+	}
+	if s := signupFrom(t, other.NewClient(t)); s != http.StatusAccepted {
+		t.Fatalf("signup through the second server: %d", s)
+	}
+	hour := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	mine := app.Srv.counterKey("signup", hour, "127.0.0.1")
+	theirs := other.Srv.counterKey("signup", hour, "127.0.0.1")
+	keys := counterKeys(t, app)
+	if len(keys) != 2 || keys[string(mine)] != 1 || keys[string(theirs)] != 1 {
+		t.Fatalf("%d counters, want two of one attempt each: the key depends on the server key", len(keys))
+	}
+	// Nor is it a plain SHA-256 of what it covers, framed or not.
+	framed := sha256.Sum256(frameFields("admit counter v1", "signup", strconv.FormatInt(hour.Unix(), 10), "127.0.0.1"))
+	plain := sha256.Sum256([]byte("127.0.0.1"))
+	for k := range keys {
+		if k == string(framed[:]) || k == string(plain[:]) {
+			t.Fatal("a counter key is an unkeyed SHA-256 of the hour and the address")
+		}
+	}
+}
+
+// frameFields is the length-delimited encoding the counter key covers.
+func frameFields(fields ...string) []byte {
+	var b []byte
+	for _, f := range fields {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
+		b = append(b, f...)
+	}
+	return b
+}
+
+// rule (docs/signup.md#order-of-admission): an IPv6 client is counted by
+// its /64, which one subscriber usually holds whole: other addresses of the
+// same /64 share its counter, the next /64 has its own.
+func TestNetworkCounter_IPv6IsCountedPer64(t *testing.T) {
+	app := mustStartSibling(t, MustStartApp(t, withClerk(), withNetworkLimit(2)), func(o *Options) {
+		o.ClientIPHeader = "X-Forwarded-For"
+	})
+	c := app.NewClient(t)
+	steps := []string{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe", "2001:db8:1:2:abcd::5", "2001:db8:1:3::1"}
+	var got []int
+	for _, addr := range steps {
+		got = append(got, signupFrom(t, c, "X-Forwarded-For", addr))
+	}
+	wantStatuses(t, steps, got, []int{202, 202, 429, 202})
+
+	// Straight from RemoteAddr, when a request has no proxy header, the same.
+	direct := app.Srv
+	network := func(remote string) string {
+		r := mustRequest(t, "POST", "http://admit.test/")
+		r.RemoteAddr = remote
+		return direct.clientNetwork(r)
+	}
+	if a, b := network("[2001:db8:1:2::1]:4000"), network("[2001:db8:1:2:abcd::5]:4001"); a != b {
+		t.Errorf("two addresses of one /64 are networks %q and %q", a, b)
+	}
+	if a, b := network("[2001:db8:1:2::1]:4000"), network("[2001:db8:1:3::1]:4000"); a == b {
+		t.Errorf("two /64s are one network %q", a)
+	}
+}
+
+// rule (docs/signup.md#order-of-admission): behind a proxy the client is
+// the last address of ADMIT_CLIENT_IP_HEADER, the one the proxy appended;
+// the hops before it are whatever the client sent, and a client that
+// changes them must still count on its own counter.
+func TestNetworkCounter_BehindAProxyTheLastHopCounts(t *testing.T) {
+	app := mustStartSibling(t, MustStartApp(t, withClerk(), withNetworkLimit(1)), func(o *Options) {
+		o.ClientIPHeader = "X-Forwarded-For"
+	})
+	c := app.NewClient(t)
+	steps := []string{
+		"198.51.100.7, 203.0.113.5",
+		"198.51.100.99, 203.0.113.5", // a forged first hop: the same client
+		"198.51.100.7,203.0.113.6",   // the same first hop, another client
+		"203.0.113.6",
+	}
+	var got []int
+	for _, hops := range steps {
+		got = append(got, signupFrom(t, c, "X-Forwarded-For", hops))
+	}
+	wantStatuses(t, steps, got, []int{202, 429, 202, 429})
+}

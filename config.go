@@ -224,11 +224,27 @@ func (r *configReader) checkPprof(addr string) {
 	}
 }
 
-// checkDev checks the development identity's settings: it trusts any
-// address, so it never listens off this machine.
+// devRealSignIn is how a refused development setting is fixed: sign-in
+// through a real identity provider (README.md#configuration).
+const devRealSignIn = "to serve admit at another address, configure real sign-in: " +
+	"Clerk (CLERK_SECRET_KEY, CLERK_PUBLISHABLE_KEY, CLERK_ISSUER) or OpenID Connect (ADMIT_OIDC_ISSUER)"
+
+// checkDev checks the development identity's settings. It trusts any
+// address typed into its form, so it must be reachable only from this
+// machine, never through a proxy (docs/DEPLOY.md#development-mode): it
+// listens on loopback, its public URL is http:// on a loopback host, and no
+// client address header names a proxy in front.
 func (r *configReader) checkDev(c *Config, host string) {
 	if !isLoopbackHost(host) {
-		r.bad("ADMIT_ADDR=%q: development sign-in (no CLERK_SECRET_KEY) only listens on a loopback address such as 127.0.0.1", c.Addr)
+		r.bad("ADMIT_ADDR=%q: development mode (no real sign-in configured) only listens on a loopback address such as 127.0.0.1; %s", c.Addr, devRealSignIn)
+	}
+	// rule: a public URL off this machine means a proxy forwards the
+	// internet to the development sign-in.
+	if u := c.PublicURL; u != nil && !c.PublicURLDerived && (u.Scheme != "http" || !isLoopbackHost(u.Hostname())) {
+		r.bad("ADMIT_PUBLIC_URL=%q: development mode (no real sign-in configured) only runs at http:// on a loopback host such as http://127.0.0.1:8080, where any address typed into its sign-in form is trusted; %s", u.String(), devRealSignIn)
+	}
+	if c.ClientIPHeader != "" {
+		r.bad("ADMIT_CLIENT_IP_HEADER=%q: development mode (no real sign-in configured) must not run behind a proxy; unset it, or %s", c.ClientIPHeader, devRealSignIn)
 	}
 	if c.ClerkPublishableKey != "" || c.ClerkIssuer != "" {
 		r.bad("CLERK_PUBLISHABLE_KEY or CLERK_ISSUER is set but CLERK_SECRET_KEY is not: set all three for Clerk mode")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -22,6 +23,8 @@ import (
 	"github.com/google/uuid"
 
 	"admit/backup"
+	"admit/internal/clerkfake"
+	"admit/store"
 )
 
 func readDeployFile(tb testing.TB, name string) string {
@@ -146,11 +149,47 @@ func clientFrom(tb testing.TB, proxy *httptest.Server, ip string) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
+// mustSeedClerkDemo seeds the demo workspace, owned by ownerID, into a new
+// database in data, as development mode does on its first start: a
+// proxied deployment runs with real sign-in, which seeds nothing.
+func mustSeedClerkDemo(tb testing.TB, data, ownerID string) {
+	tb.Helper()
+	keys, err := LoadKeys(fakeEnv(nil), data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), filepath.Join(data, "admit.db"), store.Options{BindingKey: keys.Binding})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.SeedDemo(context.Background(), ownerID); err != nil {
+		tb.Fatalf("seed the demo: %v", err)
+	}
+}
+
 func TestDeploy_BehindATLSProxyOriginCookiesHSTSAndClientIPsHold(t *testing.T) {
 	proxy, target := tlsProxy(t)
-	srv := MustRunServe(t, map[string]string{"ADMIT_ADDR": "127.0.0.1:0", "ADMIT_DATA": t.TempDir(),
-		"ADMIT_PUBLIC_URL": proxy.URL, "ADMIT_CLIENT_IP_HEADER": "X-Real-IP", "ADMIT_REQUEST_ID_HEADER": "X-Request-ID",
-		"ADMIT_NETWORK_HOURLY_LIMIT": "3"})
+	// Behind a proxy admit runs with real sign-in (development mode refuses
+	// to): Clerk, here the fake Backend API, with tokens for the public URL.
+	clerk := clerkfake.New(t)
+	clerk.SetAuthorizedParty(proxy.URL)
+	const ownerID = "user_owner"
+	clerk.SetUser(ownerID, clerkfake.Email{Address: "owner@example.test", Verified: true})
+	data := t.TempDir()
+	mustSeedClerkDemo(t, data, ownerID)
+	srv := MustRunServe(t, map[string]string{
+		"ADMIT_ADDR":                 "127.0.0.1:0",
+		"ADMIT_DATA":                 data,
+		"ADMIT_PUBLIC_URL":           proxy.URL,
+		"ADMIT_CLIENT_IP_HEADER":     "X-Real-IP",
+		"ADMIT_REQUEST_ID_HEADER":    "X-Request-ID",
+		"ADMIT_NETWORK_HOURLY_LIMIT": "3",
+		"CLERK_SECRET_KEY":           clerk.SecretKey(),
+		"CLERK_API_URL":              clerk.URL(),
+		"CLERK_ISSUER":               clerk.Issuer(),
+		"CLERK_PUBLISHABLE_KEY":      "pk_test_" + base64.RawStdEncoding.EncodeToString([]byte("clerk.admit.test$")),
+	})
 	u, _ := url.Parse(srv.URL)
 	target.Store(u)
 	alice, bob := clientFrom(t, proxy, "127.0.0.2"), clientFrom(t, proxy, "127.0.0.3")
@@ -182,10 +221,11 @@ func TestDeploy_BehindATLSProxyOriginCookiesHSTSAndClientIPsHold(t *testing.T) {
 	}
 
 	// The session cookie is Secure behind https.
-	resp = do(alice, "POST", "/dev/sign-in", "application/x-www-form-urlencoded",
-		url.Values{"email": {"owner@example.test"}, "redirect_url": {"/owner"}}.Encode(), "Origin", proxy.URL)
-	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) == 0 {
-		t.Fatalf("dev sign-in through the proxy: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	pu, _ := url.Parse(proxy.URL)
+	alice.Jar.SetCookies(pu, []*http.Cookie{{Name: "__session", Value: clerk.Session(ownerID), Path: "/"}})
+	resp = do(alice, "GET", "/owner", "", "")
+	if resp.StatusCode != http.StatusOK || len(resp.Cookies()) == 0 {
+		t.Fatalf("the owner console through the proxy: %d, cookies %v", resp.StatusCode, resp.Cookies())
 	}
 	for _, c := range resp.Cookies() {
 		if !c.Secure || !c.HttpOnly {

@@ -33,6 +33,9 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := s.chrome(w, r, "Sign in")
 	v := views.SignInView{Dev: s.id.Mode() == identity.ModeDev, RedirectURL: target}
+	// rule (docs/DEPLOY.md#development-mode): the development form is
+	// offered only where it works, to a browser on this machine.
+	v.DevElsewhere = v.Dev && !s.directLocal(r)
 	if s.id.Mode() == identity.ModeClerk {
 		c.Clerk = s.clerkJS("sign-in", signInURL(target))
 	}
@@ -40,8 +43,14 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 }
 
 // handleDevSignIn signs in with any well-formed address (development only)
-// and goes on like handleSignIn.
+// and goes on like handleSignIn. A request from anywhere but this machine,
+// directly, gets the site's 404 before its form is read.
 func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
+	// rule (docs/DEPLOY.md#development-mode): never through a proxy, never
+	// for another host name.
+	if !s.directLocal(r) {
+		return errNotFound
+	}
 	dev := s.id.(identity.FormSignIn)
 	if err := parseForm(r); err != nil {
 		return err

@@ -96,8 +96,10 @@ func isUnsafe(method string) bool {
 
 // withOrigin rejects cross-origin writes before any handler runs: Go's
 // CrossOriginProtection (Sec-Fetch-Site and Origin against Host), plus
-// admit's rule that an Origin header, when present, equals the public URL's
-// origin exactly.
+// admit's rules (docs/API.md#headers) that an Origin header, when present,
+// equals the public URL's origin exactly, and that a browser's word that a
+// write is cross-site or same-site is final — Go lets a trusted Origin
+// override it; admit does not.
 func (s *Server) withOrigin(next http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	if err := cop.AddTrustedOrigin(s.origin); err != nil {
@@ -108,6 +110,12 @@ func (s *Server) withOrigin(next http.Handler) http.Handler {
 	}))
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isUnsafe(r.Method) {
+			// rule: only same-origin and user-initiated ("none") fetch
+			// metadata may write, whatever the Origin says.
+			if sfs := r.Header.Get("Sec-Fetch-Site"); sfs != "" && sfs != "same-origin" && sfs != "none" {
+				s.writeError(w, r, errCrossOrigin)
+				return
+			}
 			// Under Referrer-Policy: no-referrer browsers send "Origin: null" on
 			// same-origin form posts; Sec-Fetch-Site then vouches for the origin.
 			if o := r.Header.Get("Origin"); o != "" && o != s.origin && !(o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin") {

@@ -12,10 +12,13 @@ type ProgramCard struct {
 // SignInView configures the sign-in page.
 type SignInView struct {
 	// Dev shows the development form instead of ClerkJS.
-	Dev         bool
-	RedirectURL string
-	Email       string
-	Error       string
+	Dev bool
+	// DevElsewhere, with Dev, replaces the form by a note: the request did
+	// not come straight from this machine, where alone it works.
+	DevElsewhere bool
+	RedirectURL  string
+	Email        string
+	Error        string
 }
 
 // MyEntry is one of the signed-in person's own waitlist entries.

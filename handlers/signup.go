@@ -103,7 +103,7 @@ func (s *Server) waitlistView(r *http.Request, slug string) (*views.WaitlistView
 // newSignupKey is the request key a signup form carries: a time-ordered
 // UUID (version 7), so that the receipts of form signups, keyed by it, are
 // written next to each other at the end of their index instead of on a
-// random page each (BENCHMARKS.md, "Signup events written together"). It
+// random page each (docs/PERFORMANCE.md#signup-events-written-together). It
 // tells nothing but when the form was served, to the person it was served
 // to; the receipt keeps its own time anyway.
 func newSignupKey() string { return uuid.Must(uuid.NewV7()).String() }

@@ -126,7 +126,7 @@ func hourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 // its own, without the writer, and a committed key answers from it. Almost
 // every signup carries a new key, so that read is not made first: it found
 // nothing for nearly all of them and cost a read transaction on the reader
-// pool (about 6% of a signup's CPU, BENCHMARKS.md "CPU per signup").
+// pool (about 6% of a signup's CPU, docs/PERFORMANCE.md#cpu-per-signup).
 //
 // Concurrent signups share one commit (group commit, see signupBatcher):
 // each runs in turn, exactly as if alone, and each answer is given only
@@ -387,7 +387,7 @@ func (db *DB) admitEntry(ctx context.Context, tx *Tx, st *signupState, req Signu
 // newEntryID returns a time-ordered UUID (version 7) for a new entry. Entries
 // are inserted in time order, so their primary key and the audit index on
 // entry IDs grow at the right edge instead of touching a random page of each
-// per signup (fewer pages written per commit, BENCHMARKS.md). An entry ID is
+// per signup (fewer pages written per commit, docs/PERFORMANCE.md#time-ordered-entry-ids). An entry ID is
 // never a credential: it is shown to the program's owners only, who see the
 // entry's join time anyway, and it keeps 74 random bits.
 func newEntryID() (string, error) {
@@ -428,7 +428,7 @@ func (db *DB) countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Ti
 	// row count says which, so the statement needs no RETURNING: SQLite
 	// runs RETURNING through a temporary table of its own, built and
 	// dropped on every call, which cost more than the upsert itself
-	// (BENCHMARKS.md, "CPU per signup").
+	// (docs/PERFORMANCE.md#cpu-per-signup).
 	res, err := tx.ExecContext(ctx, `INSERT INTO network_counters (key, attempts, expires_at) VALUES (?, 1, ?)
 		ON CONFLICT (key) DO UPDATE SET attempts = attempts + 1 WHERE attempts < ?`,
 		key, Millis(hour.Add(NetworkCounterLifetime)), limit)

@@ -5,7 +5,7 @@
 //
 //	go run ./cmd/loadgen [flags]        (or: just bench)
 //
-// Scenarios (BENCHMARKS.md has the latest figures):
+// Scenarios (docs/PERFORMANCE.md#current-figures):
 //
 //	ceiling  single-row BEGIN IMMEDIATE INSERT transactions with
 //	         synchronous=FULL on the same disk: the fsync-bound ceiling
@@ -30,7 +30,7 @@
 // several programs, with a file replica; the owner pages of the largest
 // program, its CSV export, the retention sweep at start, its retirement,
 // their longest write-lock holds, and `admit backup verify` and
-// `admit restore` (BENCHMARKS.md, "Scale").
+// `admit restore` (docs/PERFORMANCE.md#the-scale-run).
 //
 // Every loop is bounded in count (-max-requests) and time (-duration,
 // -read-duration); the whole run is bounded by -timeout.

@@ -177,5 +177,5 @@ func (db *DB) ProgramCounts(ctx context.Context) ([]ProgramCounts, error) {
 }
 
 // ObserveInvalidSignup counts a signup refused as invalid before it
-// reached Signup (the HTTP layer validates the form first).
+// reached Signup: a filled honeypot, which only the form has.
 func (db *DB) ObserveInvalidSignup() { db.obs.Signup(OutcomeInvalid) }

@@ -16,12 +16,14 @@ import (
 	"github.com/google/uuid"
 )
 
-// SignupRequest is a validated public signup.
+// SignupRequest is a public signup as the form or the JSON API sent it;
+// Signup checks it (checkSignup).
 type SignupRequest struct {
 	Slug string
-	// RequestKey is the form's idempotency key: a UUID, canonical lowercase.
+	// RequestKey is the form's idempotency key: a UUID, which Signup puts in
+	// its canonical lowercase form.
 	RequestKey string
-	// Email is normalized by NormalizeEmail.
+	// Email is the address as typed; Signup normalizes it (NormalizeEmail).
 	Email         string
 	NoticeVersion int
 	// Permission is the affirmative choice for this notice; it must be true.
@@ -51,23 +53,6 @@ type SignupResult struct {
 	Replay bool
 	// duplicate reports an address already listed, for metrics only.
 	duplicate bool
-}
-
-// Validate checks the request's fields.
-func (r SignupRequest) Validate() error {
-	if u, err := uuid.Parse(r.RequestKey); err != nil || u.String() != r.RequestKey || len(r.RequestKey) != 36 {
-		return Errorf(EINVALID, "This form is missing its request key. Reload the page and try again.")
-	}
-	if _, err := NormalizeEmail(r.Email); err != nil {
-		return err
-	}
-	if r.NoticeVersion < 1 {
-		return Errorf(EINVALID, "This form is missing its notice version. Reload the page and try again.")
-	}
-	if !r.Permission {
-		return Errorf(EINVALID, "Tick the box to confirm your choice to join this waitlist under this notice.")
-	}
-	return nil
 }
 
 // bind computes the request-binding HMAC over length-delimited fields, so
@@ -133,10 +118,11 @@ func hourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 // after the commit that holds it has returned.
 func (db *DB) Signup(ctx context.Context, req SignupRequest) (res *SignupResult, err error) {
 	defer func() { db.obs.Signup(signupOutcome(res, err)) }()
-	if err := req.Validate(); err != nil {
+	// rule: one check, for the form and the JSON API alike; dedupe and
+	// bind on the one normal form it returns.
+	if req, err = checkSignup(req); err != nil {
 		return nil, err
 	}
-	req.Email, _ = NormalizeEmail(req.Email) // Validate accepted it; dedupe and bind on the one normal form
 	if db.signups.isStopped() {
 		return nil, errClosed
 	}

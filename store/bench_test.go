@@ -23,7 +23,7 @@ import (
 //	go test -run '^$' -bench . -benchmem ./store
 
 // benchCap is the largest queue and hourly cap a program may have.
-const benchCap = 100000
+const benchCap = MaxProgramCap
 
 // benchStates spreads seeded entries over states, per 100 entries, as
 // cmd/loadgen does.

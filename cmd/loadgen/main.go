@@ -50,6 +50,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"admit/store"
 )
 
 // Config is the load run's configuration, from the command line.
@@ -101,8 +103,8 @@ var allScenarios = []string{"ceiling", "signup", "form", "mixed", "timing", "que
 // just bench-overload), not throughput figures.
 var defaultScenarios = []string{"ceiling", "signup", "form", "mixed", "queue", "private"}
 
-// maxQueueEntries is the largest queue a program may hold (queue_cap ≤ 100000).
-const maxQueueEntries = 100000
+// maxQueueEntries is the largest queue a program may hold.
+const maxQueueEntries = store.MaxProgramCap
 
 // parseFlags reads the command line into a Config and checks its bounds.
 func parseFlags(args []string, stderr io.Writer) (*Config, error) {

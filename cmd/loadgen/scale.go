@@ -39,8 +39,8 @@ const (
 	minScale = 1000
 	maxScale = 2000000
 	// scaleProgramMax is the most entries a program other than the
-	// largest gets (a program's queue cap is at most 100000).
-	scaleProgramMax = 100000
+	// largest gets (a program's queue cap is at most MaxProgramCap).
+	scaleProgramMax = store.MaxProgramCap
 	// scaleSeedChunk is how many entries one seeding transaction writes.
 	scaleSeedChunk = 50000
 	// scaleReadyTimeout bounds a start with a large database.

@@ -19,7 +19,7 @@ lint:
     go tool staticcheck ./...
     go tool templ generate && git diff --exit-code -- '*_templ.go'
 
-# Measure (BENCHMARKS.md): the load run against the real binary — flags pass
+# Measure (docs/PERFORMANCE.md#the-load-run): the load run against the real binary — flags pass
 # through, e.g. `just bench -duration 5s -clients 64` — then the store's Go
 # benchmarks. About two and a half minutes on two cores.
 bench *FLAGS:
@@ -27,11 +27,11 @@ bench *FLAGS:
     go test -run '^$' -bench . -benchmem ./store
 
 # Chunked retirement and the retention sweep at 100,000 and 1,000,000
-# entries (BENCHMARKS.md, "Chunked retirement"). About twenty minutes.
+# entries (docs/PERFORMANCE.md#chunked-retirement). About twenty minutes.
 bench-retire:
     ADMIT_BENCH_LARGE=1 go test ./store -run '^$' -bench 'BenchmarkRetireProgram|BenchmarkSweepRetiredProgram' -benchtime 1x -timeout 60m
 
-# Scale (BENCHMARKS.md, "Scale"): fresh databases of 10,000, 100,000 and
+# Scale (docs/PERFORMANCE.md#the-scale-run): fresh databases of 10,000, 100,000 and
 # 1,000,000 entries with a file replica; owner pages, export, sweep,
 # retirement, write-lock holds, backup verify and restore at each size.
 # Flags pass through, e.g. `just bench-scale -scale 10000`. About half an
@@ -39,7 +39,7 @@ bench-retire:
 bench-scale *FLAGS:
     go run ./cmd/loadgen -scale 10000,100000,1000000 -timeout 1h {{FLAGS}}
 
-# Crash soak (RELIABILITY.md): the real binary with a file replica, signups
+# Crash soak (docs/RELIABILITY.md#the-crash-soak): the real binary with a file replica, signups
 # from 32 clients (every tenth removed again at once), SIGKILL and restart at
 # once, 20 times; after every restart every new restore point of the replica
 # is restored and checked, and the data files searched for removed addresses. Flags pass
@@ -48,13 +48,13 @@ soak *FLAGS:
     go run ./cmd/soak {{FLAGS}}
 
 # Check that a signup's timing does not tell a listed address from a new one
-# (BENCHMARKS.md): 1,000 of each, interleaved one at a time against the real
+# (docs/PERFORMANCE.md#signup-timing): 1,000 of each, interleaved one at a time against the real
 # binary, on the JSON API and the form; reports the Mann-Whitney z, which
 # must stay within ±3. About half a minute.
 bench-timing *FLAGS:
     go run ./cmd/loadgen -scenarios timing {{FLAGS}}
 
-# Overload (BENCHMARKS.md, "Overload"): JSON signups at 32, 64, 128, 256 and
+# Overload (docs/PERFORMANCE.md#the-overload-sweep): JSON signups at 32, 64, 128, 256 and
 # 1,024 concurrent clients (-sweep), past what the writer commits; reports
 # accepted and refused (503 + Retry-After) counts and latencies, the owner
 # queue page's p95 meanwhile, and server CPU per accepted signup. About a
@@ -63,7 +63,7 @@ bench-overload *FLAGS:
     go run ./cmd/loadgen -scenarios overload {{FLAGS}}
 
 # Goodput under overload: clients retrying at once after a 503, admit and
-# the load generator pinned to a core each (BENCHMARKS.md, "Overload").
+# the load generator pinned to a core each (docs/PERFORMANCE.md#running-the-benchmarks).
 bench-goodput *FLAGS:
     go run ./cmd/loadgen -scenarios goodput {{FLAGS}}
 

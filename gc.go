@@ -14,7 +14,7 @@ import "runtime/debug"
 // memory. gcMemoryLimit keeps a larger live heap, such as a thousand
 // connections' buffers under overload, from multiplying as well: near the
 // limit the collector runs as often as staying under it takes
-// (BENCHMARKS.md, "Garbage collection").
+// (docs/PERFORMANCE.md#garbage-collection).
 const (
 	gcPercent     = 400
 	gcMemoryLimit = 64 << 20

@@ -23,7 +23,7 @@ import (
 )
 
 // metrics are admit's Prometheus metrics, served on ADMIT_METRICS_ADDR
-// (docs/DEPLOY.md#metrics). Every label value is a fixed name, a
+// (docs/DEPLOY.md#metrics-and-logs). Every label value is a fixed name, a
 // registered route pattern or a program ID: never an address, token, code,
 // user ID or raw path.
 type metrics struct {

@@ -26,8 +26,8 @@ import (
 // page. applyPlan writes the same database directly: the snapshot's pages
 // in order through a large buffer, then each later file's pages over them,
 // one file open at a time. Memory stays flat in the database's size (one
-// page, the read and write buffers and one file's decoder; BENCHMARKS.md,
-// "Restore and verify at scale") and the time is one pass over the files.
+// page, the read and write buffers and one file's decoder;
+// docs/PERFORMANCE.md#restore-and-verify-at-scale) and the time is one pass over the files.
 //
 // Every check of Litestream's path is kept: each file's own checksum, the
 // transactions' continuity and, for files that carry database checksums,

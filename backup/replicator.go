@@ -211,7 +211,7 @@ func newClient(rc *ReplicaConfig, r *litestream.Replica, getenv func(string) str
 // (at start, and after Litestream deletes a level-0 file), and after an
 // erasure flush the newest file is a snapshot of the whole database, so
 // every metrics scrape or /readyz could read the database's size in bytes
-// and allocate half as much again (BENCHMARKS.md, "Scale").
+// and allocate half as much again (docs/PERFORMANCE.md#scale).
 func (r *Replicator) Status() (Status, error) {
 	if r == nil {
 		return Status{}, nil

@@ -106,8 +106,8 @@ func decodeStrict(b []byte, v any) error {
 //
 // Well-formed JSON (nearly every body) is checked by one pass over its
 // bytes that allocates only the keys: the walk by tokens below allocated
-// for every token and cost more than decoding the body (BENCHMARKS.md,
-// "CPU per signup"). A malformed body takes the walk, which says so.
+// for every token and cost more than decoding the body
+// (docs/PERFORMANCE.md#cpu-per-signup). A malformed body takes the walk, which says so.
 func checkDuplicateKeys(b []byte) error {
 	if json.Valid(b) {
 		if hasDuplicateKey(b) {

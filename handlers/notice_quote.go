@@ -22,7 +22,7 @@ type noticeQuote struct {
 // any update), and a program's slug and purpose are fixed when it is
 // created. So the 202 page reads them once per version, not once per
 // signup: that read was a third of the form's cost outside the write
-// transaction (BENCHMARKS.md). The zero value is ready to use.
+// transaction (docs/PERFORMANCE.md#the-notice-quote). The zero value is ready to use.
 type quoteCache struct {
 	m sync.Map // slug "\x00" version → noticeQuote
 	n atomic.Int64

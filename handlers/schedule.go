@@ -56,8 +56,7 @@ type heldWriter struct {
 // sleep alone would release the cheaper path's answers measurably later
 // than the other's. While other signups are in progress the process is not
 // idle and a sleep wakes on time; a spin there would only take a core from
-// them (2% of a signup's CPU at 32 clients: BENCHMARKS.md, "Counted once
-// per commit").
+// them (2% of a signup's CPU at 32 clients: docs/PERFORMANCE.md#counted-once-per-commit).
 const releaseSpin = time.Millisecond
 
 // wait holds the answer until release, once, or until the client goes away.

@@ -20,54 +20,14 @@ type signupForm struct {
 	Permission    bool
 	// Honeypot is a field people never see; bots fill it.
 	Honeypot string
-	// field says which field a validation error belongs to.
-	field signupField
-}
-
-// signupField is where the signup page shows a validation message.
-type signupField int
-
-const (
-	fieldForm signupField = iota // above the form
-	fieldEmail
-	fieldPermission
-)
-
-// Validate checks every field with store's message for the one at fault.
-// The email is normalized in place.
-func (f *signupForm) Validate() error {
-	if err := store.CheckHoneypot(f.Honeypot); err != nil {
-		f.field = fieldForm
-		return err
-	}
-	key, err := store.CheckRequestKey(f.RequestKey)
-	if err != nil {
-		f.field = fieldForm
-		return err
-	}
-	f.RequestKey = key
-	if err := store.CheckNoticeVersion(f.NoticeVersion); err != nil {
-		f.field = fieldForm
-		return err
-	}
-	norm, err := store.NormalizeEmail(f.Email)
-	if err != nil {
-		f.field = fieldEmail
-		return err
-	}
-	f.Email = norm
-	if err := store.CheckPermission(f.Permission); err != nil {
-		f.field = fieldPermission
-		return err
-	}
-	return nil
 }
 
 // admit runs the one admission path shared by the form and the JSON API:
-// validation, then the network's hourly counter, then the store's single
-// transaction.
+// the form's honeypot, then the store's Signup, which checks every field
+// (its refusal names the field at fault: store.InvalidSignupField), counts
+// the network's hourly attempt and admits, in one transaction.
 func (s *Server) admit(r *http.Request, slug string, f *signupForm) (*store.SignupResult, error) {
-	if err := f.Validate(); err != nil {
+	if err := store.CheckHoneypot(f.Honeypot); err != nil {
 		s.db.ObserveInvalidSignup()
 		return nil, err
 	}
@@ -103,7 +63,7 @@ func (s *Server) waitlistView(r *http.Request, slug string) (*views.WaitlistView
 // newSignupKey is the request key a signup form carries: a time-ordered
 // UUID (version 7), so that the receipts of form signups, keyed by it, are
 // written next to each other at the end of their index instead of on a
-// random page each (BENCHMARKS.md, "Signup events written together"). It
+// random page each (docs/PERFORMANCE.md#signup-events-written-together). It
 // tells nothing but when the form was served, to the person it was served
 // to; the receipt keeps its own time anyway.
 func newSignupKey() string { return uuid.Must(uuid.NewV7()).String() }
@@ -198,10 +158,10 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 		return lerr
 	}
 	v.Email, v.Permission = submittedEmail, f.Permission
-	switch {
-	case status == http.StatusBadRequest && f.field == fieldEmail:
+	switch field := store.InvalidSignupField(err); {
+	case status == http.StatusBadRequest && field == store.SignupFieldEmail:
 		v.EmailError = message
-	case status == http.StatusBadRequest && f.field == fieldPermission:
+	case status == http.StatusBadRequest && field == store.SignupFieldPermission:
 		v.PermissionError = message
 	case status == http.StatusTooManyRequests:
 		v.Message = retryMessage(message, s.setRetryAfter(w))

@@ -12,7 +12,7 @@ import (
 // batch's worth (minSignupsInProgress). On a machine whose CPU, not
 // its disk, is the limit, signups wait mostly before the writer's queue, so
 // a bound on that queue alone would let their latency grow; a fixed count
-// would suit only one machine's speed (BENCHMARKS.md, "Overload").
+// would suit only one machine's speed (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 type signupLimiter struct {
 	max, min int
 	target   time.Duration
@@ -39,8 +39,8 @@ const (
 	// times it while the disk's fsync stalled. With the mean at half the
 	// target, the p99 at 256 and 1,024 clients passed 100 ms in nine of
 	// ten levels on a stalling disk; at a third, it stayed at 64–97 ms in
-	// all ten, for about 5% fewer signups a second (BENCHMARKS.md,
-	// "Overload").
+	// all ten, for about 5% fewer signups a second
+	// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 	signupMeanTarget = signupLatencyTarget / 3
 	// signupRateWindow is how often the rate, and so the bound, is updated.
 	signupRateWindow = 250 * time.Millisecond
@@ -50,7 +50,7 @@ const (
 	// second) the bound still follows the target: a floor of 64 held
 	// more than 100 ms of signups below 640 a second, while 16 made
 	// batches so small that each signup cost half as much CPU again
-	// (BENCHMARKS.md, "Overload").
+	// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 	minSignupsInProgress = 32
 )
 

@@ -1,6 +1,7 @@
 -- Entries per program and state, kept by triggers on entries, so the owner
 -- console's state counts read a few rows instead of counting the queue: at
--- 100,000 entries the GROUP BY took 18 ms per page view (BENCHMARKS.md).
+-- 100,000 entries the GROUP BY took 18 ms per page view
+-- (docs/PERFORMANCE.md#entry-counts-per-state).
 -- Every entry counts, erased ones too, as count(*) over entries did.
 
 -- +goose Up

@@ -1,6 +1,6 @@
 -- Two indexes on entries go: each put every signup's address on a page of
 -- its own, chosen by the address, so a commit wrote one more page per
--- signup for each (BENCHMARKS.md "CPU per signup"), and each kept one more
+-- signup for each (docs/PERFORMANCE.md#cpu-per-signup), and each kept one more
 -- ordered copy of every address (docs/erasure.md).
 --
 -- entries_email_idx found an address's entries across programs. The

@@ -2,8 +2,8 @@
 -- entries a transaction inserts and adds them to the program's counters
 -- once, before the commit (store/entry_counts.go). A batch of signups then
 -- writes each counter once instead of once per signup, and with no trigger
--- on the insert SQLite keeps no statement journal for it (BENCHMARKS.md,
--- "Counted once per commit"). Changes of state and deletions are still
+-- on the insert SQLite keeps no statement journal for it
+-- (docs/PERFORMANCE.md#counted-once-per-commit). Changes of state and deletions are still
 -- counted by the triggers of 00001, 00002 and 00008.
 --
 -- The counters are right when this runs (the triggers kept them), so

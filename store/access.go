@@ -187,7 +187,7 @@ func (db *DB) ReadPrivateContent(ctx context.Context, slug, userID string, verif
 		return nil, notFound()
 	}
 	// One statement, so one snapshot without a transaction: the content
-	// and, as a JSON array, the list of its assets (BENCHMARKS.md).
+	// and, as a JSON array, the list of its assets (docs/PERFORMANCE.md#private-content-in-one-statement).
 	c := &PrivateContent{}
 	var updated int64
 	var assets string

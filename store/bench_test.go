@@ -18,12 +18,12 @@ import (
 
 // The store's benchmarks. They measure; they assert only that each
 // operation succeeds. cmd/loadgen measures the same paths through the real
-// binary; BENCHMARKS.md records both.
+// binary; docs/PERFORMANCE.md records both.
 //
 //	go test -run '^$' -bench . -benchmem ./store
 
 // benchCap is the largest queue and hourly cap a program may have.
-const benchCap = 100000
+const benchCap = MaxProgramCap
 
 // benchStates spreads seeded entries over states, per 100 entries, as
 // cmd/loadgen does.
@@ -159,8 +159,7 @@ func BenchmarkSignupParallel(b *testing.B) {
 // signup through admission as in a batch, so that one run does the same
 // work as the next. Its CPU time per signup depends on the machine; its
 // instruction count does not, which makes it the measure for comparing
-// two versions of the write path (BENCHMARKS.md, "Counted once per
-// commit"):
+// two versions of the write path (docs/PERFORMANCE.md#cpu-and-instructions-per-signup):
 //
 //	go test -c -o store.test ./store
 //	GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \

@@ -147,7 +147,7 @@ type Options struct {
 	// checkpoint on, a restart after a crash let admit's first commits
 	// checkpoint frames Litestream had not yet read and restart the WAL
 	// before Litestream resumed: every restore point from then on, until
-	// the next full snapshot, was corrupt (RELIABILITY.md).
+	// the next full snapshot, was corrupt (docs/RELIABILITY.md#restore-points-corrupt-after-a-crash).
 	NoAutoCheckpoint bool
 	// Observer is told what the store does, for metrics; nil observes nothing.
 	Observer Observer
@@ -161,8 +161,8 @@ type Options struct {
 	WriteReserve int
 	// RetireChunk, when not 0, fixes how many rows per table each
 	// retirement step takes, so that a test can watch a retirement step by
-	// step; 0 sizes each step from the last one's cost (BENCHMARKS.md,
-	// "Chunked retirement"), as admit serve does.
+	// step; 0 sizes each step from the last one's cost
+	// (docs/PERFORMANCE.md#chunked-retirement), as admit serve does.
 	RetireChunk int
 	// NoMigrate opens the database without applying migrations: Open
 	// refuses one that has migrations pending (SchemaBehindError). For a
@@ -178,7 +178,7 @@ func dsn(path string, readOnly bool) string { return dsnWith(path, readOnly, Opt
 // 4 KiB, which its allocator serves from an 8 KiB slot, so a cache costs
 // about twice its size in resident memory. A 32 MiB cache for the writer
 // made no retirement or sweep transaction shorter at a million entries
-// (BENCHMARKS.md, "Chunked retirement"), so the writer has the default too.
+// (docs/PERFORMANCE.md#chunked-retirement), so the writer has the default too.
 
 // dsnWith builds a modernc.org/sqlite DSN. busy_timeout comes first so that
 // the other pragmas wait for a lock instead of failing.

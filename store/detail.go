@@ -254,7 +254,7 @@ func (db *DB) ExportQueue(ctx context.Context, a Actor, programID string, fn fun
 		}
 		// The state counters hold every entry, erased ones too, as the
 		// export does: a few rows instead of counting the queue while the
-		// write lock is held (BENCHMARKS.md, "Scale").
+		// write lock is held (docs/PERFORMANCE.md#scale).
 		var n int
 		if err := tx.QueryRowContext(ctx, exportCountSQL, p.ID).Scan(&n); err != nil {
 			return fmt.Errorf("count entries: %w", err)

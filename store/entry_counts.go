@@ -16,7 +16,7 @@ import (
 // commits (applyEntryCounts): a batch of signups writes each of the
 // program's counters once instead of once per entry, and an insert into
 // entries fires no trigger, so SQLite keeps no statement journal for it
-// (BENCHMARKS.md, "Counted once per commit"). Changes of state and
+// (docs/PERFORMANCE.md#counted-once-per-commit). Changes of state and
 // deletions are still counted by triggers on entries (migrations 00001,
 // 00002, 00008); only an insert is counted here.
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -125,9 +126,10 @@ func CheckRemovalToken(t string) error {
 	return nil
 }
 
-// The signup form's own checks, in the order the form shows them: a filled
-// honeypot, the request key, the notice version; then the address
-// (NormalizeEmail) and the choice (CheckPermission).
+// The signup's checks, in the order the form shows them: a filled honeypot
+// (the form's alone, checked by the handler); then, for the form and the
+// JSON API alike, checkSignup, which Signup runs: the request key, the
+// notice version, the address (NormalizeEmail) and the choice.
 
 // CheckHoneypot refuses a form whose hidden field, which people never see,
 // was filled in.
@@ -138,9 +140,9 @@ func CheckHoneypot(v string) error {
 	return nil
 }
 
-// CheckRequestKey checks a request key (a UUID in its 36-character form)
+// checkRequestKey checks a request key (a UUID in its 36-character form)
 // and returns it in canonical form.
-func CheckRequestKey(k string) (string, error) {
+func checkRequestKey(k string) (string, error) {
 	u, err := uuid.Parse(k)
 	if err != nil || len(k) != 36 {
 		return "", Errorf(EINVALID, "This form is missing its request key. Reload the page and try again.")
@@ -148,20 +150,75 @@ func CheckRequestKey(k string) (string, error) {
 	return u.String(), nil
 }
 
-// CheckNoticeVersion checks that the form named the notice it showed.
-func CheckNoticeVersion(n int) error {
+// checkNoticeVersion checks that the form named the notice it showed.
+func checkNoticeVersion(n int) error {
 	if n < 1 {
 		return Errorf(EINVALID, "This form is missing its notice version. Reload the page and try again.")
 	}
 	return nil
 }
 
-// CheckPermission checks that the person ticked the box to join.
-func CheckPermission(given bool) error {
+// checkPermission checks that the person ticked the box to join.
+func checkPermission(given bool) error {
 	if !given {
 		return Errorf(EINVALID, "Tick the box to confirm your choice to join under this notice.")
 	}
 	return nil
+}
+
+// checkSignup is the one check of a signup's fields: the checks above in
+// the form's order, returning the request with its key and address in their
+// one normal form, the form in which every signup is deduplicated, bound to
+// its key and stored. A refusal of the address or the choice names its
+// field (InvalidSignupField).
+func checkSignup(r SignupRequest) (SignupRequest, error) {
+	key, err := checkRequestKey(r.RequestKey)
+	if err != nil {
+		return SignupRequest{}, err
+	}
+	r.RequestKey = key
+	if err := checkNoticeVersion(r.NoticeVersion); err != nil {
+		return SignupRequest{}, err
+	}
+	if r.Email, err = NormalizeEmail(r.Email); err != nil {
+		return SignupRequest{}, &signupFieldError{field: SignupFieldEmail, err: err}
+	}
+	if err := checkPermission(r.Permission); err != nil {
+		return SignupRequest{}, &signupFieldError{field: SignupFieldPermission, err: err}
+	}
+	return r, nil
+}
+
+// SignupField is the field of a signup that a refusal is about, for the
+// form to show its message beside it.
+type SignupField int
+
+const (
+	// SignupFieldNone is a refusal of the signup as a whole (its request
+	// key, its notice version, the program's state), or no refusal.
+	SignupFieldNone SignupField = iota
+	SignupFieldEmail
+	SignupFieldPermission
+)
+
+// signupFieldError is a refusal of one field of a signup; it unwraps to
+// the *Error that says why.
+type signupFieldError struct {
+	field SignupField
+	err   error
+}
+
+func (e *signupFieldError) Error() string { return e.err.Error() }
+func (e *signupFieldError) Unwrap() error { return e.err }
+
+// InvalidSignupField reports which field of a signup err, an error from
+// Signup, refuses.
+func InvalidSignupField(err error) SignupField {
+	var fe *signupFieldError
+	if errors.As(err, &fe) {
+		return fe.field
+	}
+	return SignupFieldNone
 }
 
 // PageLimit parses a page size asked for in a query (?limit=): "" is the

@@ -128,7 +128,7 @@ type ProgramCounts struct {
 
 // programStatesSQL reads every program's state counters: a few rows per
 // program, so a scrape costs the same at a million entries as at ten
-// (BENCHMARKS.md, "Scale"); counting the entries took over 5 s there.
+// (docs/PERFORMANCE.md#scale); counting the entries took over 5 s there.
 const programStatesSQL = `SELECT program_id, state, n FROM entry_state_counts WHERE n > 0`
 
 // ProgramCounts returns every program's counts, retired programs included.
@@ -177,5 +177,5 @@ func (db *DB) ProgramCounts(ctx context.Context) ([]ProgramCounts, error) {
 }
 
 // ObserveInvalidSignup counts a signup refused as invalid before it
-// reached Signup (the HTTP layer validates the form first).
+// reached Signup: a filled honeypot, which only the form has.
 func (db *DB) ObserveInvalidSignup() { db.obs.Signup(OutcomeInvalid) }

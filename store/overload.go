@@ -14,7 +14,7 @@ package store
 // DefaultSignupQueue is how many signups may wait for, or be in, a commit
 // when Options.SignupQueue is 0. At the measured rate of about 4,000
 // signups a second on two cores it bounds a signup's wait to about 60 ms
-// (BENCHMARKS.md, "Overload").
+// (docs/PERFORMANCE.md#the-write-queue).
 const DefaultSignupQueue = 256
 
 // DefaultWriteReserve is how many other write transactions may wait for

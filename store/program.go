@@ -86,14 +86,35 @@ func (p NewProgram) Validate() error {
 		return errProgramName
 	case !textBetween(p.Purpose, 1, 1000):
 		return Errorf(EINVALID, "The purpose must be 1–1000 characters.")
-	case p.QueueCap < 1 || p.QueueCap > 100000:
-		return Errorf(EINVALID, "The queue cap must be between 1 and 100000.")
-	case p.HourlyCap < 1 || p.HourlyCap > 100000:
-		return Errorf(EINVALID, "The hourly cap must be between 1 and 100000.")
-	case p.SeatCap < 1 || p.SeatCap > 100000:
-		return Errorf(EINVALID, "The seat cap must be between 1 and 100000.")
-	case p.MaxInvitationDays < 1 || p.MaxInvitationDays > 30:
+	}
+	if err := checkCaps(&p.QueueCap, &p.HourlyCap, &p.SeatCap); err != nil {
+		return err
+	}
+	if p.MaxInvitationDays < 1 || p.MaxInvitationDays > 30 {
 		return Errorf(EINVALID, "The invitation lifetime must be 1–30 days.")
+	}
+	return nil
+}
+
+// The range of a program's queue, hourly and seat caps. The schema's CHECKs
+// on programs (migration 00001) hold the same bounds, and the owner's forms
+// offer them (views).
+const (
+	MinProgramCap = 1
+	MaxProgramCap = 100000
+)
+
+// checkCaps checks a program's queue, hourly and seat caps against
+// MinProgramCap..MaxProgramCap, in that order; a nil cap is one a partial
+// update leaves as it is.
+func checkCaps(queue, hourly, seat *int) error {
+	for _, c := range []struct {
+		v    *int
+		name string
+	}{{queue, "queue"}, {hourly, "hourly"}, {seat, "seat"}} {
+		if c.v != nil && (*c.v < MinProgramCap || *c.v > MaxProgramCap) {
+			return Errorf(EINVALID, "The %s cap must be between %d and %d.", c.name, MinProgramCap, MaxProgramCap)
+		}
 	}
 	return nil
 }
@@ -302,13 +323,8 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 		}
 		s.Name = &name
 	}
-	for _, c := range []struct {
-		v    *int
-		name string
-	}{{s.QueueCap, "queue"}, {s.HourlyCap, "hourly"}, {s.SeatCap, "seat"}} {
-		if c.v != nil && (*c.v < 1 || *c.v > 100000) {
-			return nil, Errorf(EINVALID, "The %s cap must be between 1 and 100000.", c.name)
-		}
+	if err := checkCaps(s.QueueCap, s.HourlyCap, s.SeatCap); err != nil {
+		return nil, err
 	}
 	var p *Program
 	err := db.Update(ctx, func(tx *Tx) error {

@@ -369,7 +369,7 @@ func joinTimeRange(f QueueFilter, args *[]any) string {
 // by SQLite's compound ORDER BY, which reads each range only as far as the
 // page needs. There is no index over the addresses of every state: it
 // would cost each signup one more randomly placed page (migration 00010,
-// BENCHMARKS.md "CPU per signup"). Each row carries its lowercased address
+// docs/PERFORMANCE.md#cpu-per-signup). Each row carries its lowercased address
 // as one more column, the merge's key (see scanSearchEntry).
 func searchQuery(programID string, f QueueFilter, term string, keyOf func(entryID string) (string, error)) (string, []any, error) {
 	lo, hi := term, prefixEnd(term)

@@ -11,7 +11,7 @@ import (
 // many a statement (writeQueued): SQLite then sets up the audit table's
 // cursors, its two guard triggers and the statement journal they need,
 // and updates the AUTOINCREMENT counter, once per statement instead of
-// once per event (BENCHMARKS.md, "Signup events written together"). Rows
+// once per event (docs/PERFORMANCE.md#signup-events-written-together). Rows
 // keep the order they were queued in, so event IDs follow the order of
 // admission. A queued row was checked when it was queued; a transaction
 // that does not commit writes none of its rows.

@@ -38,7 +38,7 @@ import (
 // A retirement step's size adapts to what it costs: it aims at
 // retireStepTarget of work, so a step stays short whatever the program's
 // size and however the database's pages are cached, and starts at
-// defaultRetireChunk rows per table (BENCHMARKS.md, "Chunked retirement").
+// defaultRetireChunk rows per table (docs/PERFORMANCE.md#chunked-retirement).
 const (
 	retireStepTarget   = 5 * time.Millisecond
 	defaultRetireChunk = 250

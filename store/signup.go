@@ -16,12 +16,14 @@ import (
 	"github.com/google/uuid"
 )
 
-// SignupRequest is a validated public signup.
+// SignupRequest is a public signup as the form or the JSON API sent it;
+// Signup checks it (checkSignup).
 type SignupRequest struct {
 	Slug string
-	// RequestKey is the form's idempotency key: a UUID, canonical lowercase.
+	// RequestKey is the form's idempotency key: a UUID, which Signup puts in
+	// its canonical lowercase form.
 	RequestKey string
-	// Email is normalized by NormalizeEmail.
+	// Email is the address as typed; Signup normalizes it (NormalizeEmail).
 	Email         string
 	NoticeVersion int
 	// Permission is the affirmative choice for this notice; it must be true.
@@ -51,23 +53,6 @@ type SignupResult struct {
 	Replay bool
 	// duplicate reports an address already listed, for metrics only.
 	duplicate bool
-}
-
-// Validate checks the request's fields.
-func (r SignupRequest) Validate() error {
-	if u, err := uuid.Parse(r.RequestKey); err != nil || u.String() != r.RequestKey || len(r.RequestKey) != 36 {
-		return Errorf(EINVALID, "This form is missing its request key. Reload the page and try again.")
-	}
-	if _, err := NormalizeEmail(r.Email); err != nil {
-		return err
-	}
-	if r.NoticeVersion < 1 {
-		return Errorf(EINVALID, "This form is missing its notice version. Reload the page and try again.")
-	}
-	if !r.Permission {
-		return Errorf(EINVALID, "Tick the box to confirm your choice to join this waitlist under this notice.")
-	}
-	return nil
 }
 
 // bind computes the request-binding HMAC over length-delimited fields, so
@@ -126,17 +111,18 @@ func hourStart(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 // its own, without the writer, and a committed key answers from it. Almost
 // every signup carries a new key, so that read is not made first: it found
 // nothing for nearly all of them and cost a read transaction on the reader
-// pool (about 6% of a signup's CPU, BENCHMARKS.md "CPU per signup").
+// pool (about 6% of a signup's CPU, docs/PERFORMANCE.md#cpu-per-signup).
 //
 // Concurrent signups share one commit (group commit, see signupBatcher):
 // each runs in turn, exactly as if alone, and each answer is given only
 // after the commit that holds it has returned.
 func (db *DB) Signup(ctx context.Context, req SignupRequest) (res *SignupResult, err error) {
 	defer func() { db.obs.Signup(signupOutcome(res, err)) }()
-	if err := req.Validate(); err != nil {
+	// rule: one check, for the form and the JSON API alike; dedupe and
+	// bind on the one normal form it returns.
+	if req, err = checkSignup(req); err != nil {
 		return nil, err
 	}
-	req.Email, _ = NormalizeEmail(req.Email) // Validate accepted it; dedupe and bind on the one normal form
 	if db.signups.isStopped() {
 		return nil, errClosed
 	}
@@ -395,7 +381,7 @@ func (db *DB) admitEntry(ctx context.Context, tx *Tx, st *signupState, req Signu
 // newEntryID returns a time-ordered UUID (version 7) for a new entry. Entries
 // are inserted in time order, so their primary key and the audit index on
 // entry IDs grow at the right edge instead of touching a random page of each
-// per signup (fewer pages written per commit, BENCHMARKS.md). An entry ID is
+// per signup (fewer pages written per commit, docs/PERFORMANCE.md#time-ordered-entry-ids). An entry ID is
 // never a credential: it is shown to the program's owners only, who see the
 // entry's join time anyway, and it keeps 74 random bits.
 func newEntryID() (string, error) {
@@ -436,7 +422,7 @@ func (db *DB) countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Ti
 	// row count says which, so the statement needs no RETURNING: SQLite
 	// runs RETURNING through a temporary table of its own, built and
 	// dropped on every call, which cost more than the upsert itself
-	// (BENCHMARKS.md, "CPU per signup").
+	// (docs/PERFORMANCE.md#cpu-per-signup).
 	res, err := tx.ExecContext(ctx, `INSERT INTO network_counters (key, attempts, expires_at) VALUES (?, 1, ?)
 		ON CONFLICT (key) DO UPDATE SET attempts = attempts + 1 WHERE attempts < ?`,
 		key, Millis(hour.Add(NetworkCounterLifetime)), limit)

@@ -21,7 +21,7 @@ var errSignupFailed = errors.New("signup: a statement failed part-way")
 // synchronous=FULL commit (a WAL append of some twenty pages and an fsync)
 // plus a few dozen microseconds of SQL; with one commit per signup the
 // commit dominated and concurrent signups queued behind each other's fsync
-// (BENCHMARKS.md). The batcher's one goroutine takes every signup waiting
+// (docs/PERFORMANCE.md#group-commit). The batcher's one goroutine takes every signup waiting
 // when it is free, and those handed over while they run — at most
 // maxSignupBatch — one after another in a single BEGIN IMMEDIATE
 // transaction, then commits once.
@@ -193,7 +193,7 @@ func (b *signupBatcher) takeWaiting(batch []*signupCall) []*signupCall {
 // up to maxSignupBatch: waiting for the next transaction, they would wait
 // for this commit and then for one of their own. Nothing waits for them:
 // the batch looks once more each time its signups have run, and commits
-// when it finds none (BENCHMARKS.md, "Late signups join the commit").
+// when it finds none (docs/PERFORMANCE.md#late-signups-join-the-commit).
 //
 // The signups run without savepoints: a refusal writes nothing (see
 // admitOne). A statement that fails part-way leaves a partial signup in the

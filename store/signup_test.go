@@ -512,7 +512,7 @@ func TestSignup_InvalidRequestsAreRejectedBeforeAnyWrite(t *testing.T) {
 		{"permission false", func(r *SignupRequest) { r.Permission = false }},
 		{"bad email", func(r *SignupRequest) { r.Email = "not an email" }},
 		{"request key not a UUID", func(r *SignupRequest) { r.RequestKey = "key-1" }},
-		{"request key uppercase", func(r *SignupRequest) { r.RequestKey = "6BA7B810-9DAD-11D1-80B4-00C04FD430C8" }},
+		{"request key in braces", func(r *SignupRequest) { r.RequestKey = "{6ba7b810-9dad-11d1-80b4-00c04fd430c8}" }},
 		{"notice version zero", func(r *SignupRequest) { r.NoticeVersion = 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,7 +13,7 @@ const maxCachedStatements = 256
 
 // stmtCache keeps one prepared statement per SQL text for a pool. The
 // driver parses and plans a statement on every unprepared call, which
-// costs more than running admit's short queries (BENCHMARKS.md: a third of
+// costs more than running admit's short queries (docs/PERFORMANCE.md#prepared-statements: a third of
 // a signup and 40% of a private read went to the SQL parser). A prepared
 // *sql.Stmt is prepared once per connection and reused by every
 // transaction on that connection.

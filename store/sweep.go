@@ -15,7 +15,7 @@ const SweepInterval = 5 * time.Minute
 // One sweep transaction erases at most sweepBatch entries and stops early
 // once its erasures have taken sweepBudget, so writers never wait long
 // behind it however costly an erasure is on a large database
-// (BENCHMARKS.md, "Chunked retirement"; docs/erasure.md).
+// (docs/PERFORMANCE.md#chunked-retirement; docs/erasure.md).
 const (
 	sweepBatch  = 200
 	sweepBudget = 10 * time.Millisecond

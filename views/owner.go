@@ -515,3 +515,8 @@ func queueEmptyScope(v QueueView) string {
 
 // EmailOrErased is an entry's address for people, or that it was erased.
 func EmailOrErased(email string) string { return emailOrErased(email) }
+
+// programCapMin and programCapMax are the range the owner's forms offer for
+// a program's caps: the store's own.
+func programCapMin() string { return strconv.Itoa(store.MinProgramCap) }
+func programCapMax() string { return strconv.Itoa(store.MaxProgramCap) }

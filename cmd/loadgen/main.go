@@ -5,7 +5,7 @@
 //
 //	go run ./cmd/loadgen [flags]        (or: just bench)
 //
-// Scenarios (BENCHMARKS.md has the latest figures):
+// Scenarios (docs/PERFORMANCE.md#current-figures):
 //
 //	ceiling  single-row BEGIN IMMEDIATE INSERT transactions with
 //	         synchronous=FULL on the same disk: the fsync-bound ceiling
@@ -35,7 +35,7 @@
 // several programs, with a file replica; the owner pages of the largest
 // program, its CSV export, the retention sweep at start, its retirement,
 // their longest write-lock holds, and `admit backup verify` and
-// `admit restore` (BENCHMARKS.md, "Scale").
+// `admit restore` (docs/PERFORMANCE.md#the-scale-run).
 //
 // Every loop is bounded in count (-max-requests) and time (-duration,
 // -read-duration); the whole run is bounded by -timeout.
@@ -55,6 +55,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"admit/store"
 )
 
 // Config is the load run's configuration, from the command line.
@@ -112,8 +114,8 @@ var allScenarios = []string{"ceiling", "signup", "form", "mixed", "timing", "que
 // just bench-overload), not throughput figures.
 var defaultScenarios = []string{"ceiling", "signup", "form", "mixed", "queue", "private"}
 
-// maxQueueEntries is the largest queue a program may hold (queue_cap ≤ 100000).
-const maxQueueEntries = 100000
+// maxQueueEntries is the largest queue a program may hold.
+const maxQueueEntries = store.MaxProgramCap
 
 // parseFlags reads the command line into a Config and checks its bounds.
 func parseFlags(args []string, stderr io.Writer) (*Config, error) {

@@ -157,7 +157,7 @@ func evaluate(results []*Result, ceil *Result, ready []time.Duration) []check {
 	return out
 }
 
-// writeReport prints the run as Markdown, ready for BENCHMARKS.md.
+// writeReport prints the run as Markdown, ready for docs/PERFORMANCE.md.
 func writeReport(w io.Writer, cfg *Config, m machine, results []*Result, ceil *Result, ready []time.Duration, serverErrs int) {
 	fmt.Fprintf(w, "## Load run %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(w, "- machine: %d CPUs, %s; kernel %s\n", m.CPUs, m.CPUModel, m.Kernel)

@@ -13,7 +13,7 @@ import (
 // this module, with tiny bounds: the tool still drives admit end to end
 // (build, start, owner setup through the API, seeding, restarts, reads) and
 // reports a row per scenario with requests and no errors. The figures mean
-// nothing at this size; BENCHMARKS.md has the real ones.
+// nothing at this size; docs/PERFORMANCE.md has the real ones.
 func TestRun_EveryScenarioAgainstTheRealBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs admit")

@@ -12,8 +12,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -39,8 +37,8 @@ const (
 	minScale = 1000
 	maxScale = 2000000
 	// scaleProgramMax is the most entries a program other than the
-	// largest gets (a program's queue cap is at most 100000).
-	scaleProgramMax = 100000
+	// largest gets (a program's queue cap is at most MaxProgramCap).
+	scaleProgramMax = store.MaxProgramCap
 	// scaleSeedChunk is how many entries one seeding transaction writes.
 	scaleSeedChunk = 50000
 	// scaleReadyTimeout bounds a start with a large database.
@@ -794,104 +792,16 @@ func (s *scaler) admitCmd(ctx context.Context, env []string, args ...string) (cm
 // scaleEmail is the address of the i-th entry of the p-th program.
 func scaleEmail(p, i int) string { return fmt.Sprintf("scale-%d-%07d@example.test", p, i) }
 
-// seedScale inserts each program's entries into the database file while
-// admit is stopped, as seedQueue does (entry, receipt, audit event), in
-// transactions of scaleSeedChunk entries, then sets each program's counters
-// from its entries (store.RecountEntries), with the state mix of seedState and the due entries of
-// scaleEntry. Join times spread over the last 30 days in ID order.
+// seedScale writes each program's entries, split[pi] for the pi-th, in
+// transactions of scaleSeedChunk entries, with the state mix of seedState
+// and the due entries of scaleEntry (seedEntries).
 func seedScale(ctx context.Context, dbPath string, progs []*program, split []int, now time.Time) error {
-	db, err := openWriter(ctx, dbPath)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, `PRAGMA cache_size = -262144`); err != nil {
-		return err
-	}
+	seeds := make([]seedProgram, len(progs))
 	for pi, p := range progs {
-		for from := 0; from < split[pi]; from += scaleSeedChunk {
-			if err := seedChunk(ctx, db, p.ID, pi, from, min(from+scaleSeedChunk, split[pi]), split[pi], now); err != nil {
-				return err
-			}
-		}
-		if err := store.RecountEntries(ctx, db, p.ID); err != nil {
-			return err
-		}
+		n := split[pi]
+		seeds[pi] = seedProgram{ID: p.ID, N: n,
+			Email: func(i int) string { return scaleEmail(pi, i) },
+			Entry: func(i int) (string, bool) { return scaleEntry(i, n) }}
 	}
-	_, err = db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
-	return err
-}
-
-// seedChunk inserts entries [from, to) of the pi-th program of n entries
-// in one transaction.
-func seedChunk(ctx context.Context, db *sql.DB, programID string, pi, from, to, n int, now time.Time) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var noticeID string
-	if err := tx.QueryRowContext(ctx, `SELECT current_notice_id FROM programs WHERE id = ?`, programID).Scan(&noticeID); err != nil {
-		return fmt.Errorf("read notice: %w", err)
-	}
-	entry, err := tx.PrepareContext(ctx, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state,
-		created_at, updated_at, removal_hash, erase_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	receipt, err := tx.PrepareContext(ctx, `INSERT INTO signup_receipts (program_id, request_key, binding_hmac, response_code, accepted_at)
-		VALUES (?, ?, ?, 202, ?)`)
-	if err != nil {
-		return err
-	}
-	event, err := tx.PrepareContext(ctx, `INSERT INTO audit_events (program_id, entry_id, actor_kind, event_type, event_at, details)
-		VALUES (?, ?, 'public', 'signup', ?, '{"noticeVersion":1}')`)
-	if err != nil {
-		return err
-	}
-	span := 30 * 24 * time.Hour
-	start := now.Add(-span).UnixMilli()
-	step := span.Milliseconds() / int64(n)
-	for i := from; i < to; i++ {
-		at := start + int64(i)*step
-		// Time-ordered IDs in join order, as admit gives its entries.
-		u, err := uuidV7At(at)
-		if err != nil {
-			return err
-		}
-		id := u.String()
-		state, due := scaleEntry(i, n)
-		var erase any
-		switch {
-		case due:
-			erase = now.Add(-time.Hour).UnixMilli()
-		case state == "declined" || state == "withdrawn":
-			erase = now.Add(30 * 24 * time.Hour).UnixMilli()
-		}
-		hash := sha256.Sum256([]byte(id))
-		if _, err := entry.ExecContext(ctx, id, programID, scaleEmail(pi, i), noticeID, at, state, at, at, hash[:], erase); err != nil {
-			return fmt.Errorf("insert entry: %w", err)
-		}
-		binding := make([]byte, 32)
-		rand.Read(binding)
-		if _, err := receipt.ExecContext(ctx, programID, uuid.NewString(), binding, at); err != nil {
-			return fmt.Errorf("insert receipt: %w", err)
-		}
-		if _, err := event.ExecContext(ctx, programID, id, at); err != nil {
-			return fmt.Errorf("insert event: %w", err)
-		}
-	}
-	return tx.Commit()
-}
-
-// uuidV7At is a version 7 UUID whose time is the Unix millisecond ms.
-func uuidV7At(ms int64) (uuid.UUID, error) {
-	u, err := uuid.NewV7()
-	if err != nil {
-		return u, err
-	}
-	for i := range 6 {
-		u[i] = byte(ms >> (40 - 8*i))
-	}
-	return u, nil
+	return seedEntries(ctx, dbPath, now, scaleSeedChunk, seeds...)
 }

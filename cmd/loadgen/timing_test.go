@@ -39,8 +39,8 @@ func TestMannWhitneyZ_KnownValues(t *testing.T) {
 
 // The timing check against the real binary, with a few pairs: it lists
 // addresses, interleaves new and listed signups on both routes and reports
-// the rank statistic (too few pairs here for a verdict; BENCHMARKS.md has
-// the real runs).
+// the rank statistic (too few pairs here for a verdict; docs/PERFORMANCE.md#signup-timing
+// has the real runs).
 func TestRun_TimingScenarioReportsTheRankStatistic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs admit")

@@ -40,7 +40,7 @@ func NewDevIdentity(hashKey, blockKey []byte, secureCookie bool) *DevIdentity {
 	c.MaxAge(int((7 * 24 * time.Hour).Seconds()))
 	// JSON, not securecookie's default gob: a fresh gob decoder compiles the
 	// type on every request, which was a tenth of a private read's CPU
-	// (BENCHMARKS.md).
+	// (docs/PERFORMANCE.md#cookies-in-json).
 	c.SetSerializer(securecookie.JSONEncoder{})
 	return &DevIdentity{codec: c, secure: secureCookie}
 }

@@ -9,7 +9,7 @@ import (
 // flash messages: string keys, string values) as JSON instead of
 // securecookie's default gob. A gob decoder compiles the type description
 // carried in every cookie, on every request: that was a tenth of the CPU of
-// a signed-in HTML page (BENCHMARKS.md). The cookie is still signed and
+// a signed-in HTML page (docs/PERFORMANCE.md#cookies-in-json). The cookie is still signed and
 // encrypted by securecookie; only the plaintext's format changes.
 type SessionSerializer struct{}
 

@@ -21,15 +21,15 @@ import (
 	"github.com/google/uuid"
 )
 
-// answer is one response, read whole.
-type answer struct {
+// diskAnswer is one response, read whole.
+type diskAnswer struct {
 	status int
 	header http.Header
 	body   string
 }
 
-// do sends req and reads the whole answer; redirects are not followed.
-func do(tb testing.TB, c *http.Client, req *http.Request) answer {
+// sendOnce sends req and reads the whole answer; redirects are not followed.
+func sendOnce(tb testing.TB, c *http.Client, req *http.Request) diskAnswer {
 	tb.Helper()
 	nc := *c
 	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -42,10 +42,10 @@ func do(tb testing.TB, c *http.Client, req *http.Request) answer {
 	if err != nil {
 		tb.Fatalf("read %s: %v", req.URL.Path, err)
 	}
-	return answer{resp.StatusCode, resp.Header, string(b)}
+	return diskAnswer{resp.StatusCode, resp.Header, string(b)}
 }
 
-func postJSON(tb testing.TB, base, path string, v any) *http.Request {
+func jsonPost(tb testing.TB, base, path string, v any) *http.Request {
 	tb.Helper()
 	b, _ := json.Marshal(v)
 	req, err := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(b))
@@ -56,7 +56,7 @@ func postJSON(tb testing.TB, base, path string, v any) *http.Request {
 	return req
 }
 
-func postForm(tb testing.TB, base, path string, v url.Values) *http.Request {
+func formPost(tb testing.TB, base, path string, v url.Values) *http.Request {
 	tb.Helper()
 	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(v.Encode()))
 	if err != nil {
@@ -67,10 +67,10 @@ func postForm(tb testing.TB, base, path string, v url.Values) *http.Request {
 }
 
 // untilRefused sends what try builds, up to 50 times, until it is answered
-// 503, and returns that answer. Every answer before it must be ok: on a
+// 503, and returns that diskAnswer. Every diskAnswer before it must be ok: on a
 // full disk a write may still fit in the WAL's existing room, but it is
 // never a 500.
-func untilRefused(tb testing.TB, what string, ok int, try func(i int) answer) answer {
+func untilRefused(tb testing.TB, what string, ok int, try func(i int) diskAnswer) diskAnswer {
 	tb.Helper()
 	for i := 0; i < 50; i++ {
 		a := try(i)
@@ -83,12 +83,12 @@ func untilRefused(tb testing.TB, what string, ok int, try func(i int) answer) an
 		}
 	}
 	tb.Fatalf("%s: 50 answered %d on a full disk, none 503", what, ok)
-	return answer{}
+	return diskAnswer{}
 }
 
 // wantNoSpace checks a refusal for lack of space: 503, Retry-After,
 // private and no-store, and nothing that says it was saved.
-func wantNoSpace(tb testing.TB, what string, a answer) {
+func wantNoSpace(tb testing.TB, what string, a diskAnswer) {
 	tb.Helper()
 	if got, want := a.status, http.StatusServiceUnavailable; got != want {
 		tb.Fatalf("%s: status=%d, want %d", what, got, want)
@@ -103,7 +103,7 @@ func wantNoSpace(tb testing.TB, what string, a answer) {
 
 // wantNoSpacePage checks the HTML refusal says that nothing was saved and
 // to try again, not that something went wrong or a sign-in provider failed.
-func wantNoSpacePage(tb testing.TB, what string, a answer) {
+func wantNoSpacePage(tb testing.TB, what string, a diskAnswer) {
 	tb.Helper()
 	wantNoSpace(tb, what, a)
 	for _, want := range []string{"cannot save", "Nothing was saved", "try again"} {
@@ -119,7 +119,7 @@ func wantNoSpacePage(tb testing.TB, what string, a answer) {
 }
 
 // wantNoSpaceJSON checks the JSON refusal is the contract's 503 code.
-func wantNoSpaceJSON(tb testing.TB, what string, a answer) {
+func wantNoSpaceJSON(tb testing.TB, what string, a diskAnswer) {
 	tb.Helper()
 	wantNoSpace(tb, what, a)
 	if got, want := a.body, "{\"error\":\"unavailable\"}\n"; got != want {
@@ -158,21 +158,21 @@ func TestDiskFull_WritesAnswer503WithRetryAfterAndTheConsoleShowsSince(t *testin
 		}
 		tokens = append(tokens, r.RemovalToken)
 	}
-	if a := do(t, owner, mustGetRequest(t, srv.URL+"/owner")); a.status != http.StatusOK || strings.Contains(a.body, "write-failure-banner") {
+	if a := sendOnce(t, owner, mustGetRequest(t, srv.URL+"/owner")); a.status != http.StatusOK || strings.Contains(a.body, "write-failure-banner") {
 		t.Fatalf("GET /owner before the disk is full: status=%d, banner shown: %v", a.status, strings.Contains(a.body, "write-failure-banner"))
 	}
 
 	fill()
 	filled := time.Now()
-	a := untilRefused(t, "JSON signup", http.StatusAccepted, func(i int) answer {
-		return do(t, c, postJSON(t, srv.URL, "/api/public/programs/demo/signups", map[string]any{
+	a := untilRefused(t, "JSON signup", http.StatusAccepted, func(i int) diskAnswer {
+		return sendOnce(t, c, jsonPost(t, srv.URL, "/api/public/programs/demo/signups", map[string]any{
 			"requestKey": uuid.NewString(), "email": fmt.Sprintf("json%d@example.test", i), "noticeVersion": version, "permission": true}))
 	})
 	wantNoSpaceJSON(t, "JSON signup", a)
 	refused := time.Now()
 
-	a = untilRefused(t, "form signup", http.StatusSeeOther, func(i int) answer {
-		return do(t, c, postForm(t, srv.URL, "/waitlist/demo", url.Values{"requestKey": {uuid.NewString()},
+	a = untilRefused(t, "form signup", http.StatusSeeOther, func(i int) diskAnswer {
+		return sendOnce(t, c, formPost(t, srv.URL, "/waitlist/demo", url.Values{"requestKey": {uuid.NewString()},
 			"email": {fmt.Sprintf("form%d@example.test", i)}, "noticeVersion": {strconv.Itoa(version)}, "permission": {"yes"}}))
 	})
 	wantNoSpacePage(t, "form signup", a)
@@ -182,26 +182,26 @@ func TestDiskFull_WritesAnswer503WithRetryAfterAndTheConsoleShowsSince(t *testin
 
 	next := 0
 	token := func() string { next++; return tokens[next-1] }
-	a = untilRefused(t, "JSON removal", http.StatusOK, func(int) answer {
-		return do(t, c, postJSON(t, srv.URL, "/api/public/removals", map[string]string{"token": token()}))
+	a = untilRefused(t, "JSON removal", http.StatusOK, func(int) diskAnswer {
+		return sendOnce(t, c, jsonPost(t, srv.URL, "/api/public/removals", map[string]string{"token": token()}))
 	})
 	wantNoSpaceJSON(t, "JSON removal", a)
-	a = untilRefused(t, "form removal", http.StatusOK, func(int) answer {
-		return do(t, c, postForm(t, srv.URL, "/manage/remove", url.Values{"token": {token()}}))
+	a = untilRefused(t, "form removal", http.StatusOK, func(int) diskAnswer {
+		return sendOnce(t, c, formPost(t, srv.URL, "/manage/remove", url.Values{"token": {token()}}))
 	})
 	wantNoSpacePage(t, "form removal", a)
 
-	a = untilRefused(t, "CSV export", http.StatusOK, func(int) answer {
-		return do(t, owner, mustGetRequest(t, srv.URL+"/owner/programs/"+programID+"/export.csv"))
+	a = untilRefused(t, "CSV export", http.StatusOK, func(int) diskAnswer {
+		return sendOnce(t, owner, mustGetRequest(t, srv.URL+"/owner/programs/"+programID+"/export.csv"))
 	})
 	wantNoSpacePage(t, "CSV export", a)
-	a = untilRefused(t, "CSV export (API)", http.StatusOK, func(int) answer {
-		return do(t, owner, mustGetRequest(t, srv.URL+"/api/owner/programs/"+programID+"/export.csv"))
+	a = untilRefused(t, "CSV export (API)", http.StatusOK, func(int) diskAnswer {
+		return sendOnce(t, owner, mustGetRequest(t, srv.URL+"/api/owner/programs/"+programID+"/export.csv"))
 	})
 	wantNoSpaceJSON(t, "CSV export (API)", a)
 
 	// The console says since when, the time of the first failure.
-	a = do(t, owner, mustGetRequest(t, srv.URL+"/owner"))
+	a = sendOnce(t, owner, mustGetRequest(t, srv.URL+"/owner"))
 	m := bannerTime.FindStringSubmatch(a.body)
 	if a.status != http.StatusOK || m == nil {
 		t.Fatalf("GET /owner on a full disk: status=%d, no disk-full banner:\n%.3000s", a.status, a.body)
@@ -211,7 +211,7 @@ func TestDiskFull_WritesAnswer503WithRetryAfterAndTheConsoleShowsSince(t *testin
 			m[1], views.When(filled), views.When(refused))
 	}
 	// Not for applicants.
-	if a := do(t, c, mustGetRequest(t, srv.URL+"/waitlist/demo")); strings.Contains(a.body, "write-failure-banner") {
+	if a := sendOnce(t, c, mustGetRequest(t, srv.URL+"/waitlist/demo")); strings.Contains(a.body, "write-failure-banner") {
 		t.Error("an applicant's page shows the write failure banner")
 	}
 	if strings.Contains(srv.Stderr.String(), "@") {
@@ -225,7 +225,7 @@ func TestDiskFull_WritesAnswer503WithRetryAfterAndTheConsoleShowsSince(t *testin
 	if code, _ := postSignup(t, c, srv.URL, uuid.NewString(), "after@example.test", version); code != http.StatusAccepted {
 		t.Fatalf("signup after space was freed: status=%d", code)
 	}
-	if a := do(t, owner, mustGetRequest(t, srv.URL+"/owner")); a.status != http.StatusOK || strings.Contains(a.body, "write-failure-banner") {
+	if a := sendOnce(t, owner, mustGetRequest(t, srv.URL+"/owner")); a.status != http.StatusOK || strings.Contains(a.body, "write-failure-banner") {
 		t.Fatalf("GET /owner after a write succeeded: status=%d, banner still shown", a.status)
 	}
 }

@@ -150,6 +150,19 @@ func backupCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("backup verify: %w", err)
 	}
+	if sk := res.Skipped; sk != nil {
+		// The drill stepped back past damage, as restore does: say what
+		// restores, and what does not.
+		fmt.Fprintf(stdout, "backup verify FAILED: the newest %d transactions of %s (up to %s, replicated %s) do not restore intact: %s\n",
+			sk.Transactions, res.Replica, sk.NewestTXID, sk.NewestAt.UTC().Format(time.RFC3339), sk.Reason)
+		diff := "matches the live database"
+		if len(res.Differences) > 0 {
+			diff = "differs from the live database (live ≠ restored): " + strings.Join(res.Differences, ", ")
+		}
+		fmt.Fprintf(stdout, "the newest intact state is transaction %s (`admit restore` restores it; integrity_check ok); it %s\n", res.TXID, diff)
+		fmt.Fprintln(stdout, "a fresh full snapshot repairs the backup: `admit serve` takes one when its restore drill fails")
+		return fmt.Errorf("backup verify: the newest %d transactions do not restore intact", sk.Transactions)
+	}
 	if !res.OK() {
 		fmt.Fprintf(stdout, "backup verify FAILED: %s differs from the live database (live ≠ restored): %s\n", res.Replica, strings.Join(res.Differences, ", "))
 		return fmt.Errorf("backup verify: %d tables differ", len(res.Differences))

@@ -374,3 +374,92 @@ func TestRestoreCmd_DamagedNewestLTXRestoresTheNewestIntactStateAndSaysWhatItSki
 		t.Errorf("restore with -txid and -timestamp: err=%v", err)
 	}
 }
+
+// A level-0 file in the middle of a real replica's chain whose bytes were
+// overwritten does not decode. `admit restore` without -txid steps back
+// past it to the newest point that restores intact and names the file it
+// skipped; `admit backup verify` restores the same point, says what does
+// not restore and fails.
+func TestRestoreCmd_AnL0FileThatDoesNotDecodeIsSteppedOverByRestoreAndVerify(t *testing.T) {
+	b := MustBackupEnv(t)
+	srv := MustRunServe(t, b.Env)
+	c := &http.Client{Timeout: 10 * time.Second}
+	version := demoNoticeVersion(t, c, srv.URL)
+	for i := range 8 {
+		before := len(replicatest.L0Files(t, b.ReplicaDir))
+		if code, _ := postSignup(t, c, srv.URL, uuid.NewString(), fmt.Sprintf("intact%d@example.test", i), version); code != http.StatusAccepted {
+			t.Fatalf("signup %d: status=%d", i, code)
+		}
+		// Each signup reaches the replica in a level-0 file of its own.
+		for deadline := time.Now().Add(10 * time.Second); len(replicatest.L0Files(t, b.ReplicaDir)) == before; {
+			if time.Now().After(deadline) {
+				t.Fatalf("signup %d reached no level-0 file within 10s", i)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := srv.Stop(t); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	// A file in the middle of the level-0 files that the newest point's
+	// restore reads after the newest snapshot or compaction.
+	chain := replicatest.L0Chain(t, b.ReplicaDir)
+	if len(chain) < 3 {
+		t.Fatalf("%d level-0 files after the newest snapshot, want at least 3", len(chain))
+	}
+	damaged := chain[len(chain)/2]
+	name := filepath.Base(damaged)
+	minTXID, _, err := ltx.ParseFilename(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, newest, _ := ltx.ParseFilename(filepath.Base(chain[len(chain)-1]))
+	replicatest.CorruptMiddle(t, damaged)
+
+	dir := t.TempDir()
+	out := mustRunCmd(t, b.Env, "restore", "-o", filepath.Join(dir, "good.db"))
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	want := fmt.Sprintf(`^restored \S+ from file://\S+ \(newest intact: transaction %s, replicated \S+Z\): \d+ tables, \d+ rows, integrity_check ok$`, minTXID-1)
+	if len(lines) != 2 || !regexp.MustCompile(want).MatchString(lines[0]) {
+		t.Fatalf("restore printed %q, want a first line matching %s", out, want)
+	}
+	skipped := fmt.Sprintf(`^skipped the newest %d transactions \(up to %s, replicated \S+Z\): transaction %s does not decode: level 0 file %s: .+$`,
+		newest-(minTXID-1), newest, newest, regexp.QuoteMeta(name))
+	if !regexp.MustCompile(skipped).MatchString(lines[1]) {
+		t.Errorf("second line %q, want it to match %s", lines[1], skipped)
+	}
+	if err := backup.IntegrityCheck(context.Background(), filepath.Join(dir, "good.db")); err != nil {
+		t.Error(err)
+	}
+	// The same state as the point before the damaged file, asked for.
+	mustRunCmd(t, b.Env, "restore", "-txid", (minTXID - 1).String(), "-o", filepath.Join(dir, "txid.db"))
+	good, err := backup.TableRowCounts(context.Background(), filepath.Join(dir, "good.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked, err := backup.TableRowCounts(context.Background(), filepath.Join(dir, "txid.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diffs := asked.Diff(good); len(diffs) > 0 {
+		t.Errorf("the fallback differs from restore -txid %s: %v", minTXID-1, diffs)
+	}
+	if _, err := runCmd(t, b.Env, "restore", "-txid", newest.String(), "-o", filepath.Join(dir, "bad.db")); err == nil ||
+		!strings.Contains(err.Error(), "does not decode") || !strings.Contains(err.Error(), name) {
+		t.Errorf("restore -txid %s past the damage: err=%v, want does not decode, naming %s", newest, err, name)
+	}
+
+	out, err = runCmd(t, b.Env, "backup", "verify")
+	if err == nil || !strings.Contains(err.Error(), "do not restore intact") {
+		t.Errorf("backup verify: err=%v, want it to fail for the damage", err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("backup verify FAILED: the newest %d transactions of file://", newest-(minTXID-1)),
+		"do not restore intact: transaction " + newest.String() + " does not decode: level 0 file " + name,
+		"the newest intact state is transaction " + (minTXID - 1).String(),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("backup verify printed %q, want %q", out, want)
+		}
+	}
+}

@@ -81,7 +81,7 @@ func TestReadyz_FullDiskIsNotReadyAndRecoversWhenSpaceIsFreed(t *testing.T) {
 		}
 		switch code {
 		case http.StatusAccepted:
-		case http.StatusInternalServerError:
+		case http.StatusServiceUnavailable:
 			failed = true
 		default:
 			t.Fatalf("signup %d on a full disk: status=%d", i, code)

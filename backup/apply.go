@@ -128,7 +128,7 @@ func applyPlan(ctx context.Context, client litestream.ReplicaClient, plan []*ltx
 	for i, info := range plan {
 		hdr, trailer, err := w.applyFile(ctx, client, info, i == 0, prev)
 		if err != nil {
-			return fmt.Errorf("%s: %w", ltx.FormatFilename(info.MinTXID, info.MaxTXID), err)
+			return fmt.Errorf("level %d file %s: %w", info.Level, ltx.FormatFilename(info.MinTXID, info.MaxTXID), err)
 		}
 		prev = hdr
 		if i == len(plan)-1 {
@@ -143,6 +143,19 @@ func applyPlan(ctx context.Context, client litestream.ReplicaClient, plan []*ltx
 func (w *dbWriter) applyFile(ctx context.Context, client litestream.ReplicaClient, info *ltx.FileInfo, first bool, prev ltx.Header) (ltx.Header, ltx.Trailer, error) {
 	r := &resumingReader{ctx: ctx, client: client, info: info}
 	defer r.Close()
+	hdr, trailer, err := w.decodeFile(ctx, r, first, prev)
+	// rule: bytes that arrived but do not decode (garbage where lz4 data
+	// or a page header should be) are a damaged file, as a checksum that
+	// does not match is; a stream that could not be read is not.
+	if err != nil && !errors.Is(err, ltx.ErrInvalidFile) && !errors.Is(err, ltx.ErrChecksumMismatch) &&
+		r.failed == nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %w", ltx.ErrInvalidFile, err)
+	}
+	return hdr, trailer, err
+}
+
+// decodeFile is applyFile's work on the file's stream r.
+func (w *dbWriter) decodeFile(ctx context.Context, r *resumingReader, first bool, prev ltx.Header) (ltx.Header, ltx.Trailer, error) {
 	// The decoder reads a few bytes at a time: buffer the stream.
 	src := &countingReader{r: bufio.NewReaderSize(r, applyReadBuffer)}
 	dec := ltx.NewDecoder(src)
@@ -401,9 +414,19 @@ type resumingReader struct {
 	rc      io.ReadCloser
 	offset  int64
 	retries int
+	// failed is the error that ended reading, other than the file's end.
+	failed error
 }
 
 func (r *resumingReader) Read(p []byte) (int, error) {
+	n, err := r.read(p)
+	if err != nil && err != io.EOF {
+		r.failed = err
+	}
+	return n, err
+}
+
+func (r *resumingReader) read(p []byte) (int, error) {
 	for {
 		if r.rc == nil {
 			rc, err := r.client.OpenLTXFile(r.ctx, r.info.Level, r.info.MinTXID, r.info.MaxTXID, r.offset, 0)

@@ -306,15 +306,23 @@ type VerifyResult struct {
 	// Differences lists every table whose counts differ; empty means the
 	// backup matches.
 	Differences []string
+	// TXID is the restored transaction: the newest, unless Skipped says
+	// newer ones were left out because they do not restore intact.
+	TXID    ltx.TXID
+	Skipped *SkippedState
 }
 
-// OK reports whether the restored copy matches the live database.
-func (v *VerifyResult) OK() bool { return len(v.Differences) == 0 }
+// OK reports whether the newest restore point restored intact and matches
+// the live database.
+func (v *VerifyResult) OK() bool { return len(v.Differences) == 0 && v.Skipped == nil }
 
 // Verify is the restore drill: it restores the latest backup of the database
 // at dbPath into a temporary directory, checks its integrity and compares
 // per-table row counts with the live database, read without writing. The
-// temporary copy is always removed.
+// temporary copy is always removed. When the newest state does not restore
+// intact (a file that does not decode, or a failed integrity_check), it
+// steps back as Restore does to the newest state that does, compares that
+// one, and reports what it skipped: the backup is then not OK.
 func Verify(ctx context.Context, cfg *Config, dbPath string, getenv func(string) string, opt VerifyOptions) (*VerifyResult, error) {
 	if opt.Attempts <= 0 {
 		opt.Attempts = 3
@@ -330,7 +338,7 @@ func Verify(ctx context.Context, cfg *Config, dbPath string, getenv func(string)
 	var res *VerifyResult
 	for attempt := 1; ; attempt++ {
 		out := filepath.Join(dir, fmt.Sprintf("restore-%d.db", attempt))
-		restored, err := Restore(ctx, cfg, dbPath, getenv, RestoreOptions{Output: out, NoFallback: true})
+		restored, err := Restore(ctx, cfg, dbPath, getenv, RestoreOptions{Output: out})
 		if err != nil {
 			return nil, err
 		}
@@ -338,9 +346,11 @@ func Verify(ctx context.Context, cfg *Config, dbPath string, getenv func(string)
 		if err != nil {
 			return nil, fmt.Errorf("read the live database: %w", err)
 		}
-		res = &VerifyResult{Replica: restored.Replica, Live: live, Restored: restored.Tables, Differences: live.Diff(restored.Tables)}
+		res = &VerifyResult{Replica: restored.Replica, Live: live, Restored: restored.Tables, Differences: live.Diff(restored.Tables),
+			TXID: restored.TXID, Skipped: restored.Skipped}
 		removeDB(out)
-		if res.OK() || attempt >= opt.Attempts {
+		// Damage stays until a fresh snapshot: waiting does not mend it.
+		if res.OK() || res.Skipped != nil || attempt >= opt.Attempts {
 			return res, nil
 		}
 		select {

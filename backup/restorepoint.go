@@ -78,7 +78,12 @@ type restorer struct {
 
 // damageError is a restored state that is not intact: it failed
 // integrity_check or a replica file could not be decoded.
-type damageError struct{ reason string }
+type damageError struct {
+	reason string
+	// undecodable says a replica file could not be decoded, as opposed
+	// to a restored state that failed integrity_check.
+	undecodable bool
+}
 
 func (e *damageError) Error() string { return e.reason }
 
@@ -94,7 +99,7 @@ func (rs *restorer) try(ctx context.Context, p restorePoint) (string, error) {
 	if err := restoreTo(ctx, rs.client, p.TXID, path); err != nil {
 		removeDB(path)
 		if errors.Is(err, ltx.ErrChecksumMismatch) || errors.Is(err, ltx.ErrInvalidFile) {
-			return "", &damageError{fmt.Sprintf("transaction %s does not decode: %v", p.TXID, err)}
+			return "", &damageError{fmt.Sprintf("transaction %s does not decode: %v", p.TXID, err), true}
 		}
 		return "", fmt.Errorf("transaction %s: %w", p.TXID, err)
 	}
@@ -103,7 +108,7 @@ func (rs *restorer) try(ctx context.Context, p restorePoint) (string, error) {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return "", &damageError{fmt.Sprintf("transaction %s fails its check: %v", p.TXID, trimPath(err, path))}
+		return "", &damageError{fmt.Sprintf("transaction %s fails its check: %v", p.TXID, trimPath(err, path)), false}
 	}
 	return path, nil
 }
@@ -125,6 +130,9 @@ func (rs *restorer) keep(path string, p restorePoint) (*RestoreResult, error) {
 func (rs *restorer) exact(ctx context.Context, p restorePoint) (*RestoreResult, error) {
 	path, err := rs.try(ctx, p)
 	var damage *damageError
+	if errors.As(err, &damage) && damage.undecodable {
+		return nil, fmt.Errorf("a replica file of the restore does not decode, so nothing was restored: %w", err)
+	}
 	if errors.As(err, &damage) {
 		return nil, fmt.Errorf("the restored database failed its check and was removed: %w", err)
 	}

@@ -127,3 +127,79 @@ func TestRestore_EveryDamagedPointIsAnError(t *testing.T) {
 		t.Errorf("a failed restore left its file: %v", err)
 	}
 }
+
+// A level-0 file in the middle of the chain whose bytes were overwritten
+// no longer decodes (the lz4 data is garbage): every point from it on is
+// damaged. A restore without a point steps back past it to the newest
+// point before it, which passes integrity_check, and names the file it
+// could not read; a restore drill (Verify) does the same and reports the
+// backup as failing.
+func TestRestore_AnL0FileThatDoesNotDecodeIsSteppedOver(t *testing.T) {
+	e := MustTestEnv(t)
+	db := e.MustOpenStore(t)
+	r := e.MustStart(t)
+	for range 6 {
+		e.mustSignup(t, db, 1)
+		mustSync(t, r) // one level-0 file each
+	}
+	newest := mustPos(t, r)
+	mustStop(t, db, r) // no compaction may read around the damage
+	// A file in the middle of the level-0 files that the newest point's
+	// restore reads after the newest snapshot or compaction.
+	l0 := replicatest.L0Chain(t, e.ReplicaDir)
+	if len(l0) < 3 {
+		t.Fatalf("%d level-0 files after the newest snapshot, want at least 3", len(l0))
+	}
+	damaged := l0[len(l0)/2]
+	minTXID, _, err := ltx.ParseFilename(filepath.Base(damaged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, last, _ := ltx.ParseFilename(filepath.Base(l0[len(l0)-1])); last != newest {
+		t.Fatalf("the level-0 files end at %s, the database at %s", last, newest)
+	}
+	// The live state at the point just before the damaged file.
+	intact := filepath.Join(t.TempDir(), "intact.db")
+	ctx := context.Background()
+	if _, err := Restore(ctx, e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: intact, TXID: minTXID - 1}); err != nil {
+		t.Fatalf("restore of transaction %s before the damage: %v", minTXID-1, err)
+	}
+	wantCounts := mustCounts(t, intact)
+	replicatest.CorruptMiddle(t, damaged)
+
+	dir := t.TempDir()
+	// The damage is a decoding error, not a failed check: a requested
+	// point past it is refused with the file named.
+	_, err = Restore(ctx, e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: filepath.Join(dir, "newest.db"), TXID: newest})
+	if err == nil || !strings.Contains(err.Error(), "does not decode") || !strings.Contains(err.Error(), filepath.Base(damaged)) {
+		t.Fatalf("restore -txid %s past the damaged file: err=%v, want it does not decode, naming %s", newest, err, filepath.Base(damaged))
+	}
+
+	res := e.mustRestore(t, filepath.Join(dir, "fallback.db"), time.Time{})
+	if got, want := res.TXID, minTXID-1; got != want {
+		t.Errorf("restored transaction %s, want %s (just before the damaged file)", got, want)
+	}
+	if res.Skipped == nil || res.Skipped.NewestTXID != newest || res.Skipped.Transactions != uint64(newest-res.TXID) {
+		t.Fatalf("skipped %+v, want the %d transactions up to %s", res.Skipped, newest-res.TXID, newest)
+	}
+	for _, want := range []string{"does not decode", "level 0 file " + filepath.Base(damaged)} {
+		if !strings.Contains(res.Skipped.Reason, want) {
+			t.Errorf("skip reason %q lacks %q", res.Skipped.Reason, want)
+		}
+	}
+	if err := IntegrityCheck(ctx, res.Path); err != nil {
+		t.Fatal(err)
+	}
+	if diffs := wantCounts.Diff(res.Tables); len(diffs) > 0 {
+		t.Errorf("the fallback differs from transaction %s: %v", minTXID-1, diffs)
+	}
+
+	// The drill restores the same point and says the newest is damaged.
+	v, err := Verify(ctx, e.Config, e.DBPath, fakeEnv(nil), VerifyOptions{Attempts: 1})
+	if err != nil {
+		t.Fatalf("Verify: %v, want a result naming the damage", err)
+	}
+	if v.OK() || v.Skipped == nil || v.TXID != minTXID-1 || !strings.Contains(v.Skipped.Reason, filepath.Base(damaged)) {
+		t.Fatalf("Verify: ok=%v txid=%s skipped=%+v, want failing at %s with %s named", v.OK(), v.TXID, v.Skipped, minTXID-1, filepath.Base(damaged))
+	}
+}

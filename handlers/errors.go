@@ -85,7 +85,7 @@ func classify(err error) (status int, code, message string) {
 		status = statusFor[code]
 		message = store.ErrorMessage(err)
 	}
-	if m, ok := fixedMessages[status]; ok && !errors.Is(err, store.ErrBusy) {
+	if m, ok := fixedMessages[status]; ok && !errors.Is(err, store.ErrBusy) && !errors.Is(err, store.ErrNoSpace) {
 		message = m
 	}
 	return status, code, message
@@ -119,17 +119,43 @@ func answerBusy(w http.ResponseWriter, err error) bool {
 	return true
 }
 
+// noSpaceRetryAfter is the Retry-After, in seconds, of a write that failed
+// because the disk is full (store.ErrNoSpace): room comes back when the
+// operator frees some, not in a second.
+const noSpaceRetryAfter = "60"
+
+// A write that failed for lack of space has a page of its own: nothing was
+// saved, and the same request may be sent again later.
+const (
+	noSpaceTitle     = "Cannot save right now"
+	noSpaceRetryWhen = "in a few minutes"
+)
+
+// answerNoSpace sets the Retry-After of a write that failed because the
+// disk is full, and reports whether err is one.
+func answerNoSpace(w http.ResponseWriter, err error) bool {
+	if !errors.Is(err, store.ErrNoSpace) {
+		return false
+	}
+	w.Header().Set("Retry-After", noSpaceRetryAfter)
+	return true
+}
+
 // writeError is the one error adapter: it logs internal errors (never
 // personal data) and renders JSON, an htmx block or a full page.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, message := classify(err)
-	if status >= 500 && status != http.StatusServiceUnavailable {
+	noSpace := answerNoSpace(w, err)
+	if status >= 500 && status != http.StatusServiceUnavailable || noSpace {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern, "err", err)
 	}
 	w.Header().Set("Cache-Control", "private, no-store")
 	title, retry := titles[status], ""
 	if answerBusy(w, err) {
 		title, message, retry = busyTitle, busyMessage, busyRetryWhen
+	}
+	if noSpace {
+		title, retry = noSpaceTitle, noSpaceRetryWhen
 	}
 	if status == http.StatusTooManyRequests {
 		retry = s.setRetryAfter(w)

@@ -39,7 +39,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database"})
 		return
 	}
-	// rule: not ready while writes fail (a full disk answers every signup 500)
+	// rule: not ready while writes fail (a full disk answers every write 503)
 	if err := s.db.Writable(ctx); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database writes are failing"})
 		return

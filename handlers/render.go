@@ -46,6 +46,12 @@ func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) vi
 	if s.id.Mode() == identity.ModeClerk && p != nil {
 		c.Clerk = s.clerkJS("", "")
 	}
+	if c.IsOwner {
+		// rule: owners see on every page that writes are failing (one
+		// atomic load while they succeed).
+		ws := s.db.WriteStatus(r.Context())
+		c.WritesFailing, c.DiskFull = ws.FailingSince, ws.DiskFull
+	}
 	return c
 }
 

@@ -139,12 +139,16 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 }
 
 // signupFailed shows the signup form again after a refusal (400, 409,
-// 429, or 503 when admit is too busy to take it) with the submitted
-// address and one message in its place. Anything else goes to the error
-// adapter.
+// 429, or 503 when admit is too busy to take it or its disk is full) with
+// the submitted address and one message in its place. Anything else goes
+// to the error adapter.
 func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug string, f *signupForm, submittedEmail string, err error) error {
 	status, _, message := classify(err)
-	busy := answerBusy(w, err)
+	noSpace := answerNoSpace(w, err)
+	if noSpace {
+		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", r.Pattern, "err", err)
+	}
+	busy := answerBusy(w, err) || noSpace
 	switch {
 	case unreadableBody(err):
 		return err

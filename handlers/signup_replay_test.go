@@ -47,7 +47,7 @@ func TestSignup_ReplayAtTheNetworkLimitIs202AndCountsNothing(t *testing.T) {
 }
 
 // A replay needs no write: with the disk full every new signup and owner
-// action fails with 500 and nothing is acknowledged, while a retry of an
+// action fails with 503 and nothing is acknowledged, while a retry of an
 // acknowledged signup key (JSON and form) or owner action key answers as
 // before.
 func TestReplays_AnswerWhileTheDiskIsFull(t *testing.T) {
@@ -79,12 +79,12 @@ func TestReplays_AnswerWhileTheDiskIsFull(t *testing.T) {
 	fill()
 	before := dbFingerprint(t, app.DB)
 	// Precondition: writes fail now, and nothing is acknowledged.
-	if r := c.PostJSON(t, "POST", signupAPI, signupJSONBody(uuid.NewString(), "new@example.com", 1, true)); r.StatusCode != http.StatusInternalServerError {
-		t.Fatalf("a new signup on a full disk: %d %q, want 500", r.StatusCode, r.Body)
+	if r := c.PostJSON(t, "POST", signupAPI, signupJSONBody(uuid.NewString(), "new@example.com", 1, true)); r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a new signup on a full disk: %d %q, want 503", r.StatusCode, r.Body)
 	}
 	deliveryBody := fmt.Sprintf(`{"requestKey":%q,"channel":"email"}`, uuid.NewString())
 	owWantStatus(t, "a new delivery record on a full disk",
-		owner.PostJSON(t, "POST", "/api/owner/invitations/"+invID+"/delivery-record", deliveryBody), http.StatusInternalServerError)
+		owner.PostJSON(t, "POST", "/api/owner/invitations/"+invID+"/delivery-record", deliveryBody), http.StatusServiceUnavailable)
 
 	r := c.PostJSON(t, "POST", signupAPI, signupJSONBody(jsonKey, "json@example.com", 1, true))
 	if r.StatusCode != http.StatusAccepted || r.Body != "{\"status\":\"received\"}\n" {

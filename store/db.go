@@ -366,7 +366,7 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 	sqlTx, err := db.writer.BeginTx(ctx, nil)
 	if err != nil {
 		db.health.noteWrite(err)
-		return fmt.Errorf("begin immediate: %w", err)
+		return noSpace(fmt.Errorf("begin immediate: %w", err))
 	}
 	began := time.Now()
 	db.obs.WriteLockWait(began.Sub(asked))
@@ -389,7 +389,15 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 		db.obs.WriteCommit(time.Since(began) - work)
 		return err
 	}()
-	db.health.noteWrite(err)
+	if err == nil && db.health.failing() {
+		// rule: a commit that wrote nothing (a replay, a refusal) proves
+		// nothing about the disk; while writes fail, only a write that
+		// reaches the WAL says they succeed again.
+		db.health.noteWrite(db.probeHeld())
+	} else {
+		db.health.noteWrite(err)
+	}
+	err = noSpace(err)
 	held := time.Since(began)
 	db.obs.WriteLockHeld(held)
 	if db.txHeld != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"modernc.org/sqlite"
@@ -20,6 +21,8 @@ type writeHealth struct {
 	// failingSince is when a write first failed for a storage reason
 	// (Unix ms) since the last commit; zero while writes succeed.
 	failingSince atomic.Int64
+	// noSpace says the last storage failure was for lack of space.
+	noSpace atomic.Bool
 	// probeMu serializes probes; lastProbe is when the last one ran.
 	probeMu   sync.Mutex
 	lastProbe time.Time
@@ -35,9 +38,48 @@ func (h *writeHealth) noteWrite(err error) {
 		}
 		return
 	}
-	if isStorageError(err) {
+	if isStorageError(err) || isNoSpace(err) {
+		h.noSpace.Store(isNoSpace(err))
 		h.failingSince.CompareAndSwap(0, max(time.Now().UnixMilli(), 1))
 	}
+}
+
+// failing reports whether writes are marked as failing.
+func (h *writeHealth) failing() bool { return h.failingSince.Load() != 0 }
+
+// ErrNoSpace is wrapped by the error of every write that failed because the
+// disk is full. It is an EUNAVAILABLE error: nothing was saved, and the
+// same request may be sent again once there is room.
+var ErrNoSpace = &Error{Code: EUNAVAILABLE,
+	Message: "The server cannot save anything right now: its storage is full. Nothing was saved. Please try again later."}
+
+// isNoSpace reports a write that failed for lack of space: SQLite's
+// SQLITE_FULL (what it answers when a write to the database, its WAL or a
+// temporary file meets ENOSPC), its shared-memory file failing to grow (the
+// one place SQLite reports a full disk as an I/O error), or ENOSPC and
+// EDQUOT themselves from a write outside SQLite.
+func isNoSpace(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Code()&0xff == sqlite3.SQLITE_FULL || e.Code() == sqlite3.SQLITE_IOERR_SHMSIZE
+}
+
+// noSpace wraps err in ErrNoSpace when it is a failure for lack of space,
+// so that callers see an EUNAVAILABLE error; other errors are returned as
+// they are.
+func noSpace(err error) error {
+	if err == nil || errors.Is(err, ErrNoSpace) || !isNoSpace(err) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", ErrNoSpace, err)
 }
 
 // isStorageError reports a SQLite error that says the database file cannot
@@ -55,27 +97,49 @@ func isStorageError(err error) bool {
 	return false
 }
 
+// WriteStatus says whether writes reach the database.
+type WriteStatus struct {
+	// FailingSince is when a write first failed for a storage reason since
+	// the last write that succeeded; zero while writes succeed.
+	FailingSince time.Time
+	// DiskFull says the last failure was for lack of space.
+	DiskFull bool
+}
+
+// Failing reports whether writes are failing.
+func (s WriteStatus) Failing() bool { return !s.FailingSince.IsZero() }
+
+// WriteStatus reports whether writes reach the database, probing as
+// Writable does. While writes succeed it costs one atomic load.
+func (db *DB) WriteStatus(ctx context.Context) WriteStatus {
+	if !db.health.failing() {
+		return WriteStatus{}
+	}
+	h := &db.health
+	h.probeMu.Lock()
+	defer h.probeMu.Unlock()
+	if time.Since(h.lastProbe) >= writeProbeInterval && h.failing() {
+		h.lastProbe = time.Now()
+		_ = db.Update(ctx, probeWrite) // its outcome is noted like any write's
+	}
+	since := h.failingSince.Load()
+	if since == 0 {
+		return WriteStatus{}
+	}
+	return WriteStatus{FailingSince: FromMillis(since), DiskFull: h.noSpace.Load()}
+}
+
 // Writable reports whether writes reach the database: nil while they do.
 // After a write failed for a storage reason it tries a write of its own, at
 // most once a second, so that a disk with room again shows at once instead
 // of waiting for the next real write. The probe rewrites the database's
 // user_version with its own value: no row and nothing personal.
 func (db *DB) Writable(ctx context.Context) error {
-	if db.health.failingSince.Load() == 0 {
+	st := db.WriteStatus(ctx)
+	if !st.Failing() {
 		return nil
 	}
-	h := &db.health
-	h.probeMu.Lock()
-	defer h.probeMu.Unlock()
-	if time.Since(h.lastProbe) >= writeProbeInterval && h.failingSince.Load() != 0 {
-		h.lastProbe = time.Now()
-		_ = db.Update(ctx, probeWrite) // its outcome is noted like any write's
-	}
-	since := h.failingSince.Load()
-	if since == 0 {
-		return nil
-	}
-	return Errorf(EUNAVAILABLE, "database writes are failing since %s", FromMillis(since).Format(time.RFC3339))
+	return Errorf(EUNAVAILABLE, "database writes are failing since %s", st.FailingSince.Format(time.RFC3339))
 }
 
 // probeWrite writes the database header's user_version, unchanged: SQLite
@@ -90,6 +154,25 @@ func probeWrite(tx *Tx) error {
 		return fmt.Errorf("write user_version: %w", err)
 	}
 	return nil
+}
+
+// probeHeld runs probeWrite in a transaction of its own, for a caller
+// that holds the write gate.
+func (db *DB) probeHeld() error {
+	ctx := context.Background()
+	sqlTx, err := db.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer sqlTx.Rollback()
+	var v int64
+	if err := sqlTx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return err
+	}
+	if _, err := sqlTx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
+		return err
+	}
+	return sqlTx.Commit()
 }
 
 // PauseWrites waits, like a write transaction, for the write gate and holds

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -145,8 +146,8 @@ func TestReplays_AnswerWhileEveryWriteFails(t *testing.T) {
 	// Precondition: writes really fail now.
 	fresh := sp.signupReq("new@example.com")
 	fresh.Attempts = limit
-	if res, err := db.Signup(ctx, fresh); err == nil || ErrorCode(err) != EINTERNAL {
-		t.Fatalf("a new signup on a full disk: %+v, %v; want an internal error", res, err)
+	if res, err := db.Signup(ctx, fresh); !errors.Is(err, ErrNoSpace) || ErrorCode(err) != EUNAVAILABLE {
+		t.Fatalf("a new signup on a full disk: %+v, %v; want ErrNoSpace", res, err)
 	}
 	if _, err := db.SelectEntry(ctx, sp.Owner, sp.Program.ID, entryID, Decision{Reason: "meets_policy"}); err == nil {
 		t.Fatal("an owner write on a full disk succeeded")

@@ -229,7 +229,10 @@ func (b *signupBatcher) run(batch []*signupCall) {
 				res, answer, err := b.db.admitOne(ctx, tx, c.req)
 				if err != nil {
 					failed = i
-					c.res, c.err = nil, fmt.Errorf("signup: %w", err)
+					// A statement that met a full disk (a spilled page)
+					// marks writes as failing as a failed commit does.
+					b.db.health.noteWrite(err)
+					c.res, c.err = nil, noSpace(fmt.Errorf("signup: %w", err))
 					return errSignupFailed
 				}
 				c.res, c.err = res, answer

@@ -32,6 +32,10 @@ type Chrome struct {
 	// Flash confirms what the last action did (signed out, withdrawn,
 	// redeemed), once, after its redirect.
 	Flash string
+	// WritesFailing is when the server's writes began failing (zero while
+	// they succeed), shown to owners; DiskFull says it is for lack of space.
+	WritesFailing time.Time
+	DiskFull      bool
 }
 
 // ErrorView is the page or block for an error status.

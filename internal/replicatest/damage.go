@@ -169,3 +169,75 @@ func DamageFile(tb testing.TB, path string) {
 func LocalDir(dbPath string) string {
 	return filepath.Join(filepath.Dir(dbPath), "."+filepath.Base(dbPath)+"-litestream")
 }
+
+// L0Files returns the paths of the replica's level-0 LTX files, in
+// transaction order.
+func L0Files(tb testing.TB, replicaDir string) []string {
+	tb.Helper()
+	dir := filepath.Join(replicaDir, "ltx", "0")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatalf("list the replica's level 0: %v", err)
+	}
+	var paths []string // os.ReadDir sorts by name: the names sort by transaction
+	for _, e := range ents {
+		if _, _, err := ltx.ParseFilename(e.Name()); err == nil {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
+	}
+	return paths
+}
+
+// L0Chain returns the level-0 files that a restore of the replica's newest
+// point must read, in transaction order: those after the newest file of any
+// higher level (a snapshot or a compaction), which a restore plan would
+// take instead of the level-0 files it covers.
+func L0Chain(tb testing.TB, replicaDir string) []string {
+	tb.Helper()
+	higher, err := filepath.Glob(filepath.Join(replicaDir, "ltx", "[1-9]", "*.ltx"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var covered ltx.TXID
+	for _, p := range higher {
+		if _, maxTXID, err := ltx.ParseFilename(filepath.Base(p)); err == nil && maxTXID > covered {
+			covered = maxTXID
+		}
+	}
+	var chain []string
+	for _, p := range L0Files(tb, replicaDir) {
+		if minTXID, _, _ := ltx.ParseFilename(filepath.Base(p)); minTXID > covered {
+			chain = append(chain, p)
+		}
+	}
+	return chain
+}
+
+// CorruptMiddle overwrites 32 bytes in the middle of the file at path, as
+// bit rot or a torn copy would, keeping its size, name and modification
+// time: unlike DamageFile's, the file no longer decodes (its compressed
+// page data is garbage).
+func CorruptMiddle(tb testing.TB, path string) {
+	tb.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(raw) < 256 {
+		tb.Fatalf("%s is only %d bytes", path, len(raw))
+	}
+	mid := len(raw) / 2
+	for i := mid; i < mid+32; i++ {
+		raw[i] ^= 0xa5
+	}
+	if err := os.WriteFile(path, raw, info.Mode().Perm()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chtimes(path, info.ModTime(), info.ModTime()); err != nil {
+		tb.Fatal(err)
+	}
+}

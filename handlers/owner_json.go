@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"time"
 
 	"admit/store"
@@ -108,20 +109,22 @@ type grantRevokedJSON struct {
 
 // eventJSON is one audit event. Details hold IDs, states and reason codes only.
 type eventJSON struct {
-	ID        int64          `json:"id"`
-	Type      string         `json:"type"`
-	ActorKind string         `json:"actorKind"`
-	At        string         `json:"at"`
-	EntryID   *string        `json:"entryId"`
-	Details   map[string]any `json:"details"`
+	ID        int64   `json:"id"`
+	Type      string  `json:"type"`
+	ActorKind string  `json:"actorKind"`
+	At        string  `json:"at"`
+	EntryID   *string `json:"entryId"`
+	// Details are the details object as history stores it (its keys per
+	// event type are store's …Details structs).
+	Details json.RawMessage `json:"details"`
 }
 
 func toEventsJSON(evs []store.Event) []eventJSON {
 	out := make([]eventJSON, 0, len(evs))
 	for _, ev := range evs {
-		d := map[string]any(ev.Details)
-		if d == nil {
-			d = map[string]any{}
+		d := ev.StoredDetails
+		if len(d) == 0 {
+			d = json.RawMessage(`{}`)
 		}
 		out = append(out, eventJSON{ID: ev.ID, Type: ev.Type, ActorKind: string(ev.ActorKind), At: rfc3339(ev.At),
 			EntryID: nonEmpty(ev.EntryID), Details: d})

@@ -136,8 +136,7 @@ func (db *DB) redeem(ctx context.Context, tx *Tx, userID string, verifiedEmails 
 	if err := db.setEntryState(ctx, tx, programID, entryID, StateActive, false); err != nil {
 		return nil, err
 	}
-	if err := appendEvent(ctx, tx, programID, entryID, Actor{Kind: ActorRecipient, UserID: userID}, EventRedeemed,
-		Details{"invitationId": invID, "grantId": grantID}); err != nil {
+	if err := appendEvent(ctx, tx, programID, entryID, Actor{Kind: ActorRecipient, UserID: userID}, RedeemedDetails{InvitationID: invID, GrantID: grantID}); err != nil {
 		return nil, err
 	}
 	return &Redemption{ProgramID: programID, Slug: slug, GrantID: grantID}, nil
@@ -270,7 +269,7 @@ func (db *DB) WithdrawOwn(ctx context.Context, slug, userID string, verifiedEmai
 		if err != nil {
 			return fmt.Errorf("find own entry: %w", err)
 		}
-		e, err := db.withdraw(ctx, tx, a, p, entryID, "applicant")
+		e, err := db.withdraw(ctx, tx, a, p, entryID, ViaApplicant)
 		if err != nil {
 			return err
 		}

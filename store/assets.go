@@ -97,7 +97,7 @@ func (db *DB) PutAsset(ctx context.Context, a Actor, programID, name, contentTyp
 			p.ID, name, contentType, data, sum[:], Millis(tx.Now)); err != nil {
 			return fmt.Errorf("store asset: %w", err)
 		}
-		return appendEvent(ctx, tx, p.ID, "", a, EventAssetUploaded, Details{"bytes": len(data)})
+		return appendEvent(ctx, tx, p.ID, "", a, AssetUploadedDetails{Bytes: len(data)})
 	})
 }
 

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // ActorKind says who caused an audited change.
@@ -28,14 +26,9 @@ type Actor struct {
 	UserID string
 }
 
-// Details are an audit event's details: IDs, states, counts and reason
-// codes only, never an email, token, code or free text. Which keys an event
-// may carry, and what each may hold, is fixed per event type in eventDetails.
-type Details map[string]any
-
 // EventType names a kind of program audit event. Every type admit records
-// is declared here and has an entry in eventDetails; appendEvent refuses
-// any other.
+// is declared here and has its details struct in eventRegistry
+// (store/audit_details.go), which says the type it is recorded under.
 type EventType string
 
 // Program audit event types.
@@ -60,108 +53,6 @@ const (
 	EventErased           EventType = "erased"
 )
 
-// EventTypes lists every program event type, in the order a program's
-// life usually meets them.
-var EventTypes = []string{string(EventProgramCreated), string(EventNoticePublished), string(EventProgramChanged),
-	string(EventContentUpdated), string(EventAssetUploaded), string(EventSignup), string(EventSelected),
-	string(EventDeclined), string(EventInviteIssued), string(EventDeliveryRecorded), string(EventInviteExpired),
-	string(EventInviteRevoked), string(EventRedeemed), string(EventGrantRevoked), string(EventWithdrawn),
-	string(EventErased), string(EventQueueExported), string(EventProgramRetired)}
-
-// detailRule reports whether a value may be stored under a detail key.
-type detailRule func(v any) bool
-
-// anID is a canonical lowercase UUID: a row's ID.
-func anID(v any) bool {
-	s, ok := v.(string)
-	if !ok {
-		return false
-	}
-	u, err := uuid.Parse(s)
-	return err == nil && u.String() == s
-}
-
-// aCount is a non-negative integer.
-func aCount(v any) bool {
-	switch n := v.(type) {
-	case int:
-		return n >= 0
-	case int64:
-		return n >= 0
-	}
-	return false
-}
-
-// aFlag is a boolean.
-func aFlag(v any) bool {
-	_, ok := v.(bool)
-	return ok
-}
-
-// aCode is one of a fixed list of codes.
-func aCode(codes ...string) detailRule {
-	return func(v any) bool {
-		s, ok := v.(string)
-		return ok && oneOf(s, codes)
-	}
-}
-
-// Causes and channels recorded in details, besides the reason lists.
-var (
-	// fromState is the state an entry left.
-	fromState = aCode(EntryStates...)
-	// withdrawalVia says who asked for a withdrawal and how.
-	withdrawalVia = aCode("applicant", "removal_link", WithdrawReasons[0])
-	// endedBy says why an invitation or grant ended without its own action.
-	endedBy = aCode("withdrawn")
-	// erasedBy says which rule erased an entry's personal data.
-	erasedBy = aCode("removal_link", "retention")
-)
-
-// eventDetails is the allowlist: for each event type, the detail keys it
-// may carry and the rule for each key's value. A key not listed, or a value
-// its rule refuses, is an error and nothing is stored (rule: history holds
-// IDs, states, counts and reason codes only; docs/history.md).
-var eventDetails = map[EventType]map[string]detailRule{
-	EventProgramCreated:   {},
-	EventNoticePublished:  {"version": aCount},
-	EventSignup:           {"noticeVersion": aCount},
-	EventSelected:         {"reason": aCode(SelectReasons...), "from": fromState, "batch": aFlag},
-	EventDeclined:         {"reason": aCode(DeclineReasons...), "from": fromState, "batch": aFlag},
-	EventInviteIssued:     {"invitationId": anID},
-	EventDeliveryRecorded: {"invitationId": anID, "channel": aCode(DeliveryChannels...)},
-	EventInviteRevoked:    {"invitationId": anID, "cause": endedBy},
-	EventInviteExpired:    {"invitationId": anID},
-	EventRedeemed:         {"invitationId": anID, "grantId": anID},
-	EventGrantRevoked:     {"grantId": anID, "cause": endedBy},
-	EventWithdrawn:        {"from": fromState, "via": withdrawalVia},
-	EventContentUpdated:   {"revision": aCount},
-	EventAssetUploaded:    {"bytes": aCount},
-	EventProgramChanged: {"signupOpen": aFlag, "accessEnabled": aFlag,
-		"queueCap": aCount, "hourlyCap": aCount, "seatCap": aCount, "renamed": aFlag},
-	EventProgramRetired: {"entries": aCount, "invitationsRevoked": aCount, "grantsRevoked": aCount},
-	EventQueueExported:  {"rows": aCount},
-	EventErased:         {"reason": erasedBy},
-}
-
-// checkDetails applies the allowlist to an event before it is stored.
-func checkDetails(t EventType, d Details) error {
-	rules, ok := eventDetails[t]
-	if !ok {
-		return fmt.Errorf("audit event type %q is not on the allowlist", t)
-	}
-	for k, v := range d {
-		rule, ok := rules[k]
-		if !ok {
-			return fmt.Errorf("audit detail %q is not allowed on %s events", k, t)
-		}
-		if !rule(v) {
-			return fmt.Errorf("audit detail %q on %s events holds a value outside its rule", k, t)
-		}
-	}
-	return nil
-}
-
 // Event is one audit record.
 type Event struct {
 	ID        int64
@@ -170,7 +61,13 @@ type Event struct {
 	Type      string
 	ActorKind ActorKind
 	At        time.Time
-	Details   Details
+	// Details are the event's details read into its type's struct
+	// (DecodeEventDetails).
+	Details EventDetails
+	// StoredDetails are the details exactly as history holds them: the
+	// JSON API answers with these bytes, so what it shows of an event
+	// never depends on which version of admit reads it.
+	StoredDetails json.RawMessage
 	// EntryEmail is the entry's address while it keeps one, where the read
 	// asked for it (FilteredEvents); "" otherwise.
 	EntryEmail string
@@ -179,15 +76,16 @@ type Event struct {
 // maxDetailsBytes bounds an event's serialized details (the schema checks it too).
 const maxDetailsBytes = 512
 
-// appendEvent records a program audit event in tx at tx.Now, after checking
-// its details against the allowlist: an event that fails is never stored.
-func appendEvent(ctx context.Context, tx *Tx, programID, entryID string, a Actor, eventType EventType, d Details) error {
-	row, err := newEventRow(programID, entryID, a, eventType, d)
+// appendEvent records a program audit event of d's type in tx at tx.Now,
+// after checking d's values against their rules: an event that fails is
+// never stored.
+func appendEvent(ctx context.Context, tx *Tx, programID, entryID string, a Actor, d EventDetails) error {
+	row, err := newEventRow(programID, entryID, a, d)
 	if err != nil {
 		return err
 	}
 	if err := eventRows.insert(ctx, tx, row.appendValues(nil, tx)); err != nil {
-		return fmt.Errorf("append %s event: %w", eventType, err)
+		return fmt.Errorf("append %s event: %w", row.eventType, err)
 	}
 	return nil
 }
@@ -198,8 +96,8 @@ func appendEvent(ctx context.Context, tx *Tx, programID, entryID string, a Actor
 // Nothing reads an event in the transaction that appends it, and every
 // check is made here, so its insert can fail only as the whole
 // transaction would.
-func queueEvent(tx *Tx, programID, entryID string, a Actor, eventType EventType, d Details) error {
-	row, err := newEventRow(programID, entryID, a, eventType, d)
+func queueEvent(tx *Tx, programID, entryID string, a Actor, d EventDetails) error {
+	row, err := newEventRow(programID, entryID, a, d)
 	if err != nil {
 		return err
 	}
@@ -224,15 +122,13 @@ func (r eventRow) appendValues(dst []any, tx *Tx) []any {
 // eventRows inserts audit events, many a statement.
 var eventRows = newManyRows("audit_events", "program_id", "entry_id", "actor_kind", "actor_clerk_id", "event_type", "event_at", "details")
 
-// newEventRow checks an event's details against the allowlist and its
-// size bound, and encodes it.
-func newEventRow(programID, entryID string, a Actor, eventType EventType, d Details) (eventRow, error) {
-	if d == nil {
-		d = Details{}
-	}
-	if err := checkDetails(eventType, d); err != nil {
+// newEventRow checks an event's details against their rules and size
+// bound, and encodes them.
+func newEventRow(programID, entryID string, a Actor, d EventDetails) (eventRow, error) {
+	if err := checkDetails(d); err != nil {
 		return eventRow{}, err
 	}
+	eventType := d.EventType()
 	b, err := json.Marshal(d)
 	if err != nil {
 		return eventRow{}, fmt.Errorf("encode audit details: %w", err)

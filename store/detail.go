@@ -48,8 +48,10 @@ func scanEventRows(rows *sql.Rows, withEmail bool) ([]Event, error) {
 		}
 		ev.EntryID, ev.EntryEmail = entry.String, email.String
 		ev.At = FromMillis(at)
-		if err := json.Unmarshal([]byte(details), &ev.Details); err != nil {
-			return nil, fmt.Errorf("decode event details: %w", err)
+		ev.StoredDetails = json.RawMessage(details)
+		var err error
+		if ev.Details, err = DecodeEventDetails(ev.Type, ev.StoredDetails); err != nil {
+			return nil, err
 		}
 		out = append(out, ev)
 	}
@@ -259,7 +261,7 @@ func (db *DB) ExportQueue(ctx context.Context, a Actor, programID string, fn fun
 		if err := tx.QueryRowContext(ctx, exportCountSQL, p.ID).Scan(&n); err != nil {
 			return fmt.Errorf("count entries: %w", err)
 		}
-		return appendEvent(ctx, tx, p.ID, "", a, EventQueueExported, Details{"rows": n})
+		return appendEvent(ctx, tx, p.ID, "", a, QueueExportedDetails{Rows: n})
 	})
 	if err != nil {
 		return err

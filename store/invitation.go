@@ -168,8 +168,7 @@ func (db *DB) expireIfDue(ctx context.Context, tx *Tx, p *Program, inv *Invitati
 	if err := db.setEntryState(ctx, tx, p.ID, inv.EntryID, StateSelected, p.RetiredAt != nil); err != nil {
 		return false, err
 	}
-	return true, appendEvent(ctx, tx, p.ID, inv.EntryID, Actor{Kind: ActorSystem}, EventInviteExpired,
-		Details{"invitationId": inv.ID})
+	return true, appendEvent(ctx, tx, p.ID, inv.EntryID, Actor{Kind: ActorSystem}, InviteExpiredDetails{InvitationID: inv.ID})
 }
 
 // NewInvitation is an invitation to issue: the owner's request key (a
@@ -315,7 +314,7 @@ func (db *DB) issue(ctx context.Context, tx *Tx, a Actor, p *Program, e *Entry, 
 	if err := insertOwnerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", binding, inv.ID); err != nil {
 		return nil, err
 	}
-	if err := appendEvent(ctx, tx, p.ID, e.ID, a, EventInviteIssued, Details{"invitationId": inv.ID}); err != nil {
+	if err := appendEvent(ctx, tx, p.ID, e.ID, a, InviteIssuedDetails{InvitationID: inv.ID}); err != nil {
 		return nil, err
 	}
 	return &IssueResult{Invitation: inv, Code: code}, nil
@@ -446,8 +445,7 @@ func (db *DB) RecordDelivery(ctx context.Context, a Actor, invitationID string, 
 		if err := insertOwnerReceipt(ctx, tx, p.ID, requestKey, "record_delivery", binding, inv.ID); err != nil {
 			return err
 		}
-		if err := appendEvent(ctx, tx, p.ID, inv.EntryID, a, EventDeliveryRecorded,
-			Details{"invitationId": inv.ID, "channel": channel}); err != nil {
+		if err := appendEvent(ctx, tx, p.ID, inv.EntryID, a, DeliveryRecordedDetails{InvitationID: inv.ID, Channel: channel}); err != nil {
 			return err
 		}
 		out, err = invitationByID(ctx, tx, inv.ID)
@@ -478,7 +476,7 @@ func (db *DB) RevokeInvitation(ctx context.Context, a Actor, invitationID string
 		if err := db.setEntryState(ctx, tx, p.ID, inv.EntryID, StateSelected, p.RetiredAt != nil); err != nil {
 			return err
 		}
-		if err := appendEvent(ctx, tx, p.ID, inv.EntryID, a, EventInviteRevoked, Details{"invitationId": inv.ID}); err != nil {
+		if err := appendEvent(ctx, tx, p.ID, inv.EntryID, a, InviteRevokedDetails{InvitationID: inv.ID}); err != nil {
 			return err
 		}
 		out, err = invitationByID(ctx, tx, inv.ID)
@@ -538,7 +536,7 @@ func (db *DB) RevokeGrant(ctx context.Context, a Actor, grantID string) (*Grant,
 		if err := db.setEntryState(ctx, tx, p.ID, g.EntryID, StateRevoked, p.RetiredAt != nil); err != nil {
 			return err
 		}
-		if err := appendEvent(ctx, tx, p.ID, g.EntryID, a, EventGrantRevoked, Details{"grantId": g.ID}); err != nil {
+		if err := appendEvent(ctx, tx, p.ID, g.EntryID, a, GrantRevokedDetails{GrantID: g.ID}); err != nil {
 			return err
 		}
 		out, err = scanGrant(tx.QueryRowContext(ctx, `SELECT `+grantColumns+` FROM grants g WHERE g.id = ?`, g.ID))

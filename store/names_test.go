@@ -58,7 +58,7 @@ func TestUpdateProgram_RenamesAtTheRevisionAndAuditsWithoutTheName(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := evs.Events[0]; ev.Type != string(EventProgramChanged) || ev.Details["renamed"] != true {
+	if ev := evs.Events[0]; ev.Type != string(EventProgramChanged) || !ev.Details.(ProgramChangedDetails).Renamed {
 		t.Fatalf("last event=%+v, want program_changed with renamed=true", ev)
 	}
 	stale := "Stale"

@@ -228,7 +228,7 @@ func (db *DB) CreateProgram(ctx context.Context, a Actor, np NewProgram) (*Progr
 		if err != nil {
 			return fmt.Errorf("insert program: %w", err)
 		}
-		if err := appendEvent(ctx, tx, id, "", a, EventProgramCreated, nil); err != nil {
+		if err := appendEvent(ctx, tx, id, "", a, ProgramCreatedDetails{}); err != nil {
 			return err
 		}
 		p, err = programWhere(ctx, tx, "p.id = ?", id)
@@ -294,7 +294,7 @@ func (db *DB) PublishNotice(ctx context.Context, a Actor, programID string, nn N
 			n.ID, Millis(tx.Now), p.ID); err != nil {
 			return fmt.Errorf("set current notice: %w", err)
 		}
-		return appendEvent(ctx, tx, p.ID, "", a, EventNoticePublished, Details{"version": n.Version})
+		return appendEvent(ctx, tx, p.ID, "", a, NoticePublishedDetails{Version: n.Version})
 	})
 	return n, err
 }
@@ -378,12 +378,7 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 		if err != nil {
 			return fmt.Errorf("update program: %w", err)
 		}
-		if err := appendEvent(ctx, tx, p.ID, "", a, EventProgramChanged, Details{
-			"signupOpen": next.SignupOpen, "accessEnabled": next.AccessEnabled,
-			"queueCap": next.QueueCap, "hourlyCap": next.HourlyCap, "seatCap": next.SeatCap,
-			// The name itself is free text, which history never holds.
-			"renamed": next.Name != p.Name,
-		}); err != nil {
+		if err := appendEvent(ctx, tx, p.ID, "", a, programChanged(p, &next)); err != nil {
 			return err
 		}
 		p, err = programWhere(ctx, tx, "p.id = ?", p.ID)
@@ -444,7 +439,7 @@ func (db *DB) PutContent(ctx context.Context, a Actor, programID string, edit Co
 		if err != nil {
 			return fmt.Errorf("write content: %w", err)
 		}
-		return appendEvent(ctx, tx, p.ID, "", a, EventContentUpdated, Details{"revision": rev})
+		return appendEvent(ctx, tx, p.ID, "", a, ContentUpdatedDetails{Revision: rev})
 	})
 	return rev, err
 }

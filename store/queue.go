@@ -30,11 +30,33 @@ type Entry struct {
 	ErasedAt      *time.Time
 }
 
+// SelectReason is why an owner selected an entry (SelectReasons).
+type SelectReason string
+
+// Reasons for selecting.
+const (
+	SelectMeetsPolicy     SelectReason = "meets_policy"
+	SelectPriorityCohort  SelectReason = "priority_cohort"
+	SelectOwnerDiscretion SelectReason = "owner_discretion"
+)
+
+// DeclineReason is why an owner declined an entry (DeclineReasons).
+type DeclineReason string
+
+// Reasons for declining.
+const (
+	DeclineNotEligible    DeclineReason = "not_eligible"
+	DeclineCapacity       DeclineReason = "capacity"
+	DeclineInvalidRequest DeclineReason = "invalid_request"
+	DeclineOther          DeclineReason = "other"
+)
+
 // Reason codes an owner records for a decision: a fixed list, never free text.
 var (
-	SelectReasons   = []string{"meets_policy", "priority_cohort", "owner_discretion"}
-	DeclineReasons  = []string{"not_eligible", "capacity", "invalid_request", "other"}
-	WithdrawReasons = []string{"applicant_request"}
+	SelectReasons  = []string{string(SelectMeetsPolicy), string(SelectPriorityCohort), string(SelectOwnerDiscretion)}
+	DeclineReasons = []string{string(DeclineNotEligible), string(DeclineCapacity), string(DeclineInvalidRequest),
+		string(DeclineOther)}
+	WithdrawReasons = []string{string(ViaApplicantRequest)}
 )
 
 // EntryStates lists every entry state, in lifecycle order.
@@ -491,9 +513,21 @@ func unchangedIfRetired(p *Program) error {
 	return nil
 }
 
+// transitionDetails are the details of an event that moves an entry: the
+// transition records the state the entry left in them.
+type transitionDetails interface {
+	EventDetails
+	leaving(state string) EventDetails
+}
+
+func (d SelectedDetails) leaving(state string) EventDetails  { d.From = state; return d }
+func (d DeclinedDetails) leaving(state string) EventDetails  { d.From = state; return d }
+func (d WithdrawnDetails) leaving(state string) EventDetails { d.From = state; return d }
+
 // transition moves one entry from one of the allowed states to the next,
-// with its audit event, and returns the entry read back.
-func (db *DB) transition(ctx context.Context, tx *Tx, a Actor, p *Program, entryID string, from []string, to string, event EventType, d Details) (*Entry, error) {
+// with its audit event (d, and the state it left), and returns the entry
+// read back.
+func (db *DB) transition(ctx context.Context, tx *Tx, a Actor, p *Program, entryID string, from []string, to string, d transitionDetails) (*Entry, error) {
 	e, err := entryByID(ctx, tx, p.ID, entryID)
 	if err != nil {
 		return nil, err
@@ -504,11 +538,7 @@ func (db *DB) transition(ctx context.Context, tx *Tx, a Actor, p *Program, entry
 	if err := db.setEntryState(ctx, tx, p.ID, e.ID, to, p.RetiredAt != nil); err != nil {
 		return nil, err
 	}
-	if d == nil {
-		d = Details{}
-	}
-	d["from"] = e.State
-	if err := appendEvent(ctx, tx, p.ID, e.ID, a, event, d); err != nil {
+	if err := appendEvent(ctx, tx, p.ID, e.ID, a, d.leaving(e.State)); err != nil {
 		return nil, err
 	}
 	return entryByID(ctx, tx, p.ID, e.ID)
@@ -543,7 +573,7 @@ func (db *DB) SelectEntry(ctx context.Context, a Actor, programID, entryID strin
 		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
-		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting}, StateSelected, EventSelected, Details{"reason": reason})
+		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting}, StateSelected, SelectedDetails{Reason: SelectReason(reason)})
 		return err
 	})
 	return e, err
@@ -575,8 +605,8 @@ func (db *DB) SelectEntries(ctx context.Context, a Actor, programID string, sel 
 				continue
 			}
 			seen[id] = true
-			e, err := db.transition(ctx, tx, a, p, id, []string{StateWaiting}, StateSelected, EventSelected,
-				Details{"reason": reason, "batch": true})
+			e, err := db.transition(ctx, tx, a, p, id, []string{StateWaiting}, StateSelected,
+				SelectedDetails{Reason: SelectReason(reason), Batch: true})
 			if err != nil {
 				return err
 			}
@@ -603,7 +633,7 @@ func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID stri
 		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
-		e, err = db.decline(ctx, tx, a, p, entryID, Details{"reason": reason})
+		e, err = db.decline(ctx, tx, a, p, entryID, DeclinedDetails{Reason: DeclineReason(reason)})
 		return err
 	})
 	return e, err
@@ -635,7 +665,7 @@ func (db *DB) DeclineEntries(ctx context.Context, a Actor, programID string, sel
 				continue
 			}
 			seen[id] = true
-			e, err := db.decline(ctx, tx, a, p, id, Details{"reason": reason, "batch": true})
+			e, err := db.decline(ctx, tx, a, p, id, DeclinedDetails{Reason: DeclineReason(reason), Batch: true})
 			if err != nil {
 				return err
 			}
@@ -648,7 +678,7 @@ func (db *DB) DeclineEntries(ctx context.Context, a Actor, programID string, sel
 
 // decline is the one decline transition: a waiting or selected entry with
 // no issued invitation and no grant becomes declined.
-func (db *DB) decline(ctx context.Context, tx *Tx, a Actor, p *Program, entryID string, d Details) (*Entry, error) {
+func (db *DB) decline(ctx context.Context, tx *Tx, a Actor, p *Program, entryID string, d DeclinedDetails) (*Entry, error) {
 	var blocking int
 	if err := tx.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM invitations WHERE entry_id = ? AND program_id = ? AND state = 'issued') +
@@ -659,14 +689,14 @@ func (db *DB) decline(ctx context.Context, tx *Tx, a Actor, p *Program, entryID 
 	if blocking > 0 {
 		return nil, Errorf(ECONFLICT, "This entry has an invitation or access. Revoke it first.")
 	}
-	return db.transition(ctx, tx, a, p, entryID, []string{StateWaiting, StateSelected}, StateDeclined, EventDeclined, d)
+	return db.transition(ctx, tx, a, p, entryID, []string{StateWaiting, StateSelected}, StateDeclined, d)
 }
 
 // withdraw is the one withdrawal transition, for the applicant and for an
 // owner acting on the applicant's documented request: the entry becomes
 // withdrawn and its issued invitation and active grant are revoked in the
 // same transaction. Repeating it changes nothing and gives the same answer.
-func (db *DB) withdraw(ctx context.Context, tx *Tx, a Actor, p *Program, entryID, via string) (*Entry, error) {
+func (db *DB) withdraw(ctx context.Context, tx *Tx, a Actor, p *Program, entryID string, via WithdrawalVia) (*Entry, error) {
 	e, err := entryByID(ctx, tx, p.ID, entryID)
 	if err != nil {
 		return nil, err
@@ -677,7 +707,7 @@ func (db *DB) withdraw(ctx context.Context, tx *Tx, a Actor, p *Program, entryID
 	if err := endAccess(ctx, tx, p.ID, e.ID, a); err != nil {
 		return nil, err
 	}
-	return db.transition(ctx, tx, a, p, e.ID, []string{e.State}, StateWithdrawn, EventWithdrawn, Details{"via": via})
+	return db.transition(ctx, tx, a, p, e.ID, []string{e.State}, StateWithdrawn, WithdrawnDetails{Via: via})
 }
 
 // WithdrawEntry withdraws an entry on the applicant's documented request.
@@ -692,7 +722,7 @@ func (db *DB) WithdrawEntry(ctx context.Context, a Actor, programID, entryID str
 		if err != nil {
 			return err
 		}
-		e, err = db.withdraw(ctx, tx, a, p, entryID, reason)
+		e, err = db.withdraw(ctx, tx, a, p, entryID, ViaApplicantRequest)
 		return err
 	})
 	return e, err

@@ -20,7 +20,7 @@ func endAccess(ctx context.Context, tx *Tx, programID, entryID string, a Actor) 
 		return fmt.Errorf("revoke invitations: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
-		if err := appendEvent(ctx, tx, programID, entryID, a, EventInviteRevoked, Details{"cause": "withdrawn"}); err != nil {
+		if err := appendEvent(ctx, tx, programID, entryID, a, InviteRevokedDetails{Cause: CauseWithdrawn}); err != nil {
 			return err
 		}
 	}
@@ -30,7 +30,7 @@ func endAccess(ctx context.Context, tx *Tx, programID, entryID string, a Actor) 
 		return fmt.Errorf("revoke grant: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
-		if err := appendEvent(ctx, tx, programID, entryID, a, EventGrantRevoked, Details{"cause": "withdrawn"}); err != nil {
+		if err := appendEvent(ctx, tx, programID, entryID, a, GrantRevokedDetails{Cause: CauseWithdrawn}); err != nil {
 			return err
 		}
 	}
@@ -41,7 +41,7 @@ func endAccess(ctx context.Context, tx *Tx, programID, entryID string, a Actor) 
 // removal hash; a trigger clears its invitations' delivery references in
 // the same statement (docs/history.md). IDs, states and the audit trail
 // remain.
-func eraseEntry(ctx context.Context, tx *Tx, programID, entryID string, a Actor, reason string) error {
+func eraseEntry(ctx context.Context, tx *Tx, programID, entryID string, a Actor, reason ErasureReason) error {
 	_, err := tx.ExecContext(ctx, `UPDATE entries SET email_key = ?, removal_hash = NULL, erased_at = ?, erase_after = NULL
 		WHERE id = ? AND program_id = ? AND erased_at IS NULL`, tombstone(entryID), Millis(tx.Now), entryID, programID)
 	if err != nil {
@@ -50,7 +50,7 @@ func eraseEntry(ctx context.Context, tx *Tx, programID, entryID string, a Actor,
 	// rule: the old bytes leave the log and every local copy soon after
 	// the commit (RunEraser).
 	tx.erased = true
-	return appendEvent(ctx, tx, programID, entryID, a, EventErased, Details{"reason": reason})
+	return appendEvent(ctx, tx, programID, entryID, a, ErasedDetails{Reason: reason})
 }
 
 // RemoveByToken is removal with the private link (docs/API.md#removal): the entry that
@@ -78,11 +78,10 @@ func (db *DB) RemoveByToken(ctx context.Context, token string) error {
 			if err := db.setEntryState(ctx, tx, programID, entryID, StateWithdrawn, retired.Valid); err != nil {
 				return err
 			}
-			if err := appendEvent(ctx, tx, programID, entryID, public, EventWithdrawn,
-				Details{"from": state, "via": "removal_link"}); err != nil {
+			if err := appendEvent(ctx, tx, programID, entryID, public, WithdrawnDetails{From: state, Via: ViaRemovalLink}); err != nil {
 				return err
 			}
 		}
-		return eraseEntry(ctx, tx, programID, entryID, public, "removal_link")
+		return eraseEntry(ctx, tx, programID, entryID, public, ErasedByRemovalLink)
 	})
 }

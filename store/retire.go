@@ -123,8 +123,8 @@ func (db *DB) beginRetirement(ctx context.Context, a Actor, programID string, re
 			revision = revision + 1, updated_at = ? WHERE id = ?`, Millis(tx.Now), entries, Millis(tx.Now), p.ID); err != nil {
 			return fmt.Errorf("retire program: %w", err)
 		}
-		if err := appendEvent(ctx, tx, p.ID, "", a, EventProgramRetired, Details{
-			"entries": entries, "invitationsRevoked": invites, "grantsRevoked": grants,
+		if err := appendEvent(ctx, tx, p.ID, "", a, ProgramRetiredDetails{
+			Entries: entries, InvitationsRevoked: invites, GrantsRevoked: grants,
 		}); err != nil {
 			return err
 		}

@@ -371,8 +371,8 @@ func (db *DB) admitEntry(ctx context.Context, tx *Tx, st *signupState, req Signu
 	if err := insertSignupReceipt(ctx, tx, st.programID, req.RequestKey, binding); err != nil {
 		return nil, err
 	}
-	if err := queueEvent(tx, st.programID, entryID, Actor{Kind: ActorPublic}, EventSignup,
-		Details{"noticeVersion": req.NoticeVersion}); err != nil {
+	if err := queueEvent(tx, st.programID, entryID, Actor{Kind: ActorPublic},
+		SignupDetails{NoticeVersion: req.NoticeVersion}); err != nil {
 		return nil, err
 	}
 	return &SignupResult{RemovalToken: tok}, nil

@@ -222,14 +222,16 @@ func funnelBackfillSQL(t *testing.T) string {
 	return s[start : start+end]
 }
 
-func TestEventTypes_ListsEveryTypeOnTheAllowlist(t *testing.T) {
-	if got, want := len(EventTypes), len(eventDetails); got != want {
-		t.Fatalf("EventTypes has %d types, the allowlist %d", got, want)
+func TestEventTypes_ListsEveryRegisteredTypeOnce(t *testing.T) {
+	if got, want := len(EventTypes), len(eventRegistry); got != want {
+		t.Fatalf("EventTypes has %d types, the registry %d", got, want)
 	}
+	seen := map[string]bool{}
 	for _, et := range EventTypes {
-		if _, ok := eventDetails[EventType(et)]; !ok {
-			t.Fatalf("EventTypes lists %q, which is not on the allowlist", et)
+		if _, ok := detailsByType[et]; !ok || seen[et] {
+			t.Fatalf("EventTypes lists %q, which is not registered once", et)
 		}
+		seen[et] = true
 	}
 }
 

@@ -66,7 +66,7 @@ func (db *DB) sweepDue(ctx context.Context) (int, error) {
 			}
 			more = len(list) == sweepBatch
 			for i, d := range list {
-				if err := eraseEntry(ctx, tx, d.program, d.entry, Actor{Kind: ActorSystem}, "retention"); err != nil {
+				if err := eraseEntry(ctx, tx, d.program, d.entry, Actor{Kind: ActorSystem}, ErasedByRetention); err != nil {
 					return err
 				}
 				n++

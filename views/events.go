@@ -90,105 +90,168 @@ func entryLabel(e EventRow) string {
 
 // eventDetailText says an event's details in words, one phrase each.
 func eventDetailText(e EventRow) []string {
-	d := e.Details
-	var out []string
-	add := func(s string) { out = append(out, s) }
-	str := func(k string) string { s, _ := d[k].(string); return s }
-	num := func(k string) (int, bool) {
-		f, ok := d[k].(float64)
-		return int(f), ok
+	phrases, _ := detailPhrases(e.Details)
+	return phrases
+}
+
+// detailPhrases says details in words with the function for their event
+// type; ok is false for details of a type it has no words for.
+func detailPhrases(d store.EventDetails) (phrases []string, ok bool) {
+	switch d := d.(type) {
+	case store.ProgramCreatedDetails:
+		return nil, true
+	case store.NoticePublishedDetails:
+		return noticePublishedText(d), true
+	case store.ProgramChangedDetails:
+		return programChangedText(d), true
+	case store.ContentUpdatedDetails:
+		return contentUpdatedText(d), true
+	case store.AssetUploadedDetails:
+		return assetUploadedText(d), true
+	case store.SignupDetails:
+		return signupText(d), true
+	case store.SelectedDetails:
+		return decisionText(string(d.Reason), d.From, d.Batch), true
+	case store.DeclinedDetails:
+		return decisionText(string(d.Reason), d.From, d.Batch), true
+	case store.InviteIssuedDetails:
+		return invitationText(d.InvitationID), true
+	case store.DeliveryRecordedDetails:
+		return deliveryRecordedText(d), true
+	case store.InviteExpiredDetails:
+		return invitationText(d.InvitationID), true
+	case store.InviteRevokedDetails:
+		return endCauseText(d.Cause), true
+	case store.RedeemedDetails:
+		return invitationText(d.InvitationID), true
+	case store.GrantRevokedDetails:
+		return endCauseText(d.Cause), true
+	case store.WithdrawnDetails:
+		return withdrawnText(d), true
+	case store.ErasedDetails:
+		return erasedText(d), true
+	case store.QueueExportedDetails:
+		return queueExportedText(d), true
+	case store.ProgramRetiredDetails:
+		return programRetiredText(d), true
 	}
-	switch store.EventType(e.Type) {
-	case store.EventSignup:
-		if n, ok := num("noticeVersion"); ok {
-			add("under notice version " + strconv.Itoa(n))
-		}
-	case store.EventSelected, store.EventDeclined:
-		if r := str("reason"); r != "" {
-			add(reasonLabel(r))
-		}
-		if f := str("from"); f != "" && f != store.StateWaiting {
-			add("was " + strings.ToLower(stateLabel(f)))
-		}
-		if b, _ := d["batch"].(bool); b {
-			add("in a batch")
-		}
-	case store.EventWithdrawn:
-		switch str("via") {
-		case "applicant":
-			add("by the applicant, signed in")
-		case "removal_link":
-			add("with the private removal link")
-		case "applicant_request":
-			add("by the owner, at the applicant's request")
-		}
-		if f := str("from"); f != "" {
-			add("was " + strings.ToLower(stateLabel(f)))
-		}
-	case store.EventInviteIssued, store.EventInviteExpired, store.EventRedeemed:
-		if id := str("invitationId"); id != "" {
-			add("invitation " + EntrySuffix(id))
-		}
-	case store.EventDeliveryRecorded:
-		if c := str("channel"); c != "" {
-			add("by " + strings.ToLower(ChannelLabel(c)))
-		}
-	case store.EventInviteRevoked, store.EventGrantRevoked:
-		if str("cause") == "withdrawn" {
-			add("because the entry was withdrawn")
-		}
-	case store.EventNoticePublished:
-		if n, ok := num("version"); ok {
-			add("version " + strconv.Itoa(n))
-		}
-	case store.EventContentUpdated:
-		if n, ok := num("revision"); ok {
-			add("revision " + strconv.Itoa(n))
-		}
-	case store.EventAssetUploaded:
-		if n, ok := num("bytes"); ok {
-			add(Bytes(n))
-		}
-	case store.EventProgramChanged:
-		if b, ok := d["renamed"].(bool); ok && b {
-			add("renamed")
-		}
-		if b, ok := d["signupOpen"].(bool); ok {
-			add("signup " + map[bool]string{true: "open", false: "closed"}[b])
-		}
-		if b, ok := d["accessEnabled"].(bool); ok {
-			add("access " + map[bool]string{true: "enabled", false: "off"}[b])
-		}
-		if n, ok := num("queueCap"); ok {
-			add("queue cap " + strconv.Itoa(n))
-		}
-		if n, ok := num("hourlyCap"); ok {
-			add(strconv.Itoa(n) + " signups an hour")
-		}
-		if n, ok := num("seatCap"); ok {
-			add(strconv.Itoa(n) + " seats")
-		}
-	case store.EventProgramRetired:
-		if n, ok := num("entries"); ok {
-			add(strconv.Itoa(n) + " entries scheduled for erasure")
-		}
-		if n, ok := num("invitationsRevoked"); ok {
-			add(strconv.Itoa(n) + " invitations revoked")
-		}
-		if n, ok := num("grantsRevoked"); ok {
-			add(strconv.Itoa(n) + " accesses revoked")
-		}
-	case store.EventQueueExported:
-		if n, ok := num("rows"); ok {
-			add(strconv.Itoa(n) + " rows")
-		}
-	case store.EventErased:
-		switch str("reason") {
-		case "removal_link":
-			add("removed with the private link")
-		case "retention":
-			add("its retention period ended")
-		}
+	return nil, false
+}
+
+func noticePublishedText(d store.NoticePublishedDetails) []string {
+	return []string{"version " + strconv.Itoa(d.Version)}
+}
+
+func programChangedText(d store.ProgramChangedDetails) []string {
+	var out []string
+	if d.Renamed {
+		out = append(out, "renamed")
+	}
+	signup, access := "signup closed", "access off"
+	if d.SignupOpen {
+		signup = "signup open"
+	}
+	if d.AccessEnabled {
+		access = "access enabled"
+	}
+	return append(out, signup, access, "queue cap "+strconv.Itoa(d.QueueCap),
+		strconv.Itoa(d.HourlyCap)+" signups an hour", strconv.Itoa(d.SeatCap)+" seats")
+}
+
+func contentUpdatedText(d store.ContentUpdatedDetails) []string {
+	return []string{"revision " + strconv.FormatInt(d.Revision, 10)}
+}
+
+func assetUploadedText(d store.AssetUploadedDetails) []string {
+	return []string{Bytes(d.Bytes)}
+}
+
+func signupText(d store.SignupDetails) []string {
+	return []string{"under notice version " + strconv.Itoa(d.NoticeVersion)}
+}
+
+// decisionText says a selection's or a decline's reason, the state the
+// entry left when it was not waiting, and whether it was one of a batch.
+func decisionText(reason, from string, batch bool) []string {
+	var out []string
+	if reason != "" {
+		out = append(out, reasonLabel(reason))
+	}
+	if from != "" && from != store.StateWaiting {
+		out = append(out, wasText(from))
+	}
+	if batch {
+		out = append(out, "in a batch")
 	}
 	return out
+}
+
+// wasText says the state an entry left.
+func wasText(state string) string {
+	return "was " + strings.ToLower(stateLabel(state))
+}
+
+// invitationText names the invitation an event is about.
+func invitationText(id string) []string {
+	if id == "" {
+		return nil
+	}
+	return []string{"invitation " + EntrySuffix(id)}
+}
+
+func deliveryRecordedText(d store.DeliveryRecordedDetails) []string {
+	if d.Channel == "" {
+		return nil
+	}
+	return []string{"by " + strings.ToLower(ChannelLabel(d.Channel))}
+}
+
+// endCauseText says why an invitation or grant ended, when it ended with
+// its entry.
+func endCauseText(c store.EndCause) []string {
+	if c == store.CauseWithdrawn {
+		return []string{"because the entry was withdrawn"}
+	}
+	return nil
+}
+
+// withdrawalVia says who withdrew an entry and how.
+var withdrawalVia = map[store.WithdrawalVia]string{
+	store.ViaApplicant:        "by the applicant, signed in",
+	store.ViaRemovalLink:      "with the private removal link",
+	store.ViaApplicantRequest: "by the owner, at the applicant's request",
+}
+
+func withdrawnText(d store.WithdrawnDetails) []string {
+	var out []string
+	if via, ok := withdrawalVia[d.Via]; ok {
+		out = append(out, via)
+	}
+	if d.From != "" {
+		out = append(out, wasText(d.From))
+	}
+	return out
+}
+
+// erasureReasons say which rule erased an address.
+var erasureReasons = map[store.ErasureReason]string{
+	store.ErasedByRemovalLink: "removed with the private link",
+	store.ErasedByRetention:   "its retention period ended",
+}
+
+func erasedText(d store.ErasedDetails) []string {
+	if r, ok := erasureReasons[d.Reason]; ok {
+		return []string{r}
+	}
+	return nil
+}
+
+func queueExportedText(d store.QueueExportedDetails) []string {
+	return []string{strconv.Itoa(d.Rows) + " rows"}
+}
+
+func programRetiredText(d store.ProgramRetiredDetails) []string {
+	return []string{strconv.FormatInt(d.Entries, 10) + " entries scheduled for erasure",
+		strconv.FormatInt(d.InvitationsRevoked, 10) + " invitations revoked",
+		strconv.FormatInt(d.GrantsRevoked, 10) + " accesses revoked"}
 }

@@ -275,8 +275,9 @@ type EventRow struct {
 	// EntryEmail is the entry's address while it keeps one, where known.
 	EntryEmail string
 	At         time.Time
-	// Details are the stored codes and IDs; eventDetailText says them.
-	Details store.Details
+	// Details are the stored codes and IDs, in the event type's struct;
+	// eventDetailText says them.
+	Details store.EventDetails
 }
 
 // IssueForm issues an invitation code. The code expires at Time (UTC, the

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -277,7 +278,11 @@ func isLoopbackHost(host string) bool {
 }
 
 // secretNames are the keys in the secrets file, each 32 random bytes as hex.
-var secretNames = []string{"session_hash", "session_block", "csrf", "binding", "counter"}
+var secretNames = []string{"session_hash", "session_block", "csrf", "binding", "counter", "session_tokens"}
+
+// addedSecrets are keys newer than the secrets file a data directory may
+// already have: LoadKeys generates each missing one and appends it.
+var addedSecrets = []string{"session_tokens"}
 
 // LoadKeys reads the server keys from ADMIT_SECRET_<NAME> variables, or from
 // the secrets file in the data directory, generating that file (mode 0600) on
@@ -305,7 +310,7 @@ func LoadKeys(getenv func(string) string, dataDir string) (handlers.Keys, error)
 		}
 	}
 	return handlers.Keys{SessionHash: vals["session_hash"], SessionBlock: vals["session_block"], CSRF: vals["csrf"],
-		Binding: vals["binding"], Counter: vals["counter"]}, nil
+		Binding: vals["binding"], Counter: vals["counter"], SessionTokens: vals["session_tokens"]}, nil
 }
 
 func secretsFile(path string) (map[string][]byte, error) {
@@ -354,9 +359,42 @@ func secretsFile(path string) (map[string][]byte, error) {
 		vals[k] = key
 	}
 	for _, n := range secretNames {
-		if vals[n] == nil {
+		if vals[n] == nil && !slices.Contains(addedSecrets, n) {
 			return nil, fmt.Errorf("secrets file %s has no %s key", path, n)
 		}
 	}
+	if err := appendAddedSecrets(path, vals); err != nil {
+		return nil, err
+	}
 	return vals, nil
+}
+
+// appendAddedSecrets generates the keys added since a secrets file was
+// written (addedSecrets) and appends them, so an upgrade keeps every
+// existing key.
+func appendAddedSecrets(path string, vals map[string][]byte) error {
+	var sb strings.Builder
+	for _, n := range addedSecrets {
+		if vals[n] != nil {
+			continue
+		}
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			return err
+		}
+		vals[n] = k
+		fmt.Fprintf(&sb, "%s=%s\n", n, hex.EncodeToString(k))
+	}
+	if sb.Len() == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("add keys to secrets file: %w", err)
+	}
+	if _, err := f.WriteString(sb.String()); err != nil {
+		f.Close()
+		return fmt.Errorf("add keys to secrets file: %w", err)
+	}
+	return f.Close()
 }

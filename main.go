@@ -273,9 +273,13 @@ func newIdentity(ctx context.Context, cfg *Config, keys handlers.Keys, db *store
 			APIURL:            cfg.ClerkAPIURL,
 			Issuer:            cfg.ClerkIssuer,
 			AuthorizedParties: cfg.ClerkAuthorizedParties,
+			DB:                db,
 		})
 	}
-	id := identity.NewDevIdentity(keys.SessionHash, keys.SessionBlock, cfg.PublicURL.Scheme == "https")
+	id, err := identity.NewDevIdentity(db, keys.SessionTokens, cfg.PublicURL.Scheme == "https")
+	if err != nil {
+		return nil, err
+	}
 	owner, err := store.NormalizeEmail(cfg.DevOwnerEmail)
 	if err != nil {
 		return nil, fmt.Errorf("ADMIT_DEV_OWNER_EMAIL: %w", err)

@@ -141,14 +141,15 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	public, _ := url.Parse(base)
 	app := &testApp{URL: base, DB: db, Clock: clock, Logs: &syncBuffer{}}
 
-	keys := Keys{SessionHash: testKey(1), SessionBlock: testKey(40), CSRF: testKey(80), Binding: testKey(120), Counter: testKey(160)}
+	keys := Keys{SessionHash: testKey(1), SessionBlock: testKey(40), CSRF: testKey(80), Binding: testKey(120), Counter: testKey(160),
+		SessionTokens: testKey(200)}
 	var id identity.Identity
 	var publishable string
 	if cfg.clerk {
 		app.Clerk = clerkfake.New(tb)
 		app.Clerk.SetAuthorizedParty(base)
 		ci, err := identity.NewClerkIdentity(identity.ClerkConfig{SecretKey: app.Clerk.SecretKey(), APIURL: app.Clerk.URL(),
-			Issuer: app.Clerk.Issuer(), AuthorizedParties: []string{base}})
+			Issuer: app.Clerk.Issuer(), AuthorizedParties: []string{base}, DB: db})
 		if err != nil {
 			tb.Fatalf("clerk identity: %v", err)
 		}
@@ -157,7 +158,9 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 		app.OwnerID = "user_owner"
 		app.Clerk.SetUser(app.OwnerID, clerkfake.Email{Address: "owner@example.test", Verified: true})
 	} else {
-		app.Dev = identity.NewDevIdentity(keys.SessionHash, keys.SessionBlock, false)
+		if app.Dev, err = identity.NewDevIdentity(db, keys.SessionTokens, false); err != nil {
+			tb.Fatalf("dev identity: %v", err)
+		}
 		id = app.Dev
 		app.OwnerID = identity.DevUserID("owner@example.test")
 	}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 
 	"admit/internal/identity"
@@ -62,7 +63,7 @@ func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 		return s.render(w, r, http.StatusBadRequest, c, views.SignIn(c, views.SignInView{
 			Dev: true, RedirectURL: target, Email: email, Error: store.ErrorMessage(err)}))
 	}
-	p, err := dev.SignIn(w, norm)
+	p, err := dev.SignIn(w, r, norm)
 	if err != nil {
 		return err
 	}
@@ -80,38 +81,83 @@ func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// handleSignOut ends the session and says so on the start page. It needs
-// the CSRF token of a signed-in session; a visitor who is already signed
-// out is simply sent home.
+// handleSignOut ends the session on the server, so a copy of its cookie
+// is refused from now on, and says so on the start page (or goes on to the
+// provider's own sign-out). It needs the CSRF token of a signed-in session;
+// a visitor who is already signed out is simply sent home.
 func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.id.Authenticate(r)
 	if err == nil {
 		if err := s.checkCSRF(r, p); err != nil {
 			return err
 		}
+	} else if errors.Is(err, identity.ErrIdentityUnavailable) {
+		return err
 	}
-	if dev, ok := s.id.(identity.FormSignIn); ok {
-		dev.SignOut(w)
+	next, err := s.id.SignOut(w, r, p)
+	if err != nil {
+		return err
 	}
+	return s.signedOut(w, r, p != nil, next, "You are signed out.")
+}
+
+// handleSignOutEverywhere ends every session of the signed-in person, on
+// every device, this one included.
+func (s *Server) handleSignOutEverywhere(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if err := s.id.SignOutEverywhere(w, r, p); err != nil {
+		return err
+	}
+	return s.signedOut(w, r, true, "", "You are signed out everywhere.")
+}
+
+// signedOut clears what this browser holds for the session and redirects
+// to next, or home with the note.
+func (s *Server) signedOut(w http.ResponseWriter, r *http.Request, wasIn bool, next, note string) error {
 	// Clerk mode: the page's script signs out of Clerk first; clearing the
 	// session cookie here also ends it for a visitor without JavaScript.
-	http.SetCookie(w, &http.Cookie{Name: "__session", Value: "", Path: "/", MaxAge: -1, HttpOnly: false,
-		Secure: s.isHTTPS(), SameSite: http.SameSiteLaxMode})
+	if s.id.Mode() == identity.ModeClerk {
+		http.SetCookie(w, &http.Cookie{Name: "__session", Value: "", Path: "/", MaxAge: -1, HttpOnly: false,
+			Secure: s.isHTTPS(), SameSite: http.SameSiteLaxMode})
+	}
 	// admit's own session starts over empty (no CSRF secret, no address),
 	// holding only the confirmation.
 	sess := s.session(r)
 	for k := range sess.Values {
 		delete(sess.Values, k)
 	}
-	if p != nil {
-		sess.AddFlash("You are signed out.", noteKey)
+	if wasIn && next == "" {
+		sess.AddFlash(note, noteKey)
 	}
 	if err := sess.Save(r, w); err != nil {
 		return err
 	}
 	noStore(w)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	if next == "" {
+		next = "/"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
+}
+
+// handleAccount shows the signed-in person their account: the user ID an
+// owner passes to `admit owner add --user`, and the ways to sign out.
+func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	noStore(w)
+	c := s.chrome(w, r, "Your account")
+	return s.render(w, r, http.StatusOK, c, views.Account(c, views.AccountView{UserID: p.UserID, Provider: s.providerName()}))
+}
+
+// providerName names the identity provider for people.
+func (s *Server) providerName() string {
+	switch s.id.Mode() {
+	case identity.ModeClerk:
+		return "Clerk"
+	case identity.ModeDev:
+		return "development sign-in"
+	}
+	return s.id.Mode().String()
 }
 
 // handleCSRF returns the session-bound CSRF token for API clients.

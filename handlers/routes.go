@@ -69,6 +69,8 @@ func (s *Server) publicRoutes(mux routeMux) {
 
 	// Signed in, no email needed.
 	mux.Handle("GET /api/csrf", s.authed(s.handleCSRF))
+	mux.Handle("GET /me/account", s.authed(s.handleAccount))
+	mux.Handle("POST /me/account/sign-out-everywhere", s.authed(s.handleSignOutEverywhere))
 }
 
 // recipientRoutes are a signed-in person's own entry, redemption, private

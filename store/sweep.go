@@ -23,7 +23,7 @@ const (
 
 // Sweep erases every entry whose erase_after has passed (email replaced by
 // a tombstone, removal hash cleared, no row deleted) and deletes expired
-// attempt counters. It returns how many entries it erased.
+// attempt counters and expired sign-in sessions. It returns how many entries it erased.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
 	// A retirement's erasure dates are set before anything is swept, or
 	// an interrupted retirement could leave entries to be erased late. If
@@ -72,6 +72,9 @@ func (db *DB) sweepDue(ctx context.Context) (int, error) {
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE expires_at <= ?`, Millis(tx.Now)); err != nil {
 				return fmt.Errorf("delete expired counters: %w", err)
+			}
+			if err := deleteExpiredSessions(ctx, tx); err != nil {
+				return err
 			}
 			return nil
 		})

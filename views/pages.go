@@ -133,3 +133,11 @@ type BackupView struct {
 	// restorable (zero while it is); LastFailedDrill is the last failure.
 	VerifiedAt, NotRestorableSince, LastFailedDrill time.Time
 }
+
+// AccountView is the signed-in person's account page.
+type AccountView struct {
+	// UserID is the identifier an owner passes to `admit owner add --user`.
+	UserID string
+	// Provider names the identity provider.
+	Provider string
+}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"net/url"
 
 	"admit/internal/identity"
 	"admit/store"
@@ -34,6 +35,13 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := s.chrome(w, r, "Sign in")
 	v := views.SignInView{Dev: s.id.Mode() == identity.ModeDev, RedirectURL: target}
+	if rs, ok := s.id.(identity.RedirectSignIn); ok {
+		v.ProviderName = rs.ProviderName()
+		v.StartURL = "/auth/start"
+		if target != "" {
+			v.StartURL += "?redirect_url=" + url.QueryEscape(target)
+		}
+	}
 	if s.id.Mode() == identity.ModeClerk {
 		c.Clerk = s.clerkJS("sign-in", signInURL(target))
 	}
@@ -126,7 +134,7 @@ func (s *Server) signedOut(w http.ResponseWriter, r *http.Request, wasIn bool, n
 	for k := range sess.Values {
 		delete(sess.Values, k)
 	}
-	if wasIn && next == "" {
+	if wasIn {
 		sess.AddFlash(note, noteKey)
 	}
 	if err := sess.Save(r, w); err != nil {
@@ -156,6 +164,10 @@ func (s *Server) providerName() string {
 		return "Clerk"
 	case identity.ModeDev:
 		return "development sign-in"
+	case identity.ModeOIDC:
+		if rs, ok := s.id.(identity.RedirectSignIn); ok {
+			return rs.ProviderName()
+		}
 	}
 	return s.id.Mode().String()
 }
@@ -165,5 +177,54 @@ func (s *Server) handleCSRF(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
 	noStore(w)
 	writeJSON(w, http.StatusOK, map[string]string{"csrfToken": s.csrfToken(w, r, p)})
+	return nil
+}
+
+// handleOIDCStart sends the browser to the OpenID Connect provider, with
+// where to go on afterwards (a page of this site) sealed in the sign-in
+// cookie. Before the provider has been discovered it is 503.
+func (s *Server) handleOIDCStart(w http.ResponseWriter, r *http.Request) error {
+	rs := s.id.(identity.RedirectSignIn)
+	q, err := singleQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	target, _ := returnTarget(q.Get("redirect_url"))
+	to, err := rs.StartSignIn(w, r, target)
+	if err != nil {
+		return err
+	}
+	noStore(w)
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// handleOIDCCallback completes a sign-in at the provider. Every failure
+// (wrong or replayed state, a refused code, a token that does not verify,
+// an error from the provider) is a page that says so and starts no
+// session.
+func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) error {
+	rs := s.id.(identity.RedirectSignIn)
+	noStore(w)
+	p, target, err := rs.FinishSignIn(w, r)
+	if sie, ok := errors.AsType[*identity.SignInError](err); ok {
+		c := s.chrome(w, r, "Sign-in failed")
+		return s.render(w, r, http.StatusBadRequest, c, views.SignInFailed(c, views.SignInFailedView{
+			Reason: sie.Reason, ProviderName: rs.ProviderName()}))
+	}
+	if err != nil {
+		return err
+	}
+	// A new identity gets a new CSRF secret and shows its own address.
+	sess := s.session(r)
+	delete(sess.Values, "csrf")
+	delete(sess.Values, whoKey)
+	if err := sess.Save(r, w); err != nil {
+		return err
+	}
+	if target, _ = returnTarget(target); target == "" {
+		target = s.landing(r.Context(), p.UserID)
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
 	return nil
 }

@@ -12,10 +12,14 @@ type ProgramCard struct {
 // SignInView configures the sign-in page.
 type SignInView struct {
 	// Dev shows the development form instead of ClerkJS.
-	Dev         bool
-	RedirectURL string
-	Email       string
-	Error       string
+	Dev bool
+	// ProviderName and StartURL offer the OpenID Connect provider: a GET
+	// link to the start route.
+	ProviderName string
+	StartURL     string
+	RedirectURL  string
+	Email        string
+	Error        string
 }
 
 // MyEntry is one of the signed-in person's own waitlist entries.
@@ -140,4 +144,11 @@ type AccountView struct {
 	UserID string
 	// Provider names the identity provider.
 	Provider string
+}
+
+// SignInFailedView is the page for a sign-in at the provider that failed.
+type SignInFailedView struct {
+	// Reason is a fixed sentence saying what went wrong.
+	Reason       string
+	ProviderName string
 }

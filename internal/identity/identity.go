@@ -45,7 +45,7 @@ var ErrSignedOut = errors.New("signed out")
 var ErrIdentityUnavailable = errors.New("identity provider unavailable")
 
 // Identity authenticates requests and looks up verified email addresses.
-// There are two implementations: Clerk and development.
+// There are three implementations: Clerk, OpenID Connect and development.
 type Identity interface {
 	// Authenticate returns the request's principal, or ErrSignedOut for a
 	// missing, malformed, expired or otherwise invalid session. It never
@@ -77,6 +77,9 @@ const (
 	// ModeDev is the development sign-in form, which treats any address as
 	// verified; pages show a development banner.
 	ModeDev
+	// ModeOIDC signs in through an OpenID Connect provider and reads
+	// verified addresses from its userinfo endpoint.
+	ModeOIDC
 )
 
 // String names the mode, for messages.
@@ -86,6 +89,8 @@ func (m Mode) String() string {
 		return "clerk"
 	case ModeDev:
 		return "dev"
+	case ModeOIDC:
+		return "oidc"
 	}
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }

@@ -184,7 +184,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	if oi, ok := id.(*identity.OIDCIdentity); ok {
 		// Discovery at start, retried with backoff while /readyz says why.
 		go oi.RunDiscovery(ctx, func(err error, wait time.Duration) {
-			logger.Warn("identity provider discovery failed; retrying", "err", err, "retry_in", wait)
+			if err != nil {
+				logger.Warn("identity provider discovery failed; retrying", "err", err, "retry_in", wait)
+			} else {
+				logger.Info("identity provider discovered")
+			}
 		})
 		ready = func(ctx context.Context) error {
 			if err := oi.Ready(); err != nil {

@@ -234,16 +234,18 @@ func (o *OIDCIdentity) Discover(ctx context.Context) error {
 
 // RunDiscovery discovers the provider, retrying with backoff (1 s, doubling
 // up to 30 s) until it succeeds or ctx ends. Meanwhile Ready says why
-// admit is not ready. onRetry, when set, is told of each failed attempt.
-func (o *OIDCIdentity) RunDiscovery(ctx context.Context, onRetry func(err error, wait time.Duration)) {
+// admit is not ready. attempted, when set, is told of every attempt: its
+// error (nil for the success that ends the loop) and the wait before the
+// next one.
+func (o *OIDCIdentity) RunDiscovery(ctx context.Context, attempted func(err error, wait time.Duration)) {
 	wait := time.Second
 	for {
 		err := o.Discover(ctx)
+		if attempted != nil {
+			attempted(err, wait)
+		}
 		if err == nil {
 			return
-		}
-		if onRetry != nil {
-			onRetry(err, wait)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -480,8 +482,9 @@ func (o *OIDCIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("%w: userinfo failed", ErrIdentityUnavailable)
 	}
-	if status == http.StatusUnauthorized {
-		// The provider no longer honours the session's token.
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		// The provider no longer honours the session's token (revoked, or
+		// the person was removed): the session ends.
 		_ = o.sessions.endDigest(ctx, p.live.digest)
 		return nil, ErrSignedOut
 	}

@@ -425,3 +425,14 @@ func TestOIDC_SignOutEverywhereEndsEverySession(t *testing.T) {
 		}
 	}
 }
+
+func TestOIDC_PrivacyPageSaysWhatASessionKeeps(t *testing.T) {
+	app := mustOIDCApp(t)
+	page := app.NewClient(t).Get(t, "/privacy")
+	for _, want := range []string{"Test ID, through OpenID Connect", `data-testid="session-data"`,
+		"the tokens your identity provider gave", "at most 7 days"} {
+		if !strings.Contains(page.Body, want) {
+			t.Fatalf("privacy page lacks %q", want)
+		}
+	}
+}

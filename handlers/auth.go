@@ -134,17 +134,22 @@ func (s *Server) signedOut(w http.ResponseWriter, r *http.Request, wasIn bool, n
 	for k := range sess.Values {
 		delete(sess.Values, k)
 	}
-	if wasIn {
+	if wasIn && next == "" {
 		sess.AddFlash(note, noteKey)
 	}
 	if err := sess.Save(r, w); err != nil {
 		return err
 	}
 	noStore(w)
-	if next == "" {
-		next = "/"
+	if next != "" {
+		// RP-initiated logout is offered as a link: a form's redirect to
+		// the provider would break the CSP's form-action 'self'.
+		c := s.chrome(w, r, "Signed out")
+		c.Flash = note
+		return s.render(w, r, http.StatusOK, c, views.SignedOut(c, views.SignedOutView{
+			ProviderName: s.providerName(), ProviderURL: next}))
 	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
 	return nil
 }
 

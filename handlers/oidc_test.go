@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"html"
+	"regexp"
 	"net/http"
 	"net/url"
 	"strings"
@@ -389,10 +391,17 @@ func TestOIDC_SignOutEndsACopiedCookieAndLogsOutAtTheProvider(t *testing.T) {
 	c.SignIn(t, "reader@example.com")
 	copied := copyCookies(t, c)
 	resp := c.PostForm(t, "/sign-out", url.Values{"csrf": {c.CSRF(t)}})
-	loc := mustURL(t, resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc.String(), app.OIDC.Issuer+"/end_session?") ||
+	link := regexp.MustCompile(`href="([^"]*)"[^>]*data-testid="provider-sign-out"`).FindStringSubmatch(resp.Body)
+	if resp.StatusCode != http.StatusOK || link == nil {
+		t.Fatalf("sign-out: status %d, want 200 and the provider's sign-out offered", resp.StatusCode)
+	}
+	if resp.Header.Get("Cache-Control") != "private, no-store" {
+		t.Fatalf("sign-out page Cache-Control=%q", resp.Header.Get("Cache-Control"))
+	}
+	loc := mustURL(t, html.UnescapeString(link[1]))
+	if !strings.HasPrefix(loc.String(), app.OIDC.Issuer+"/end_session?") ||
 		loc.Query().Get("post_logout_redirect_uri") != app.URL+"/" || loc.Query().Get("client_id") != app.OIDC.ClientID {
-		t.Fatalf("sign-out: status %d Location %q, want the provider's end_session", resp.StatusCode, loc)
+		t.Fatalf("sign-out: provider link %q, want the provider's end_session", loc)
 	}
 	if loc.Query().Has("id_token_hint") {
 		t.Fatal("the logout URL carries a token")

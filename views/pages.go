@@ -152,3 +152,11 @@ type SignInFailedView struct {
 	Reason       string
 	ProviderName string
 }
+
+// SignedOutView is the page after signing out of admit when the identity
+// provider offers its own sign-out too.
+type SignedOutView struct {
+	ProviderName string
+	// ProviderURL is the provider's end-session URL (no token in it).
+	ProviderURL string
+}

@@ -3,9 +3,9 @@ package handlers
 import (
 	"context"
 	"html"
-	"regexp"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"

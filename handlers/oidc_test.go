@@ -445,3 +445,46 @@ func TestOIDC_PrivacyPageSaysWhatASessionKeeps(t *testing.T) {
 		}
 	}
 }
+
+// TestOIDC_AuthorizationMatrixForANonOwner sends every owner route, with
+// the person's own valid CSRF token on writes, as someone signed in
+// through OpenID Connect who owns nothing: each is the same 404 as a path
+// that does not exist, and nothing changes.
+func TestOIDC_AuthorizationMatrixForANonOwner(t *testing.T) {
+	app := mustOIDCApp(t)
+	c := app.NewClient(t)
+	c.SignIn(t, "visitor@example.com")
+	csrf := c.CSRF(t)
+	notFound := c.Get(t, "/no-such-page").Body
+	before := dbFingerprint(t, app.DB)
+	fill := strings.NewReplacer("{id}", app.Demo.ID, "{entryId}", "e", "{invitationId}", "i", "{grantId}", "g")
+	n := 0
+	for pattern := range app.Srv.patterns {
+		method, path, _ := strings.Cut(pattern, " ")
+		if !strings.HasPrefix(path, "/owner") && !strings.HasPrefix(path, "/api/owner") {
+			continue
+		}
+		n++
+		path = fill.Replace(path)
+		var resp *testResponse
+		if method == http.MethodGet {
+			resp = c.Get(t, path)
+		} else {
+			resp = c.Do(t, method, path, "application/x-www-form-urlencoded", strings.NewReader(url.Values{"csrf": {csrf}}.Encode()),
+				"X-CSRF-Token", csrf)
+		}
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s %s as an OIDC non-owner: status %d, want 404", method, path, resp.StatusCode)
+			continue
+		}
+		if method == http.MethodGet && !strings.HasPrefix(path, "/api/") && resp.Body != notFound {
+			t.Errorf("%s %s: the 404 differs from an unmatched path's", method, path)
+		}
+	}
+	if n < 40 {
+		t.Fatalf("only %d owner routes checked", n)
+	}
+	if !sameRows(before, dbFingerprint(t, app.DB)) {
+		t.Fatal("a refused owner request changed the database")
+	}
+}

@@ -99,8 +99,8 @@ func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) error {
 		if err := s.checkCSRF(r, p); err != nil {
 			return err
 		}
-	} else if errors.Is(err, identity.ErrIdentityUnavailable) {
-		return err
+	} else {
+		p = nil // whatever the cookies hold is cleared
 	}
 	next, err := s.id.SignOut(w, r, p)
 	if err != nil {

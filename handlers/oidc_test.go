@@ -488,3 +488,30 @@ func TestOIDC_AuthorizationMatrixForANonOwner(t *testing.T) {
 		t.Fatal("a refused owner request changed the database")
 	}
 }
+
+func TestOIDC_ConcurrentRequestsRefreshOnce(t *testing.T) {
+	app := mustOIDCApp(t)
+	c := app.NewClient(t)
+	c.SignIn(t, "reader@example.com")
+	app.Clock.Add(2 * time.Hour) // the access token has expired
+	const n = 6
+	statuses := make(chan int, n)
+	for range n {
+		go func() {
+			r, err := c.Send("GET", "/me", "", nil)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			statuses <- r.StatusCode
+		}()
+	}
+	for range n {
+		if got := <-statuses; got != http.StatusOK {
+			t.Fatalf("a concurrent request after expiry: status %d, want 200 (the rotated refresh token spent twice?)", got)
+		}
+	}
+	if got := app.OIDC.Refreshes(); got != 1 {
+		t.Fatalf("refreshes=%d, want 1", got)
+	}
+}

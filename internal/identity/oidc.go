@@ -130,10 +130,10 @@ type OIDCIdentity struct {
 	endSession string
 	lastErr    string
 
-	// refreshing serializes the token refresh of each session (by digest),
-	// so two requests never spend the same refresh token.
-	refreshMu  sync.Mutex
-	refreshing map[string]*sync.Mutex
+	// refreshing serializes token refreshes, striped by session digest, so
+	// two requests never spend the same refresh token; a fixed number of
+	// stripes keeps the memory bounded however many sessions refresh.
+	refreshing [64]sync.Mutex
 }
 
 var (
@@ -173,8 +173,7 @@ func NewOIDCIdentity(cfg OIDCConfig) (*OIDCIdentity, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &OIDCIdentity{cfg: cfg, sessions: s, hc: hc, now: now, lastErr: "not tried yet",
-		refreshing: map[string]*sync.Mutex{}}, nil
+	return &OIDCIdentity{cfg: cfg, sessions: s, hc: hc, now: now, lastErr: "not tried yet"}, nil
 }
 
 // OIDCUserID is the stable admit user ID of the person sub at issuer: a
@@ -586,16 +585,7 @@ func (o *OIDCIdentity) freshTokens(ctx context.Context, l *liveSession) (*oidcTo
 }
 
 func (o *OIDCIdentity) refreshLock(digest []byte) *sync.Mutex {
-	o.refreshMu.Lock()
-	defer o.refreshMu.Unlock()
-	k := string(digest)
-	mu := o.refreshing[k]
-	if mu == nil {
-		// Bounded by the live sessions that refreshed since start; small.
-		mu = &sync.Mutex{}
-		o.refreshing[k] = mu
-	}
-	return mu
+	return &o.refreshing[int(digest[0])%len(o.refreshing)]
 }
 
 // fetchUserinfo asks the userinfo endpoint with the access token and

@@ -65,8 +65,6 @@ type liveSession struct {
 	digest []byte
 	userID string
 	data   []byte
-	// touched is when it was last recorded as used.
-	touched time.Time
 }
 
 // principal is the Principal of a session. The CSRF token is bound to an
@@ -116,7 +114,7 @@ func (s *Sessions) start(ctx context.Context, w http.ResponseWriter, userID stri
 	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: base64.RawURLEncoding.EncodeToString(id), Path: "/",
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode, Expires: row.ExpiresAt,
 		MaxAge: int(SessionTTL.Seconds())})
-	return &liveSession{digest: digest, userID: userID, data: data, touched: row.LastSeenAt}, nil
+	return &liveSession{digest: digest, userID: userID, data: data}, nil
 }
 
 // digestOf returns the digest of the request's session ID, or nil when it
@@ -156,7 +154,7 @@ func (s *Sessions) load(r *http.Request) (*liveSession, error) {
 		// Sealed under another key (the key was rotated): signed out.
 		return nil, ErrSignedOut
 	}
-	l := &liveSession{digest: digest, userID: row.UserID, data: data, touched: row.LastSeenAt}
+	l := &liveSession{digest: digest, userID: row.UserID, data: data}
 	if s.db.Now().Sub(row.LastSeenAt) >= sessionTouchEvery {
 		// A failed touch only leaves last use older than it was.
 		_ = s.db.TouchSession(r.Context(), digest)

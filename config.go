@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,9 +31,17 @@ type Config struct {
 	ClerkAPIURL            string
 	ClerkIssuer            string
 	ClerkAuthorizedParties []string
-	ClientIPHeader         string
-	NetworkHourlyLimit     int
-	DevOwnerEmail          string
+	// OIDC* configure OpenID Connect mode (ADMIT_OIDC_*); OIDCIssuer set
+	// means that mode.
+	OIDCIssuer         string
+	OIDCClientID       string
+	OIDCClientSecret   string
+	OIDCScopes         []string
+	OIDCTrustEmail     bool
+	OIDCProviderName   string
+	ClientIPHeader     string
+	NetworkHourlyLimit int
+	DevOwnerEmail      string
 	// Retention is the erasure policy by entry state (ADMIT_RETENTION_*_DAYS).
 	Retention store.Retention
 	// PprofAddr, when set (ADMIT_PPROF_ADDR), is a loopback host:port where
@@ -70,8 +79,12 @@ func (c *Config) UseListener(addr net.Addr) {
 	}
 }
 
-// DevMode reports whether admit runs with the development identity.
-func (c *Config) DevMode() bool { return c.ClerkSecretKey == "" }
+// DevMode reports whether admit runs with the development identity:
+// neither Clerk nor OpenID Connect is configured.
+func (c *Config) DevMode() bool { return c.ClerkSecretKey == "" && c.OIDCIssuer == "" }
+
+// OIDCMode reports whether admit signs in through an OpenID Connect provider.
+func (c *Config) OIDCMode() bool { return c.OIDCIssuer != "" }
 
 // DBPath is the SQLite file in the data directory.
 func (c *Config) DBPath() string { return filepath.Join(c.DataDir, "admit.db") }
@@ -92,6 +105,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		MetricsAddr:         r.env("ADMIT_METRICS_ADDR", ""),
 		DevOwnerEmail:       r.env("ADMIT_DEV_OWNER_EMAIL", "owner@example.test"),
 		PprofAddr:           r.env("ADMIT_PPROF_ADDR", ""),
+		OIDCIssuer:          r.env("ADMIT_OIDC_ISSUER", ""),
+		OIDCClientID:        r.env("ADMIT_OIDC_CLIENT_ID", ""),
+		OIDCProviderName:    r.env("ADMIT_OIDC_PROVIDER_NAME", ""),
 	}
 	host, port := r.listenAddr(c.Addr)
 	c.PublicURL, c.PublicURLDerived = r.publicURL(host, port)
@@ -110,9 +126,14 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	if c.RequestIDHeader != "" && strings.ContainsAny(c.RequestIDHeader, " :\t") {
 		r.bad("ADMIT_REQUEST_ID_HEADER=%q is not a header name", c.RequestIDHeader)
 	}
-	if c.DevMode() {
+	switch {
+	case c.ClerkSecretKey != "" && c.OIDCIssuer != "":
+		r.bad("CLERK_SECRET_KEY and ADMIT_OIDC_ISSUER are both set: admit signs in through one identity provider, unset one of them")
+	case c.OIDCMode():
+		r.checkOIDC(c)
+	case c.DevMode():
 		r.checkDev(c, host)
-	} else {
+	default:
 		r.checkClerk(c)
 	}
 	c.ClerkAuthorizedParties, c.partiesDerived = r.authorizedParties(c.PublicURL)
@@ -249,6 +270,51 @@ func (r *configReader) checkDev(c *Config, host string) {
 	if c.ClerkPublishableKey != "" || c.ClerkIssuer != "" {
 		r.bad("CLERK_PUBLISHABLE_KEY or CLERK_ISSUER is set but CLERK_SECRET_KEY is not: set all three for Clerk mode")
 	}
+	for _, k := range []string{"ADMIT_OIDC_CLIENT_ID", "ADMIT_OIDC_CLIENT_SECRET", "ADMIT_OIDC_CLIENT_SECRET_FILE"} {
+		if r.env(k, "") != "" {
+			r.bad("%s is set but ADMIT_OIDC_ISSUER is not: set the issuer for OpenID Connect mode", k)
+		}
+	}
+}
+
+// checkOIDC reads and checks the OpenID Connect settings.
+func (r *configReader) checkOIDC(c *Config) {
+	if u, err := url.Parse(c.OIDCIssuer); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil ||
+		(u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
+		r.bad("ADMIT_OIDC_ISSUER=%q must be the provider's https issuer URL (http:// only on a loopback host, for tests)", c.OIDCIssuer)
+	}
+	if c.OIDCClientID == "" {
+		r.bad("ADMIT_OIDC_CLIENT_ID is required with ADMIT_OIDC_ISSUER: the client ID registered at the provider")
+	}
+	secret, file := r.env("ADMIT_OIDC_CLIENT_SECRET", ""), r.env("ADMIT_OIDC_CLIENT_SECRET_FILE", "")
+	switch {
+	case secret != "" && file != "":
+		r.bad("ADMIT_OIDC_CLIENT_SECRET and ADMIT_OIDC_CLIENT_SECRET_FILE are both set: set one")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			r.bad("ADMIT_OIDC_CLIENT_SECRET_FILE=%q cannot be read: %v", file, errors.Unwrap(err))
+		} else if secret = strings.TrimSpace(string(b)); secret == "" {
+			r.bad("ADMIT_OIDC_CLIENT_SECRET_FILE=%q is empty", file)
+		}
+	case secret == "":
+		r.bad("ADMIT_OIDC_CLIENT_SECRET (or ADMIT_OIDC_CLIENT_SECRET_FILE) is required with ADMIT_OIDC_ISSUER")
+	}
+	c.OIDCClientSecret = secret
+	c.OIDCScopes = strings.Fields(strings.ReplaceAll(r.env("ADMIT_OIDC_SCOPES", "openid email"), ",", " "))
+	if !slices.Contains(c.OIDCScopes, "openid") {
+		r.bad("ADMIT_OIDC_SCOPES=%q must include openid", strings.Join(c.OIDCScopes, " "))
+	}
+	switch v := r.env("ADMIT_OIDC_TRUST_EMAIL", "0"); v {
+	case "0":
+	case "1":
+		c.OIDCTrustEmail = true
+	default:
+		r.bad("ADMIT_OIDC_TRUST_EMAIL=%q must be 1 (count addresses without email_verified) or 0", v)
+	}
+	if c.ClerkPublishableKey != "" || c.ClerkIssuer != "" {
+		r.bad("CLERK_PUBLISHABLE_KEY or CLERK_ISSUER is set with ADMIT_OIDC_ISSUER: unset the Clerk settings")
+	}
 }
 
 // checkClerk checks the Clerk settings and trims the API URL.
@@ -293,7 +359,11 @@ func isLoopbackHost(host string) bool {
 }
 
 // secretNames are the keys in the secrets file, each 32 random bytes as hex.
-var secretNames = []string{"session_hash", "session_block", "csrf", "binding", "counter"}
+var secretNames = []string{"session_hash", "session_block", "csrf", "binding", "counter", "session_tokens"}
+
+// addedSecrets are keys newer than the secrets file a data directory may
+// already have: LoadKeys generates each missing one and appends it.
+var addedSecrets = []string{"session_tokens"}
 
 // LoadKeys reads the server keys from ADMIT_SECRET_<NAME> variables, or from
 // the secrets file in the data directory, generating that file (mode 0600) on
@@ -321,7 +391,7 @@ func LoadKeys(getenv func(string) string, dataDir string) (handlers.Keys, error)
 		}
 	}
 	return handlers.Keys{SessionHash: vals["session_hash"], SessionBlock: vals["session_block"], CSRF: vals["csrf"],
-		Binding: vals["binding"], Counter: vals["counter"]}, nil
+		Binding: vals["binding"], Counter: vals["counter"], SessionTokens: vals["session_tokens"]}, nil
 }
 
 func secretsFile(path string) (map[string][]byte, error) {
@@ -370,9 +440,42 @@ func secretsFile(path string) (map[string][]byte, error) {
 		vals[k] = key
 	}
 	for _, n := range secretNames {
-		if vals[n] == nil {
+		if vals[n] == nil && !slices.Contains(addedSecrets, n) {
 			return nil, fmt.Errorf("secrets file %s has no %s key", path, n)
 		}
 	}
+	if err := appendAddedSecrets(path, vals); err != nil {
+		return nil, err
+	}
 	return vals, nil
+}
+
+// appendAddedSecrets generates the keys added since a secrets file was
+// written (addedSecrets) and appends them, so an upgrade keeps every
+// existing key.
+func appendAddedSecrets(path string, vals map[string][]byte) error {
+	var sb strings.Builder
+	for _, n := range addedSecrets {
+		if vals[n] != nil {
+			continue
+		}
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			return err
+		}
+		vals[n] = k
+		fmt.Fprintf(&sb, "%s=%s\n", n, hex.EncodeToString(k))
+	}
+	if sb.Len() == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("add keys to secrets file: %w", err)
+	}
+	if _, err := f.WriteString(sb.String()); err != nil {
+		f.Close()
+		return fmt.Errorf("add keys to secrets file: %w", err)
+	}
+	return f.Close()
 }

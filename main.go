@@ -221,6 +221,23 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	ready := repl.Ready // not ready while changes wait too long for the replica
+	if oi, ok := id.(*identity.OIDCIdentity); ok {
+		// Discovery at start, retried with backoff while /readyz says why.
+		go oi.RunDiscovery(ctx, func(err error, wait time.Duration) {
+			if err != nil {
+				logger.Warn("identity provider discovery failed; retrying", "err", err, "retry_in", wait)
+			} else {
+				logger.Info("identity provider discovered")
+			}
+		})
+		ready = func(ctx context.Context) error {
+			if err := oi.Ready(); err != nil {
+				return err
+			}
+			return repl.Ready(ctx)
+		}
+	}
 
 	srv, err := handlers.New(handlers.Options{
 		PublicURL:           cfg.PublicURL,
@@ -232,7 +249,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		Keys:                keys,
 		Logger:              logger,
 		BackupRetention:     backupCfg.BackupRetention(),
-		Ready:               repl.Ready, // not ready while changes wait too long for the replica
+		Ready:               ready,
 		BackupStatus:        backupStatus(repl),
 	}, db, id)
 	if err != nil {
@@ -305,18 +322,38 @@ func startErasure(ctx context.Context, db *store.DB, repl *backup.Replicator, lo
 	}
 }
 
-// newIdentity picks the identity provider: the development sign-in (which
-// seeds the demo workspace on a fresh database) or Clerk.
+// newIdentity picks the identity provider: OpenID Connect, Clerk, or the
+// development sign-in (which seeds the demo workspace on a fresh database).
 func newIdentity(ctx context.Context, cfg *Config, keys handlers.Keys, db *store.DB, logger *slog.Logger) (identity.Identity, error) {
+	if cfg.OIDCMode() {
+		public := cfg.PublicURL.String()
+		return identity.NewOIDCIdentity(identity.OIDCConfig{
+			Issuer:        cfg.OIDCIssuer,
+			ClientID:      cfg.OIDCClientID,
+			ClientSecret:  cfg.OIDCClientSecret,
+			Scopes:        cfg.OIDCScopes,
+			TrustEmail:    cfg.OIDCTrustEmail,
+			Name:          cfg.OIDCProviderName,
+			RedirectURL:   public + "/auth/callback",
+			PostLogoutURL: public + "/",
+			DB:            db,
+			TokenKey:      keys.SessionTokens,
+			SecureCookie:  cfg.PublicURL.Scheme == "https",
+		})
+	}
 	if !cfg.DevMode() {
 		return identity.NewClerkIdentity(identity.ClerkConfig{
 			SecretKey:         cfg.ClerkSecretKey,
 			APIURL:            cfg.ClerkAPIURL,
 			Issuer:            cfg.ClerkIssuer,
 			AuthorizedParties: cfg.ClerkAuthorizedParties,
+			DB:                db,
 		})
 	}
-	id := identity.NewDevIdentity(keys.SessionHash, keys.SessionBlock, cfg.PublicURL.Scheme == "https")
+	id, err := identity.NewDevIdentity(db, keys.SessionTokens, cfg.PublicURL.Scheme == "https")
+	if err != nil {
+		return nil, err
+	}
 	owner, err := store.NormalizeEmail(cfg.DevOwnerEmail)
 	if err != nil {
 		return nil, fmt.Errorf("ADMIT_DEV_OWNER_EMAIL: %w", err)

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -836,5 +837,32 @@ func TestOpenDB_TheWriteQueueComesFromTheEnvironment(t *testing.T) {
 		if signups != tc.want || reserve != store.DefaultWriteReserve {
 			t.Errorf("ADMIT_WRITE_QUEUE=%q: bounds %d and %d, want %d and %d", tc.env, signups, reserve, tc.want, store.DefaultWriteReserve)
 		}
+	}
+}
+
+func TestLoadKeys_AddsTheSessionTokensKeyToAnOlderSecretsFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "secrets")
+	var old strings.Builder
+	for i, n := range []string{"session_hash", "session_block", "csrf", "binding", "counter"} {
+		fmt.Fprintf(&old, "%s=%s\n", n, strings.Repeat(fmt.Sprintf("%02x", i+1), 32))
+	}
+	if err := os.WriteFile(path, []byte(old.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := LoadKeys(fakeEnv(nil), dir)
+	if err != nil {
+		t.Fatalf("LoadKeys on an older secrets file: %v", err)
+	}
+	if len(keys.SessionTokens) != 32 || keys.Counter[0] != 5 {
+		t.Fatalf("keys: session tokens %d bytes, counter %x", len(keys.SessionTokens), keys.Counter[:1])
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(b), old.String()) || !strings.Contains(string(b), "session_tokens=") {
+		t.Fatalf("secrets file after the upgrade:\n%s", b)
+	}
+	again, err := LoadKeys(fakeEnv(nil), dir)
+	if err != nil || string(again.SessionTokens) != string(keys.SessionTokens) {
+		t.Fatalf("the added key changed on the next start: %v", err)
 	}
 }

@@ -210,6 +210,7 @@ var a11yPages = []a11yPage{
 		return "/me/waitlist/" + p.Slug + "/withdraw"
 	}},
 	{Name: "signed in", As: "redeemer@example.com", Path: a11yPath("/sign-in?redirect_url=%2Fredeem")},
+	{Name: "account", As: "redeemer@example.com", Path: a11yPath("/me/account")},
 	{Name: "redeem, signed in", As: "redeemer@example.com", Path: a11yPath("/redeem")},
 	{Name: "redeem with a wrong code", As: "redeemer@example.com", Path: a11yPath("/redeem"),
 		Fill:   []a11yField{{"#code", strings.Repeat("A", 43)}},

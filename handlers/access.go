@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"admit/internal/identity"
@@ -45,6 +46,11 @@ func (s *Server) recipient(fn handlerFunc) http.Handler {
 			return err
 		}
 		raw, err := s.id.VerifiedEmails(r.Context(), p)
+		if errors.Is(err, identity.ErrSignedOut) {
+			// The provider ended the session (tokens refused or no longer
+			// refreshable): signed out, as for any ended session.
+			return identity.ErrSignedOut
+		}
 		if err != nil {
 			return identity.ErrIdentityUnavailable
 		}

@@ -22,6 +22,7 @@ import (
 
 	"admit/internal/clerkfake"
 	"admit/internal/identity"
+	"admit/internal/oidcprovider"
 	"admit/internal/testutil"
 	"admit/store"
 )
@@ -33,7 +34,11 @@ type testApp struct {
 	Clock *testutil.Clock
 	Clerk *clerkfake.Fake // nil in development mode
 	Dev   *identity.DevIdentity
-	Srv   *Server
+	// OIDC is the OpenID Provider and OIDCId admit's identity in OpenID
+	// Connect mode; nil otherwise.
+	OIDC   *oidcprovider.Provider
+	OIDCId *identity.OIDCIdentity
+	Srv    *Server
 	// OwnerID is the demo workspace owner's user ID.
 	OwnerID string
 	// Demo is the seeded demo program.
@@ -45,10 +50,15 @@ type testApp struct {
 }
 
 type appConfig struct {
-	clerk      bool
-	hourly     int
-	clientIPHd string
-	dataDir    string
+	clerk bool
+	// oidc runs OpenID Connect mode against this provider; oidcTrust sets
+	// ADMIT_OIDC_TRUST_EMAIL; oidcNoDiscovery leaves discovery to the test.
+	oidc            *oidcprovider.Provider
+	oidcTrust       bool
+	oidcNoDiscovery bool
+	hourly          int
+	clientIPHd      string
+	dataDir         string
 	// signupDelay overrides the signup answers' release delay.
 	signupDelay time.Duration
 	// signupBodyTimeout overrides how long a signup body may take.
@@ -67,6 +77,17 @@ type appOption func(*appConfig)
 
 // withClerk runs the app in Clerk mode against the fake Backend API.
 func withClerk() appOption { return func(c *appConfig) { c.clerk = true } }
+
+// withOIDC runs the app in OpenID Connect mode against a real provider,
+// asking for refresh tokens (offline_access).
+func withOIDC(p *oidcprovider.Provider) appOption { return func(c *appConfig) { c.oidc = p } }
+
+// withOIDCTrustEmail sets ADMIT_OIDC_TRUST_EMAIL=1.
+func withOIDCTrustEmail() appOption { return func(c *appConfig) { c.oidcTrust = true } }
+
+// withoutOIDCDiscovery starts the app before the provider is discovered:
+// the test runs discovery itself.
+func withoutOIDCDiscovery() appOption { return func(c *appConfig) { c.oidcNoDiscovery = true } }
 
 // withNetworkLimit sets ADMIT_NETWORK_HOURLY_LIMIT.
 func withNetworkLimit(n int) appOption { return func(c *appConfig) { c.hourly = n } }
@@ -136,6 +157,10 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 		cfg.dataDir = tb.TempDir()
 	}
 	clock := testutil.NewClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	if cfg.oidc != nil {
+		// The provider stamps its tokens with the real time.
+		clock = testutil.NewClock(time.Now().UTC().Truncate(time.Second))
+	}
 	db, err := store.Open(ctx, filepath.Join(cfg.dataDir, "admit.db"),
 		store.Options{BindingKey: testKey(120), Retention: cfg.retention, Now: clock.Now,
 			SignupQueue: cfg.signupQueue, WriteReserve: cfg.writeReserve, RetireChunk: cfg.retireChunk})
@@ -152,14 +177,32 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	public, _ := url.Parse(base)
 	app := &testApp{URL: base, DB: db, Clock: clock, Logs: &syncBuffer{}}
 
-	keys := Keys{SessionHash: testKey(1), SessionBlock: testKey(40), CSRF: testKey(80), Binding: testKey(120), Counter: testKey(160)}
+	keys := Keys{SessionHash: testKey(1), SessionBlock: testKey(40), CSRF: testKey(80), Binding: testKey(120), Counter: testKey(160),
+		SessionTokens: testKey(200)}
 	var id identity.Identity
 	var publishable string
-	if cfg.clerk {
+	if cfg.oidc != nil {
+		app.OIDC = cfg.oidc
+		app.OIDC.AllowRedirect(base+"/auth/callback", base+"/")
+		oi, err := identity.NewOIDCIdentity(identity.OIDCConfig{Issuer: app.OIDC.Issuer, ClientID: app.OIDC.ClientID,
+			ClientSecret: app.OIDC.ClientSecret, Scopes: []string{"openid", "email", "offline_access"},
+			TrustEmail: cfg.oidcTrust, Name: "Test ID", RedirectURL: base + "/auth/callback", PostLogoutURL: base + "/",
+			DB: db, TokenKey: keys.SessionTokens, Now: clock.Now})
+		if err != nil {
+			tb.Fatalf("oidc identity: %v", err)
+		}
+		if !cfg.oidcNoDiscovery {
+			if err := oi.Discover(ctx); err != nil {
+				tb.Fatalf("oidc discovery: %v", err)
+			}
+		}
+		app.OIDCId, id = oi, oi
+		app.OwnerID = identity.OIDCUserID(app.OIDC.Issuer, oidcSub("owner@example.test"))
+	} else if cfg.clerk {
 		app.Clerk = clerkfake.New(tb)
 		app.Clerk.SetAuthorizedParty(base)
 		ci, err := identity.NewClerkIdentity(identity.ClerkConfig{SecretKey: app.Clerk.SecretKey(), APIURL: app.Clerk.URL(),
-			Issuer: app.Clerk.Issuer(), AuthorizedParties: []string{base}})
+			Issuer: app.Clerk.Issuer(), AuthorizedParties: []string{base}, DB: db})
 		if err != nil {
 			tb.Fatalf("clerk identity: %v", err)
 		}
@@ -168,7 +211,9 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 		app.OwnerID = "user_owner"
 		app.Clerk.SetUser(app.OwnerID, clerkfake.Email{Address: "owner@example.test", Verified: true})
 	} else {
-		app.Dev = identity.NewDevIdentity(keys.SessionHash, keys.SessionBlock, false)
+		if app.Dev, err = identity.NewDevIdentity(db, keys.SessionTokens, false); err != nil {
+			tb.Fatalf("dev identity: %v", err)
+		}
 		id = app.Dev
 		app.OwnerID = identity.DevUserID("owner@example.test")
 	}
@@ -181,11 +226,15 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	}
 	app.Demo = &ps[0]
 
+	var ready func(context.Context) error
+	if app.OIDCId != nil {
+		ready = func(context.Context) error { return app.OIDCId.Ready() }
+	}
 	srv, err := New(Options{
 		PublicURL: public, NetworkHourlyLimit: cfg.hourly, ClientIPHeader: cfg.clientIPHd,
 		ClerkPublishableKey: publishable, Keys: keys, SignupAnswerDelay: cfg.signupDelay,
 		SignupBodyTimeout: cfg.signupBodyTimeout,
-		Logger:            slog.New(slog.NewTextHandler(app.Logs, nil)),
+		Logger: slog.New(slog.NewTextHandler(app.Logs, nil)), Ready: ready,
 	}, db, id)
 	if err != nil {
 		tb.Fatalf("new server: %v", err)
@@ -230,6 +279,13 @@ func (a *testApp) NewClient(tb testing.TB) *testClient {
 // Clerk mode. It returns the user ID.
 func (c *testClient) SignIn(tb testing.TB, email string) string {
 	tb.Helper()
+	if c.app.OIDC != nil {
+		c.app.OIDC.SetUser(oidcprovider.User{Sub: oidcSub(email), Email: email, EmailVerified: oidcprovider.Verified})
+		if resp := c.OIDCSignIn(tb, "/"); resp.StatusCode != http.StatusSeeOther {
+			tb.Fatalf("oidc sign-in: status %d", resp.StatusCode)
+		}
+		return identity.OIDCUserID(c.app.OIDC.Issuer, oidcSub(email))
+	}
 	if c.app.Clerk != nil {
 		id := "user_" + strings.NewReplacer("@", "_", ".", "_", "+", "_").Replace(email)
 		if email == "owner@example.test" {
@@ -244,6 +300,50 @@ func (c *testClient) SignIn(tb testing.TB, email string) string {
 		tb.Fatalf("dev sign-in: status %d", resp.StatusCode)
 	}
 	return identity.DevUserID(email)
+}
+
+// oidcSub is the provider's subject for a test address: stable, and
+// unlike the address.
+func oidcSub(email string) string { return "sub-" + oidcprovider.SubjectDigest(email) }
+
+// OIDCSignIn follows the code flow as a browser would: admit's start route,
+// the provider's redirects, then admit's callback, whose answer it returns.
+func (c *testClient) OIDCSignIn(tb testing.TB, redirect string) *testResponse {
+	tb.Helper()
+	callback := c.OIDCAuthorize(tb, redirect)
+	return c.Get(tb, strings.TrimPrefix(callback, c.app.URL))
+}
+
+// OIDCAuthorize starts a sign-in and follows the provider's redirects up
+// to (not into) admit's callback, whose full URL it returns.
+func (c *testClient) OIDCAuthorize(tb testing.TB, redirect string) string {
+	tb.Helper()
+	resp := c.Get(tb, "/auth/start?redirect_url="+url.QueryEscape(redirect))
+	if resp.StatusCode != http.StatusSeeOther {
+		tb.Fatalf("GET /auth/start: status %d", resp.StatusCode)
+	}
+	next := resp.Header.Get("Location")
+	for range 10 {
+		if strings.HasPrefix(next, c.app.URL+"/auth/callback") {
+			return next
+		}
+		req, err := http.NewRequest(http.MethodGet, next, nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		r, err := c.Client.Do(req)
+		if err != nil {
+			tb.Fatalf("provider: %v", err)
+		}
+		r.Body.Close()
+		loc, err := r.Location()
+		if err != nil {
+			tb.Fatalf("provider answered %d without a redirect", r.StatusCode)
+		}
+		next = loc.String()
+	}
+	tb.Fatal("the provider never redirected back to admit")
+	return ""
 }
 
 // SetClerkSession puts a fresh fake-Clerk session token for userID in the

@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
+	"net/url"
 
 	"admit/internal/identity"
 	"admit/store"
@@ -36,6 +38,13 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 	// rule (docs/DEPLOY.md#development-mode): the development form is
 	// offered only where it works, to a browser on this machine.
 	v.DevElsewhere = v.Dev && !s.directLocal(r)
+	if rs, ok := s.id.(identity.RedirectSignIn); ok {
+		v.ProviderName = rs.ProviderName()
+		v.StartURL = "/auth/start"
+		if target != "" {
+			v.StartURL += "?redirect_url=" + url.QueryEscape(target)
+		}
+	}
 	if s.id.Mode() == identity.ModeClerk {
 		c.Clerk = s.clerkJS("sign-in", signInURL(target))
 	}
@@ -71,7 +80,7 @@ func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 		return s.render(w, r, http.StatusBadRequest, c, views.SignIn(c, views.SignInView{
 			Dev: true, RedirectURL: target, Email: email, Error: store.ErrorMessage(err)}))
 	}
-	p, err := dev.SignIn(w, norm)
+	p, err := dev.SignIn(w, r, norm)
 	if err != nil {
 		return err
 	}
@@ -89,38 +98,92 @@ func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// handleSignOut ends the session and says so on the start page. It needs
-// the CSRF token of a signed-in session; a visitor who is already signed
-// out is simply sent home.
+// handleSignOut ends the session on the server, so a copy of its cookie
+// is refused from now on, and says so on the start page (or goes on to the
+// provider's own sign-out). It needs the CSRF token of a signed-in session;
+// a visitor who is already signed out is simply sent home.
 func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.id.Authenticate(r)
 	if err == nil {
 		if err := s.checkCSRF(r, p); err != nil {
 			return err
 		}
+	} else {
+		p = nil // whatever the cookies hold is cleared
 	}
-	if dev, ok := s.id.(identity.FormSignIn); ok {
-		dev.SignOut(w)
+	next, err := s.id.SignOut(w, r, p)
+	if err != nil {
+		return err
 	}
+	return s.signedOut(w, r, p != nil, next, "You are signed out.")
+}
+
+// handleSignOutEverywhere ends every session of the signed-in person, on
+// every device, this one included.
+func (s *Server) handleSignOutEverywhere(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if err := s.id.SignOutEverywhere(w, r, p); err != nil {
+		return err
+	}
+	return s.signedOut(w, r, true, "", "You are signed out everywhere.")
+}
+
+// signedOut clears what this browser holds for the session and redirects
+// to next, or home with the note.
+func (s *Server) signedOut(w http.ResponseWriter, r *http.Request, wasIn bool, next, note string) error {
 	// Clerk mode: the page's script signs out of Clerk first; clearing the
 	// session cookie here also ends it for a visitor without JavaScript.
-	http.SetCookie(w, &http.Cookie{Name: "__session", Value: "", Path: "/", MaxAge: -1, HttpOnly: false,
-		Secure: s.isHTTPS(), SameSite: http.SameSiteLaxMode})
+	if s.id.Mode() == identity.ModeClerk {
+		http.SetCookie(w, &http.Cookie{Name: "__session", Value: "", Path: "/", MaxAge: -1, HttpOnly: false,
+			Secure: s.isHTTPS(), SameSite: http.SameSiteLaxMode})
+	}
 	// admit's own session starts over empty (no CSRF secret, no address),
 	// holding only the confirmation.
 	sess := s.session(r)
 	for k := range sess.Values {
 		delete(sess.Values, k)
 	}
-	if p != nil {
-		sess.AddFlash("You are signed out.", noteKey)
+	if wasIn && next == "" {
+		sess.AddFlash(note, noteKey)
 	}
 	if err := sess.Save(r, w); err != nil {
 		return err
 	}
 	noStore(w)
+	if next != "" {
+		// RP-initiated logout is offered as a link: a form's redirect to
+		// the provider would break the CSP's form-action 'self'.
+		c := s.chrome(w, r, "Signed out")
+		c.Flash = note
+		return s.render(w, r, http.StatusOK, c, views.SignedOut(c, views.SignedOutView{
+			ProviderName: s.providerName(), ProviderURL: next}))
+	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 	return nil
+}
+
+// handleAccount shows the signed-in person their account: the user ID an
+// owner passes to `admit owner add --user`, and the ways to sign out.
+func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	noStore(w)
+	c := s.chrome(w, r, "Your account")
+	return s.render(w, r, http.StatusOK, c, views.Account(c, views.AccountView{UserID: p.UserID, Provider: s.providerName()}))
+}
+
+// providerName names the identity provider for people.
+func (s *Server) providerName() string {
+	switch s.id.Mode() {
+	case identity.ModeClerk:
+		return "Clerk"
+	case identity.ModeDev:
+		return "development sign-in"
+	case identity.ModeOIDC:
+		if rs, ok := s.id.(identity.RedirectSignIn); ok {
+			return rs.ProviderName()
+		}
+	}
+	return s.id.Mode().String()
 }
 
 // handleCSRF returns the session-bound CSRF token for API clients.
@@ -128,5 +191,54 @@ func (s *Server) handleCSRF(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
 	noStore(w)
 	writeJSON(w, http.StatusOK, map[string]string{"csrfToken": s.csrfToken(w, r, p)})
+	return nil
+}
+
+// handleOIDCStart sends the browser to the OpenID Connect provider, with
+// where to go on afterwards (a page of this site) sealed in the sign-in
+// cookie. Before the provider has been discovered it is 503.
+func (s *Server) handleOIDCStart(w http.ResponseWriter, r *http.Request) error {
+	rs := s.id.(identity.RedirectSignIn)
+	q, err := singleQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	target, _ := returnTarget(q.Get("redirect_url"))
+	to, err := rs.StartSignIn(w, r, target)
+	if err != nil {
+		return err
+	}
+	noStore(w)
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// handleOIDCCallback completes a sign-in at the provider. Every failure
+// (wrong or replayed state, a refused code, a token that does not verify,
+// an error from the provider) is a page that says so and starts no
+// session.
+func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) error {
+	rs := s.id.(identity.RedirectSignIn)
+	noStore(w)
+	p, target, err := rs.FinishSignIn(w, r)
+	if sie, ok := errors.AsType[*identity.SignInError](err); ok {
+		c := s.chrome(w, r, "Sign-in failed")
+		return s.render(w, r, http.StatusBadRequest, c, views.SignInFailed(c, views.SignInFailedView{
+			Reason: sie.Reason, ProviderName: rs.ProviderName()}))
+	}
+	if err != nil {
+		return err
+	}
+	// A new identity gets a new CSRF secret and shows its own address.
+	sess := s.session(r)
+	delete(sess.Values, "csrf")
+	delete(sess.Values, whoKey)
+	if err := sess.Save(r, w); err != nil {
+		return err
+	}
+	if target, _ = returnTarget(target); target == "" {
+		target = s.landing(r.Context(), p.UserID)
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
 	return nil
 }

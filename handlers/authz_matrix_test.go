@@ -206,6 +206,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 
 		// Signed in, no email needed.
 		{"GET", "/api/csrf", noBody, "", anySignedIn(unauth, ok)},
+		{"GET", "/me/account", noBody, "", anySignedIn(see, ok)},
 
 		// Recipient group: own entries, redemption, private content.
 		{"GET", "/me", noBody, "", anySignedIn(see, ok)},
@@ -305,6 +306,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/api/me/waitlist/demo/withdraw", jsonBody, `{}`, onlyThese(unauth, ok, recipA...)},
 		{"POST", "/me/waitlist/beta/withdraw", formBody, "", onlyThese(unauth, see, recipB...)},
 		{"POST", "/api/me/waitlist/beta/withdraw", jsonBody, `{}`, onlyThese(unauth, ok, recipB...)},
+		{"POST", "/me/account/sign-out-everywhere", formBody, "", anySignedIn(unauth, see)},
 		{"POST", "/sign-out", formBody, "", everyone(see)},
 	}
 

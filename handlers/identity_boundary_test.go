@@ -16,9 +16,10 @@ import (
 // and builds the implementation.
 func TestHandlers_SeeOnlyTheIdentityInterface(t *testing.T) {
 	allowed := map[string]bool{"Identity": true, "Principal": true, "Mode": true, "ModeClerk": true, "ModeDev": true,
-		"FormSignIn": true, "ErrSignedOut": true, "ErrIdentityUnavailable": true, "SessionSerializer": true}
+		"FormSignIn": true, "RedirectSignIn": true, "SignInError": true, "ModeOIDC": true, "ErrSignedOut": true, "ErrIdentityUnavailable": true, "SessionSerializer": true, "SessionTTL": true}
 	implementation := map[string]bool{"ClerkIdentity": true, "DevIdentity": true, "NewClerkIdentity": true,
-		"NewDevIdentity": true, "ClerkConfig": true, "DevUserID": true}
+		"NewDevIdentity": true, "ClerkConfig": true, "DevUserID": true,
+		"OIDCIdentity": true, "NewOIDCIdentity": true, "OIDCConfig": true, "OIDCUserID": true}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

@@ -42,9 +42,16 @@ func (s *Server) privacyView() views.PrivacyView {
 		RedeemAccountHourlyLimit: RedeemAccountHourlyLimit,
 		RedeemNetworkHourlyLimit: RedeemNetworkHourlyLimit,
 	}
-	if s.id.Mode() == identity.ModeDev {
+	sessionGone := views.Duration(store.SweepInterval + backup)
+	switch s.id.Mode() {
+	case identity.ModeDev:
 		v.IdentityProvider = "a development sign-in form that does not verify addresses (this server is in development mode)"
+		v.ServerSessions, v.SessionKeeps = true, "the address you signed in with"
+	case identity.ModeOIDC:
+		v.IdentityProvider = "your identity provider, " + s.providerName() + ", through OpenID Connect"
+		v.ServerSessions, v.SessionKeeps = true, "the tokens your identity provider gave for this sign-in"
 	}
+	v.SessionLife, v.SessionGone = views.Duration(identity.SessionTTL), sessionGone
 	return v
 }
 

@@ -199,6 +199,9 @@ func TestWithdraw_WithoutCSRFIs403AndChangesNothing(t *testing.T) {
 	newAccessKit(app).entry(t, app.Demo, "kept@example.com")
 	c := app.NewClient(t)
 	c.SignIn(t, "kept@example.com")
+	// Signing in stores a session; the refusals below store nothing.
+	other := app.NewClient(t)
+	other.SignIn(t, "attacker@example.com")
 	before := dbFingerprint(t, app.DB)
 	if r := c.PostForm(t, "/me/waitlist/demo/withdraw", url.Values{}); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("form without token: %d, want 403", r.StatusCode)
@@ -206,8 +209,6 @@ func TestWithdraw_WithoutCSRFIs403AndChangesNothing(t *testing.T) {
 	if r := c.PostJSON(t, "POST", "/api/me/waitlist/demo/withdraw", `{}`); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("JSON without token: %d, want 403", r.StatusCode)
 	}
-	other := app.NewClient(t)
-	other.SignIn(t, "attacker@example.com")
 	if r := c.PostForm(t, "/me/waitlist/demo/withdraw", url.Values{"csrf": {other.CSRF(t)}}); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("form with another session's token: %d, want 403", r.StatusCode)
 	}

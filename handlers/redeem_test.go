@@ -442,6 +442,9 @@ func TestRedeem_MalformedCodeIs400AndCountsNoAttempt(t *testing.T) {
 func TestRedeem_SignedOutIs401AndMissingCSRFIs403(t *testing.T) {
 	app := MustStartApp(t)
 	inv := newAccessKit(app).invite(t, app.Demo, "csrf@example.com", true)
+	// Signing in stores a session; the refusals below store nothing.
+	c := app.NewClient(t)
+	c.SignIn(t, "csrf@example.com")
 	before := dbFingerprint(t, app.DB)
 
 	anon := app.NewClient(t)
@@ -451,8 +454,6 @@ func TestRedeem_SignedOutIs401AndMissingCSRFIs403(t *testing.T) {
 	if r := anon.PostForm(t, "/redeem", url.Values{"code": {inv.Code}}); r.StatusCode != http.StatusUnauthorized {
 		t.Errorf("signed-out form: %d, want 401", r.StatusCode)
 	}
-	c := app.NewClient(t)
-	c.SignIn(t, "csrf@example.com")
 	if r := c.PostJSON(t, "POST", "/api/me/invitations/redeem", redeemJSONBody(inv.Code)); r.StatusCode != http.StatusForbidden {
 		t.Errorf("no CSRF token, JSON: %d, want 403", r.StatusCode)
 	}

@@ -68,9 +68,16 @@ func (s *Server) publicRoutes(mux routeMux) {
 	if _, ok := s.id.(identity.FormSignIn); ok {
 		mux.Handle("POST /dev/sign-in", s.h(s.handleDevSignIn))
 	}
+	if _, ok := s.id.(identity.RedirectSignIn); ok {
+		// OpenID Connect: a GET link to the provider and its way back.
+		mux.Handle("GET /auth/start", s.h(s.handleOIDCStart))
+		mux.Handle("GET /auth/callback", s.h(s.handleOIDCCallback))
+	}
 
 	// Signed in, no email needed.
 	mux.Handle("GET /api/csrf", s.authed(s.handleCSRF))
+	mux.Handle("GET /me/account", s.authed(s.handleAccount))
+	mux.Handle("POST /me/account/sign-out-everywhere", s.authed(s.handleSignOutEverywhere))
 }
 
 // recipientRoutes are a signed-in person's own entry, redemption, private

@@ -29,6 +29,10 @@ type Keys struct {
 	Binding []byte
 	// Counter keys the hourly network and attempt counters.
 	Counter []byte
+	// SessionTokens seals what a server-side session keeps from the
+	// identity provider (docs/ARCHITECTURE.md#sessions). main hands it to
+	// the identity; the handlers never use it.
+	SessionTokens []byte
 }
 
 // Options configure a Server.

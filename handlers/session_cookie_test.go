@@ -2,12 +2,15 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"testing"
 
 	"admit/internal/identity"
+	"admit/store"
 
 	"github.com/gorilla/securecookie"
 )
@@ -25,7 +28,16 @@ func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 	key := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 	keys := Keys{SessionHash: key(1), SessionBlock: key(2), CSRF: key(3), Binding: key(4), Counter: key(5)}
 	u, _ := url.Parse("http://127.0.0.1:8080")
-	s, err := New(Options{PublicURL: u, Keys: keys}, nil, identity.NewDevIdentity(key(6), key(7), false))
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "admit.db"), store.Options{BindingKey: key(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dev, err := identity.NewDevIdentity(db, key(6), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{PublicURL: u, Keys: keys}, nil, dev)
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}

@@ -27,8 +27,8 @@ const receiptSweepBatch = 500
 
 // Sweep erases every entry whose erase_after has passed (email replaced by
 // a tombstone, removal hash cleared, no row deleted), deletes the signup
-// receipts older than ReceiptLifetime and expired attempt counters. It
-// returns how many entries it erased.
+// receipts older than ReceiptLifetime, expired attempt counters and expired
+// sign-in sessions. It returns how many entries it erased.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
 	// A retirement's erasure dates are set before anything is swept, or
 	// an interrupted retirement could leave entries to be erased late. If
@@ -90,6 +90,9 @@ func (db *DB) sweepDue(ctx context.Context) (int, error) {
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE expires_at <= ?`, Millis(tx.Now)); err != nil {
 				return fmt.Errorf("delete expired counters: %w", err)
+			}
+			if err := deleteExpiredSessions(ctx, tx); err != nil {
+				return err
 			}
 			return nil
 		})

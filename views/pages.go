@@ -16,6 +16,10 @@ type SignInView struct {
 	// DevElsewhere, with Dev, replaces the form by a note: the request did
 	// not come straight from this machine, where alone it works.
 	DevElsewhere bool
+	// ProviderName and StartURL offer the OpenID Connect provider: a GET
+	// link to the start route.
+	ProviderName string
+	StartURL     string
 	RedirectURL  string
 	Email        string
 	Error        string
@@ -135,4 +139,27 @@ type BackupView struct {
 	// restorable; NotRestorableSince is when drills began finding it not
 	// restorable (zero while it is); LastFailedDrill is the last failure.
 	VerifiedAt, NotRestorableSince, LastFailedDrill time.Time
+}
+
+// AccountView is the signed-in person's account page.
+type AccountView struct {
+	// UserID is the identifier an owner passes to `admit owner add --user`.
+	UserID string
+	// Provider names the identity provider.
+	Provider string
+}
+
+// SignInFailedView is the page for a sign-in at the provider that failed.
+type SignInFailedView struct {
+	// Reason is a fixed sentence saying what went wrong.
+	Reason       string
+	ProviderName string
+}
+
+// SignedOutView is the page after signing out of admit when the identity
+// provider offers its own sign-out too.
+type SignedOutView struct {
+	ProviderName string
+	// ProviderURL is the provider's end-session URL (no token in it).
+	ProviderURL string
 }

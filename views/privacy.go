@@ -34,6 +34,12 @@ type PrivacyView struct {
 	// ReceiptEverywhere is when it is gone from every copy.
 	ReceiptKept, ReceiptEverywhere string
 	IdentityProvider               string
+	// Sessions describes what a signed-in session keeps on this server;
+	// SessionLife is how long one lasts at most, SessionGone how long
+	// until an expired one is deleted from the live database and backups.
+	ServerSessions           bool
+	SessionKeeps             string
+	SessionLife, SessionGone string
 	// NetworkHourlyLimit is the signup attempts a network may make per UTC
 	// hour; the redemption limits are per account and per network.
 	NetworkHourlyLimit                                 int

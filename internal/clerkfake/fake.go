@@ -62,6 +62,10 @@ type Fake struct {
 	now         func() time.Time
 	jwksFetches int
 	userFetches int
+	// sessions maps each minted sid to its user; revoked marks the ones
+	// revoked through the API.
+	sessions map[string]string
+	revoked  map[string]bool
 }
 
 // New starts a fake with a fresh RSA key and secret key, closed at the end
@@ -76,10 +80,15 @@ func New(tb testing.TB) *Fake {
 		users:  map[string][]Email{},
 		azp:    DefaultAuthorizedParty,
 		now:    time.Now,
+
+		sessions: map[string]string{},
+		revoked:  map[string]bool{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/jwks", f.serveJWKS)
 	mux.HandleFunc("GET /v1/users/{id}", f.serveUser)
+	mux.HandleFunc("GET /v1/sessions", f.serveSessions)
+	mux.HandleFunc("POST /v1/sessions/{id}/revoke", f.serveRevoke)
 	f.srv = httptest.NewServer(mux) // listens on 127.0.0.1
 	tb.Cleanup(f.srv.Close)
 	return f
@@ -208,13 +217,15 @@ func (f *Fake) Header() map[string]any {
 // fresh sid, azp, exp now+60s, nbf and iat now-5s. The map is a fresh copy,
 // free to modify.
 func (f *Fake) Claims(userID string) map[string]any {
+	sid := "sess_" + randomHex(8)
 	f.mu.Lock()
 	now, azp := f.now(), f.azp
+	f.sessions[sid] = userID
 	f.mu.Unlock()
 	return map[string]any{
 		"iss": DefaultIssuer,
 		"sub": userID,
-		"sid": "sess_" + randomHex(8),
+		"sid": sid,
 		"azp": azp,
 		"exp": now.Add(60 * time.Second).Unix(),
 		"nbf": now.Add(-5 * time.Second).Unix(),
@@ -457,4 +468,60 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// Revoked reports whether the session sid was revoked through the API.
+func (f *Fake) Revoked(sid string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.revoked[sid]
+}
+
+// sessionJSON follows the shape of clerk.Session.
+type sessionJSON struct {
+	Object string `json:"object"`
+	ID     string `json:"id"`
+	UserID string `json:"user_id"`
+	Status string `json:"status"`
+}
+
+// serveSessions lists the sessions minted for ?user_id= (the active ones
+// with ?status=active).
+func (f *Fake) serveSessions(w http.ResponseWriter, r *http.Request) {
+	if f.answerFailure(w, r) {
+		return
+	}
+	uid, status := r.URL.Query().Get("user_id"), r.URL.Query().Get("status")
+	f.mu.Lock()
+	list := []sessionJSON{}
+	for sid, u := range f.sessions {
+		st := "active"
+		if f.revoked[sid] {
+			st = "revoked"
+		}
+		if u == uid && (status == "" || status == st) {
+			list = append(list, sessionJSON{Object: "session", ID: sid, UserID: u, Status: st})
+		}
+	}
+	f.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"data": list, "total_count": len(list)})
+}
+
+// serveRevoke revokes a minted session.
+func (f *Fake) serveRevoke(w http.ResponseWriter, r *http.Request) {
+	if f.answerFailure(w, r) {
+		return
+	}
+	sid := r.PathValue("id")
+	f.mu.Lock()
+	u, ok := f.sessions[sid]
+	if ok {
+		f.revoked[sid] = true
+	}
+	f.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "resource_not_found")
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionJSON{Object: "session", ID: sid, UserID: u, Status: "revoked"})
 }

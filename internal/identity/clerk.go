@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -18,9 +19,12 @@ import (
 	"github.com/clerk/clerk-sdk-go/v2"
 	"github.com/clerk/clerk-sdk-go/v2/jwks"
 	clerkjwt "github.com/clerk/clerk-sdk-go/v2/jwt"
+	"github.com/clerk/clerk-sdk-go/v2/session"
 	"github.com/clerk/clerk-sdk-go/v2/user"
 	jose "github.com/go-jose/go-jose/v3"
 	josejwt "github.com/go-jose/go-jose/v3/jwt"
+
+	"admit/store"
 )
 
 const (
@@ -54,6 +58,11 @@ const (
 
 	// clerkMinRSABits is the smallest RSA modulus accepted from the JWKS.
 	clerkMinRSABits = 2048
+
+	// clerkMaxTokenLife is the longest a Clerk session token lives (60 s)
+	// plus the leeway: how long a session signed out here must stay
+	// recorded as ended when its tokens cannot be seen.
+	clerkMaxTokenLife = 60*time.Second + clerkLeeway
 )
 
 // Reasons a Clerk session token is rejected. They are fixed strings so an
@@ -76,6 +85,7 @@ const (
 	clerkReasonSid          = "sid missing"
 	clerkReasonSub          = "sub missing or malformed"
 	clerkReasonBadPrincipal = "principal missing or malformed"
+	clerkReasonEnded        = "session signed out"
 )
 
 // clerkRejection is an ErrSignedOut with the fixed reason a token was
@@ -114,17 +124,22 @@ type ClerkConfig struct {
 	// Now is the clock for token times and the JWKS refetch limit; nil
 	// means time.Now.
 	Now func() time.Time
+	// DB records the sessions signed out here, so a copy of their token
+	// is refused afterwards (docs/ARCHITECTURE.md#sessions). Required.
+	DB *store.DB
 }
 
 // ClerkIdentity is the Identity backed by Clerk: it verifies Clerk session
 // JWTs against a cached JWKS and reads verified email addresses from the
 // Clerk Backend API. It is safe for concurrent use.
 type ClerkIdentity struct {
-	issuer  string
-	parties []string
-	now     func() time.Time
-	jwks    *jwks.Client
-	users   *user.Client
+	issuer        string
+	parties       []string
+	now           func() time.Time
+	jwks          *jwks.Client
+	users         *user.Client
+	clerkSessions *session.Client
+	db            *store.DB
 
 	// fetchMu serializes JWKS fetches so concurrent requests with an unknown
 	// kid cause one fetch, not many.
@@ -145,6 +160,9 @@ var _ Identity = (*ClerkIdentity)(nil)
 func NewClerkIdentity(cfg ClerkConfig) (*ClerkIdentity, error) {
 	if cfg.SecretKey == "" {
 		return nil, errors.New("clerk: secret key is required")
+	}
+	if cfg.DB == nil {
+		return nil, errors.New("clerk: a database is required for signed-out sessions")
 	}
 	if cfg.Issuer == "" || strings.TrimSpace(cfg.Issuer) != cfg.Issuer {
 		return nil, errors.New("clerk: issuer is required and must have no surrounding space")
@@ -180,12 +198,14 @@ func NewClerkIdentity(cfg ClerkConfig) (*ClerkIdentity, error) {
 	secret := cfg.SecretKey
 	backend := clerk.NewBackend(&clerk.BackendConfig{Key: &secret, URL: &apiURL, HTTPClient: hc})
 	return &ClerkIdentity{
-		issuer:  cfg.Issuer,
-		parties: slices.Clone(cfg.AuthorizedParties),
-		now:     now,
-		jwks:    &jwks.Client{Backend: backend},
-		users:   &user.Client{Backend: backend},
-		keys:    map[string]*clerk.JSONWebKey{},
+		issuer:        cfg.Issuer,
+		parties:       slices.Clone(cfg.AuthorizedParties),
+		now:           now,
+		jwks:          &jwks.Client{Backend: backend},
+		users:         &user.Client{Backend: backend},
+		clerkSessions: &session.Client{Backend: backend},
+		db:            cfg.DB,
+		keys:          map[string]*clerk.JSONWebKey{},
 	}, nil
 }
 
@@ -242,7 +262,69 @@ func (c *ClerkIdentity) Authenticate(r *http.Request) (*Principal, error) {
 	if !clerkValidID(claims.Subject) {
 		return nil, clerkReject(clerkReasonSub)
 	}
-	return &Principal{UserID: claims.Subject, SessionID: claims.SessionID}, nil
+	// rule: a session signed out here stays out, even for a copy of a
+	// token that still verifies (docs/ARCHITECTURE.md#sessions).
+	ended, err := c.db.ProviderSessionEnded(r.Context(), clerkSidDigest(claims.SessionID))
+	if err != nil {
+		return nil, clerkUnavailable("read signed-out sessions")
+	}
+	if ended {
+		return nil, clerkReject(clerkReasonEnded)
+	}
+	return &Principal{UserID: claims.Subject, SessionID: claims.SessionID, expires: time.Unix(*claims.Expiry, 0).Add(clerkLeeway)}, nil
+}
+
+// clerkSidDigest is the digest a Clerk session ID is recorded under.
+func clerkSidDigest(sid string) []byte {
+	sum := sha256.Sum256([]byte("admit clerk sid\x00" + sid))
+	return sum[:]
+}
+
+// SignOut implements Identity: the request's Clerk session is recorded as
+// ended until its last token has expired. The page's script signs out of
+// Clerk itself, which stops new tokens; the handler clears the cookie.
+func (c *ClerkIdentity) SignOut(w http.ResponseWriter, r *http.Request, p *Principal) (string, error) {
+	if p == nil || p.SessionID == "" {
+		return "", nil
+	}
+	until := p.expires
+	if until.IsZero() {
+		until = c.now().Add(clerkMaxTokenLife)
+	}
+	return "", c.db.EndProviderSession(r.Context(), clerkSidDigest(p.SessionID), until)
+}
+
+// SignOutEverywhere implements Identity: every active Clerk session of the
+// user is revoked through the Backend API (so Clerk mints no new token for
+// it) and recorded as ended until its last token has expired. If Clerk
+// cannot be reached it fails with ErrIdentityUnavailable, after ending
+// this session here.
+func (c *ClerkIdentity) SignOutEverywhere(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	if p == nil || !clerkValidID(p.UserID) {
+		return clerkReject(clerkReasonBadPrincipal)
+	}
+	if _, err := c.SignOut(w, r, p); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	uid, status := p.UserID, "active"
+	list, err := c.clerkSessions.List(ctx, &session.ListParams{UserID: &uid, Status: &status})
+	if err != nil || list == nil {
+		return clerkUnavailable("session list failed")
+	}
+	until := c.now().Add(clerkMaxTokenLife)
+	for _, sess := range list.Sessions {
+		if sess == nil || !clerkValidID(sess.ID) || sess.UserID != p.UserID {
+			continue
+		}
+		if err := c.db.EndProviderSession(ctx, clerkSidDigest(sess.ID), until); err != nil {
+			return err
+		}
+		if _, err := c.clerkSessions.Revoke(ctx, &session.RevokeParams{ID: sess.ID}); err != nil {
+			return clerkUnavailable("session revoke failed")
+		}
+	}
+	return nil
 }
 
 // VerifiedEmails fetches the user from the Clerk Backend API on every call

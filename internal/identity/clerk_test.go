@@ -35,6 +35,7 @@ func mustClerkIdentity(tb testing.TB, f *clerkfake.Fake, clock *testutil.Clock) 
 		AuthorizedParties: []string{"https://other.admit.test", f.AuthorizedParty()},
 		HTTPClient:        &http.Client{Timeout: 2 * time.Second},
 		Now:               clock.Now,
+		DB:                mustIdentityDB(tb, clock.Now),
 	})
 	if err != nil {
 		tb.Fatalf("NewClerkIdentity: %v", err)
@@ -528,6 +529,7 @@ func TestClerkVerifiedEmails_ProviderFailureIsUnavailable(t *testing.T) {
 				cfg.APIURL = f.URL()
 			}
 			cfg.Issuer, cfg.AuthorizedParties = f.Issuer(), []string{f.AuthorizedParty()}
+			cfg.DB = mustIdentityDB(t, nil)
 			id, err := NewClerkIdentity(cfg)
 			if err != nil {
 				t.Fatalf("NewClerkIdentity: %v", err)
@@ -563,8 +565,10 @@ func TestClerkVerifiedEmails_RefusesMissingOrUnsafeUserID(t *testing.T) {
 }
 
 func TestNewClerkIdentity_RejectsIncompleteConfig(t *testing.T) {
+	db := mustIdentityDB(t, nil)
 	valid := func() ClerkConfig {
 		return ClerkConfig{
+			DB:                db,
 			SecretKey:         "sk_test_x",
 			APIURL:            "https://api.clerk.com/v1",
 			Issuer:            "https://clerk.admit.test",
@@ -579,6 +583,7 @@ func TestNewClerkIdentity_RejectsIncompleteConfig(t *testing.T) {
 		mod  func(c *ClerkConfig)
 	}{
 		{"no secret key", func(c *ClerkConfig) { c.SecretKey = "" }},
+		{"no database", func(c *ClerkConfig) { c.DB = nil }},
 		{"no issuer", func(c *ClerkConfig) { c.Issuer = "" }},
 		{"relative issuer", func(c *ClerkConfig) { c.Issuer = "clerk.admit.test" }},
 		{"issuer with space", func(c *ClerkConfig) { c.Issuer = "https://clerk.admit.test " }},

@@ -2,25 +2,25 @@ package identity
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"net/http"
-	"time"
 
 	"admit/store"
-
-	"github.com/gorilla/securecookie"
 )
 
-// devCookie holds the development identity.
+// devCookie holds the development session's random ID.
 const devCookie = "admit_dev"
 
 // DevIdentity is the development identity: a sign-in form that treats any
 // address as verified. main refuses to use it on a non-loopback address.
+// Its sessions live on the server (docs/ARCHITECTURE.md#sessions): the
+// claimed address is sealed in the session's row, the cookie holds only
+// the random session ID.
 type DevIdentity struct {
-	codec  *securecookie.SecureCookie
-	secure bool
+	sessions *Sessions
 }
 
 var (
@@ -28,21 +28,19 @@ var (
 	_ FormSignIn = (*DevIdentity)(nil)
 )
 
+// devSession is what a development session keeps, sealed.
 type devSession struct {
-	Email     string
-	SessionID string
+	Email string `json:"email"`
 }
 
-// NewDevIdentity returns the development identity, signing and encrypting
-// its cookie with the given 32-byte keys.
-func NewDevIdentity(hashKey, blockKey []byte, secureCookie bool) *DevIdentity {
-	c := securecookie.New(hashKey, blockKey)
-	c.MaxAge(int((7 * 24 * time.Hour).Seconds()))
-	// JSON, not securecookie's default gob: a fresh gob decoder compiles the
-	// type on every request, which was a tenth of a private read's CPU
-	// (docs/PERFORMANCE.md#cookies-in-json).
-	c.SetSerializer(securecookie.JSONEncoder{})
-	return &DevIdentity{codec: c, secure: secureCookie}
+// NewDevIdentity returns the development identity, keeping its sessions in
+// db sealed with the 32-byte token key.
+func NewDevIdentity(db *store.DB, tokenKey []byte, secureCookie bool) (*DevIdentity, error) {
+	s, err := NewSessions(db, tokenKey, devCookie, store.SessionModeDev, secureCookie)
+	if err != nil {
+		return nil, err
+	}
+	return &DevIdentity{sessions: s}, nil
 }
 
 // DevUserID derives the stable development user ID for an email address.
@@ -54,17 +52,19 @@ func DevUserID(email string) string {
 // Mode implements Identity: ModeDev.
 func (d *DevIdentity) Mode() Mode { return ModeDev }
 
-// Authenticate implements Identity from the development cookie.
+// Authenticate implements Identity: the cookie must name a live session.
 func (d *DevIdentity) Authenticate(r *http.Request) (*Principal, error) {
-	c, err := r.Cookie(devCookie)
+	l, err := d.sessions.load(r)
 	if err != nil {
-		return nil, ErrSignedOut
+		return nil, err
 	}
 	var s devSession
-	if err := d.codec.Decode(devCookie, c.Value, &s); err != nil || s.Email == "" || s.SessionID == "" {
+	if err := json.Unmarshal(l.data, &s); err != nil || s.Email == "" || DevUserID(s.Email) != l.userID {
 		return nil, ErrSignedOut
 	}
-	return &Principal{UserID: DevUserID(s.Email), SessionID: s.SessionID, devEmail: s.Email}, nil
+	p := l.principal()
+	p.devEmail = s.Email
+	return p, nil
 }
 
 // VerifiedEmails implements Identity: the signed-in address, as verified.
@@ -75,28 +75,34 @@ func (d *DevIdentity) VerifiedEmails(_ context.Context, p *Principal) ([]string,
 	return []string{p.devEmail}, nil
 }
 
-// SignIn sets the development cookie for a normalized email address and
-// returns the new session's principal.
-func (d *DevIdentity) SignIn(w http.ResponseWriter, email string) (*Principal, error) {
+// SignIn starts a development session for a normalized email address and
+// returns its principal.
+func (d *DevIdentity) SignIn(w http.ResponseWriter, r *http.Request, email string) (*Principal, error) {
 	if _, err := store.NormalizeEmail(email); err != nil {
 		return nil, err
 	}
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return nil, err
-	}
-	sess := devSession{Email: email, SessionID: "sess_dev_" + hex.EncodeToString(b)}
-	v, err := d.codec.Encode(devCookie, sess)
+	data, err := json.Marshal(devSession{Email: email})
 	if err != nil {
 		return nil, err
 	}
-	http.SetCookie(w, &http.Cookie{Name: devCookie, Value: v, Path: "/", HttpOnly: true, Secure: d.secure,
-		SameSite: http.SameSiteLaxMode, MaxAge: int((7 * 24 * time.Hour).Seconds())})
-	return &Principal{UserID: DevUserID(email), SessionID: sess.SessionID, devEmail: email}, nil
+	l, err := d.sessions.start(r.Context(), w, DevUserID(email), data)
+	if err != nil {
+		return nil, err
+	}
+	p := l.principal()
+	p.devEmail = email
+	return p, nil
 }
 
-// SignOut clears the development cookie.
-func (d *DevIdentity) SignOut(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: devCookie, Value: "", Path: "/", HttpOnly: true, Secure: d.secure,
-		SameSite: http.SameSiteLaxMode, MaxAge: -1})
+// SignOut implements Identity: the session's row is deleted.
+func (d *DevIdentity) SignOut(w http.ResponseWriter, r *http.Request, _ *Principal) (string, error) {
+	return "", d.sessions.end(w, r)
+}
+
+// SignOutEverywhere implements Identity: every session of the user ends.
+func (d *DevIdentity) SignOutEverywhere(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	if p == nil {
+		return errors.New("sign out everywhere: no principal")
+	}
+	return d.sessions.endAll(w, r, p.UserID)
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // Principal is an authenticated user for one request.
@@ -24,6 +25,15 @@ type Principal struct {
 
 	// devEmail is the address a development sign-in claimed.
 	devEmail string
+	// digest is the server-side session's ID digest (development and
+	// OpenID Connect modes).
+	digest []byte
+	// expires is when the provider token behind this principal stops
+	// verifying (Clerk mode).
+	expires time.Time
+	// live is the server-side session this principal was read from, with
+	// its provider data (OpenID Connect mode).
+	live *liveSession
 }
 
 // ErrSignedOut means the request carries no valid session: 401, or a
@@ -35,7 +45,7 @@ var ErrSignedOut = errors.New("signed out")
 var ErrIdentityUnavailable = errors.New("identity provider unavailable")
 
 // Identity authenticates requests and looks up verified email addresses.
-// There are two implementations: Clerk and development.
+// There are three implementations: Clerk, OpenID Connect and development.
 type Identity interface {
 	// Authenticate returns the request's principal, or ErrSignedOut for a
 	// missing, malformed, expired or otherwise invalid session. It never
@@ -47,6 +57,14 @@ type Identity interface {
 	VerifiedEmails(ctx context.Context, p *Principal) ([]string, error)
 	// Mode says which provider this is.
 	Mode() Mode
+	// SignOut ends the request's session on the server, so a copy of its
+	// cookie or token is refused from now on, and clears the cookies it
+	// set. It returns where to send the browser next to sign out at the
+	// provider too, or "" to stay on this site.
+	SignOut(w http.ResponseWriter, r *http.Request, p *Principal) (string, error)
+	// SignOutEverywhere ends every session of p's user, this one included
+	// (docs/ARCHITECTURE.md#sessions).
+	SignOutEverywhere(w http.ResponseWriter, r *http.Request, p *Principal) error
 }
 
 // Mode is an identity provider.
@@ -59,6 +77,9 @@ const (
 	// ModeDev is the development sign-in form, which treats any address as
 	// verified; pages show a development banner.
 	ModeDev
+	// ModeOIDC signs in through an OpenID Connect provider and reads
+	// verified addresses from its userinfo endpoint.
+	ModeOIDC
 )
 
 // String names the mode, for messages.
@@ -68,6 +89,8 @@ func (m Mode) String() string {
 		return "clerk"
 	case ModeDev:
 		return "dev"
+	case ModeOIDC:
+		return "oidc"
 	}
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
@@ -76,9 +99,7 @@ func (m Mode) String() string {
 // session in admit's own cookie (the development identity). Clerk signs in
 // through ClerkJS and does not implement it.
 type FormSignIn interface {
-	// SignIn starts a session for a normalized email address and returns
-	// its principal.
-	SignIn(w http.ResponseWriter, email string) (*Principal, error)
-	// SignOut ends it.
-	SignOut(w http.ResponseWriter)
+	// SignIn starts a server-side session for a normalized email address
+	// and returns its principal.
+	SignIn(w http.ResponseWriter, r *http.Request, email string) (*Principal, error)
 }

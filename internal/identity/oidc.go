@@ -1,0 +1,655 @@
+package identity
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"admit/store"
+)
+
+const (
+	// oidcSessionCookie holds an OpenID Connect session's random ID.
+	oidcSessionCookie = "admit_oidc"
+	// oidcFlowCookie holds one sign-in's state, nonce and PKCE verifier,
+	// sealed, between the start route and the callback.
+	oidcFlowCookie = "admit_oidc_flow"
+	// oidcFlowTTL is how long a sign-in at the provider may take.
+	oidcFlowTTL = 10 * time.Minute
+	// oidcLeeway is the clock skew tolerated on the ID token's iat.
+	oidcLeeway = time.Minute
+	// oidcRefreshEarly refreshes an access token this long before it
+	// expires, so it does not expire on its way to the provider.
+	oidcRefreshEarly = 10 * time.Second
+	// oidcHTTPTimeout bounds every call to the provider.
+	oidcHTTPTimeout = 10 * time.Second
+	// oidcMaxBody bounds a userinfo answer.
+	oidcMaxBody = 64 << 10
+	// oidcDiscoveryMaxWait is the longest wait between two discovery
+	// attempts while the provider cannot be reached at start.
+	oidcDiscoveryMaxWait = 30 * time.Second
+)
+
+// SignInError is a sign-in at the provider that failed: wrong or expired
+// state, a replayed or refused code, a token that does not verify, an
+// error from the provider. Reason is a fixed sentence, safe to show and to
+// log; it never holds a token, code, claim or address.
+type SignInError struct{ Reason string }
+
+func (e *SignInError) Error() string { return "sign-in failed: " + e.Reason }
+
+func signInFailed(reason string) error { return &SignInError{Reason: reason} }
+
+// Reasons a sign-in fails, shown on the failure page.
+const (
+	reasonFlow     = "This sign-in has expired or was already used, or it was started in another browser."
+	reasonProvider = "The identity provider did not sign you in."
+	reasonCode     = "The identity provider refused the sign-in code. It may have been used already."
+	reasonToken    = "The identity provider's answer could not be verified."
+)
+
+// RedirectSignIn is an Identity that signs in by sending the browser to the
+// identity provider and back (OpenID Connect).
+type RedirectSignIn interface {
+	// ProviderName names the provider on the sign-in page.
+	ProviderName() string
+	// StartSignIn remembers a new sign-in in a short-lived sealed cookie and
+	// returns the provider's authorization URL. returnTo is a local path
+	// to go on to afterwards. Before the provider has been discovered it
+	// is ErrIdentityUnavailable.
+	StartSignIn(w http.ResponseWriter, r *http.Request, returnTo string) (string, error)
+	// FinishSignIn completes the sign-in at the callback: it starts a
+	// server-side session and returns its principal and where to go on.
+	// A failed sign-in is a *SignInError (or ErrIdentityUnavailable) and
+	// starts no session.
+	FinishSignIn(w http.ResponseWriter, r *http.Request) (*Principal, string, error)
+}
+
+// OIDCConfig configures the OpenID Connect identity.
+type OIDCConfig struct {
+	// Issuer is the provider's issuer URL (ADMIT_OIDC_ISSUER); discovery
+	// reads <Issuer>/.well-known/openid-configuration.
+	Issuer string
+	// ClientID and ClientSecret are admit's client at the provider.
+	ClientID, ClientSecret string
+	// Scopes are requested at sign-in; they must include "openid".
+	Scopes []string
+	// TrustEmail counts an address whose email_verified claim is absent
+	// (ADMIT_OIDC_TRUST_EMAIL). An explicit false never counts.
+	TrustEmail bool
+	// Name names the provider on the sign-in page; empty means the
+	// issuer's host.
+	Name string
+	// RedirectURL is <public URL>/auth/callback; PostLogoutURL is where
+	// the provider returns after its own sign-out (<public URL>/).
+	RedirectURL, PostLogoutURL string
+	// DB keeps the sessions; TokenKey (32 bytes) seals their tokens and
+	// the sign-in cookie.
+	DB       *store.DB
+	TokenKey []byte
+	// SecureCookie marks the cookies Secure (an https public URL).
+	SecureCookie bool
+	// HTTPClient calls the provider; nil means a client with a 10 s timeout.
+	HTTPClient *http.Client
+	// Now is the clock for tokens and sessions; nil means time.Now.
+	Now func() time.Time
+}
+
+// OIDCIdentity is the Identity backed by an OpenID Connect provider
+// (docs/ARCHITECTURE.md#identity): the authorization code flow with PKCE,
+// the ID token verified with go-oidc, the person identified by issuer and
+// sub, the current verified address read from userinfo on every request
+// that needs it, and the session kept on the server.
+type OIDCIdentity struct {
+	cfg      OIDCConfig
+	sessions *Sessions
+	hc       *http.Client
+	now      func() time.Time
+
+	mu         sync.RWMutex
+	provider   *oidc.Provider
+	verifier   *oidc.IDTokenVerifier
+	oauth      *oauth2.Config
+	userinfo   string
+	endSession string
+	lastErr    string
+
+	// refreshing serializes token refreshes, striped by session digest, so
+	// two requests never spend the same refresh token; a fixed number of
+	// stripes keeps the memory bounded however many sessions refresh.
+	refreshing [64]sync.Mutex
+}
+
+var (
+	_ Identity       = (*OIDCIdentity)(nil)
+	_ RedirectSignIn = (*OIDCIdentity)(nil)
+)
+
+// NewOIDCIdentity validates cfg and returns the identity. It makes no
+// network call: Discover (or RunDiscovery) reads the provider's
+// configuration.
+func NewOIDCIdentity(cfg OIDCConfig) (*OIDCIdentity, error) {
+	u, err := url.Parse(cfg.Issuer)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, errors.New("oidc: the issuer must be an absolute https URL")
+	}
+	if cfg.ClientID == "" || cfg.ClientSecret == "" {
+		return nil, errors.New("oidc: a client ID and secret are required")
+	}
+	if !slices.Contains(cfg.Scopes, oidc.ScopeOpenID) {
+		return nil, errors.New("oidc: the scopes must include openid")
+	}
+	if cfg.RedirectURL == "" || cfg.PostLogoutURL == "" {
+		return nil, errors.New("oidc: the redirect and post-logout URLs are required")
+	}
+	s, err := NewSessions(cfg.DB, cfg.TokenKey, oidcSessionCookie, store.SessionModeOIDC, cfg.SecureCookie)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = u.Hostname()
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: oidcHTTPTimeout}
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &OIDCIdentity{cfg: cfg, sessions: s, hc: hc, now: now, lastErr: "not tried yet"}, nil
+}
+
+// OIDCUserID is the stable admit user ID of the person sub at issuer: a
+// digest of both, so it holds nothing personal and two providers' subjects
+// never collide. It is what `admit owner add --user` takes.
+func OIDCUserID(issuer, sub string) string {
+	sum := sha256.Sum256([]byte("admit oidc user\x00" + issuer + "\x00" + sub))
+	return "oidc_" + hex.EncodeToString(sum[:20])
+}
+
+// Mode implements Identity: ModeOIDC.
+func (o *OIDCIdentity) Mode() Mode { return ModeOIDC }
+
+// ProviderName implements RedirectSignIn.
+func (o *OIDCIdentity) ProviderName() string { return o.cfg.Name }
+
+// Discover reads the provider's configuration once. The ID token's
+// signing keys are fetched when first needed, and again for an unknown key.
+func (o *OIDCIdentity) Discover(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, o.hc), oidcHTTPTimeout)
+	defer cancel()
+	p, err := oidc.NewProvider(ctx, o.cfg.Issuer)
+	if err != nil {
+		o.mu.Lock()
+		o.lastErr = "discovery failed"
+		var mismatch *oidc.IssuerMismatchError
+		if errors.As(err, &mismatch) {
+			o.lastErr = "discovery answered with another issuer"
+		}
+		o.mu.Unlock()
+		return fmt.Errorf("oidc: %s", o.Ready())
+	}
+	var extra struct {
+		EndSession string `json:"end_session_endpoint"`
+		UserInfo   string `json:"userinfo_endpoint"`
+	}
+	if err := p.Claims(&extra); err != nil {
+		return fmt.Errorf("oidc: discovery document: %w", err)
+	}
+	if extra.UserInfo == "" {
+		o.mu.Lock()
+		o.lastErr = "the provider has no userinfo endpoint"
+		o.mu.Unlock()
+		return errors.New("oidc: the provider has no userinfo endpoint")
+	}
+	verifier := p.VerifierContext(oidc.ClientContext(context.WithoutCancel(ctx), o.hc), &oidc.Config{
+		ClientID: o.cfg.ClientID,
+		Now:      o.now,
+	})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.provider, o.verifier, o.userinfo, o.endSession, o.lastErr = p, verifier, extra.UserInfo, extra.EndSession, ""
+	o.oauth = &oauth2.Config{ClientID: o.cfg.ClientID, ClientSecret: o.cfg.ClientSecret, Endpoint: p.Endpoint(),
+		RedirectURL: o.cfg.RedirectURL, Scopes: slices.Clone(o.cfg.Scopes)}
+	return nil
+}
+
+// RunDiscovery discovers the provider, retrying with backoff (1 s, doubling
+// up to 30 s) until it succeeds or ctx ends. Meanwhile Ready says why
+// admit is not ready. attempted, when set, is told of every attempt: its
+// error (nil for the success that ends the loop) and the wait before the
+// next one.
+func (o *OIDCIdentity) RunDiscovery(ctx context.Context, attempted func(err error, wait time.Duration)) {
+	wait := time.Second
+	for {
+		err := o.Discover(ctx)
+		if attempted != nil {
+			attempted(err, wait)
+		}
+		if err == nil {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, oidcDiscoveryMaxWait)
+	}
+}
+
+// Ready is nil once the provider has been discovered, else an error
+// saying why not (for /readyz).
+func (o *OIDCIdentity) Ready() error {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.provider != nil {
+		return nil
+	}
+	return fmt.Errorf("identity provider not discovered yet: %s", o.lastErr)
+}
+
+// current returns the discovered provider's parts, or
+// ErrIdentityUnavailable before discovery.
+func (o *OIDCIdentity) current() (*oauth2.Config, *oidc.IDTokenVerifier, string, error) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.provider == nil {
+		return nil, nil, "", fmt.Errorf("%w: provider not discovered", ErrIdentityUnavailable)
+	}
+	return o.oauth, o.verifier, o.userinfo, nil
+}
+
+// oidcFlow is one sign-in in progress, sealed in the flow cookie.
+type oidcFlow struct {
+	State    string `json:"s"`
+	Nonce    string `json:"n"`
+	Verifier string `json:"v"`
+	Return   string `json:"r"`
+	Expires  int64  `json:"e"`
+}
+
+var oidcFlowAAD = []byte("admit oidc flow v1")
+
+func randomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// StartSignIn implements RedirectSignIn: code flow with PKCE S256, state
+// and nonce.
+func (o *OIDCIdentity) StartSignIn(w http.ResponseWriter, r *http.Request, returnTo string) (string, error) {
+	oc, _, _, err := o.current()
+	if err != nil {
+		return "", err
+	}
+	f := oidcFlow{State: randomToken(), Nonce: randomToken(), Verifier: oauth2.GenerateVerifier(), Return: returnTo,
+		Expires: o.now().Add(oidcFlowTTL).Unix()}
+	plain, err := json.Marshal(f)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, o.sessions.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	sealed := o.sessions.aead.Seal(nonce, nonce, plain, oidcFlowAAD)
+	http.SetCookie(w, &http.Cookie{Name: oidcFlowCookie, Value: base64.RawURLEncoding.EncodeToString(sealed),
+		Path: "/auth/callback", MaxAge: int(oidcFlowTTL.Seconds()), HttpOnly: true, Secure: o.cfg.SecureCookie,
+		// Lax: the provider's redirect back is a top-level GET navigation.
+		SameSite: http.SameSiteLaxMode})
+	return oc.AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), nil
+}
+
+// readFlow opens the request's flow cookie; nil when it is missing,
+// forged or expired.
+func (o *OIDCIdentity) readFlow(r *http.Request) *oidcFlow {
+	cookies := r.CookiesNamed(oidcFlowCookie)
+	if len(cookies) != 1 {
+		return nil
+	}
+	sealed, err := base64.RawURLEncoding.Strict().DecodeString(cookies[0].Value)
+	n := o.sessions.aead.NonceSize()
+	if err != nil || len(sealed) < n {
+		return nil
+	}
+	plain, err := o.sessions.aead.Open(nil, sealed[:n], sealed[n:], oidcFlowAAD)
+	if err != nil {
+		return nil
+	}
+	var f oidcFlow
+	if json.Unmarshal(plain, &f) != nil || f.State == "" || f.Nonce == "" || f.Verifier == "" ||
+		!o.now().Before(time.Unix(f.Expires, 0)) {
+		return nil
+	}
+	return &f
+}
+
+// oidcTokens is what an OpenID Connect session keeps, sealed.
+type oidcTokens struct {
+	Sub          string    `json:"sub"`
+	AccessToken  string    `json:"at"`
+	RefreshToken string    `json:"rt,omitempty"`
+	Expiry       time.Time `json:"exp,omitzero"`
+}
+
+// FinishSignIn implements RedirectSignIn. The flow cookie is cleared
+// whatever happens, so a callback URL works once.
+func (o *OIDCIdentity) FinishSignIn(w http.ResponseWriter, r *http.Request) (*Principal, string, error) {
+	http.SetCookie(w, &http.Cookie{Name: oidcFlowCookie, Value: "", Path: "/auth/callback", MaxAge: -1, HttpOnly: true,
+		Secure: o.cfg.SecureCookie, SameSite: http.SameSiteLaxMode})
+	q := r.URL.Query()
+	f := o.readFlow(r)
+	if f == nil || len(q["state"]) != 1 || !hmac.Equal([]byte(q.Get("state")), []byte(f.State)) {
+		return nil, "", signInFailed(reasonFlow)
+	}
+	if q.Has("error") {
+		return nil, "", signInFailed(reasonProvider)
+	}
+	code := q.Get("code")
+	if len(q["code"]) != 1 || code == "" {
+		return nil, "", signInFailed(reasonProvider)
+	}
+	oc, verifier, _, err := o.current()
+	if err != nil {
+		return nil, "", err
+	}
+	ctx := oidc.ClientContext(r.Context(), o.hc)
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, o.hc)
+	tok, err := oc.Exchange(ctx, code, oauth2.VerifierOption(f.Verifier))
+	if err != nil {
+		if _, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
+			return nil, "", signInFailed(reasonCode)
+		}
+		return nil, "", fmt.Errorf("%w: token exchange failed", ErrIdentityUnavailable)
+	}
+	rawID, _ := tok.Extra("id_token").(string)
+	if rawID == "" {
+		return nil, "", signInFailed(reasonToken)
+	}
+	idt, err := verifier.Verify(ctx, rawID) // signature (JWKS), iss, aud, exp
+	if err != nil {
+		return nil, "", signInFailed(reasonToken)
+	}
+	if err := o.checkIDToken(idt, f.Nonce, tok.AccessToken); err != nil {
+		return nil, "", err
+	}
+	data, err := json.Marshal(oidcTokens{Sub: idt.Subject, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
+		Expiry: tokenExpiry(tok, o.now())})
+	if err != nil {
+		return nil, "", err
+	}
+	l, err := o.sessions.start(r.Context(), w, OIDCUserID(o.cfg.Issuer, idt.Subject), data)
+	if err != nil {
+		return nil, "", err
+	}
+	p := l.principal()
+	p.live = l
+	return p, f.Return, nil
+}
+
+// checkIDToken checks what go-oidc leaves to the caller: nonce, azp, iat,
+// sub, and at_hash when present.
+func (o *OIDCIdentity) checkIDToken(idt *oidc.IDToken, nonce, accessToken string) error {
+	if !hmac.Equal([]byte(idt.Nonce), []byte(nonce)) {
+		return signInFailed(reasonToken)
+	}
+	var claims struct {
+		Azp string `json:"azp"`
+	}
+	if err := idt.Claims(&claims); err != nil {
+		return signInFailed(reasonToken)
+	}
+	if claims.Azp != "" && claims.Azp != o.cfg.ClientID {
+		return signInFailed(reasonToken)
+	}
+	if len(idt.Audience) > 1 && claims.Azp == "" {
+		return signInFailed(reasonToken)
+	}
+	if idt.IssuedAt.IsZero() || idt.IssuedAt.After(o.now().Add(oidcLeeway)) {
+		return signInFailed(reasonToken)
+	}
+	if idt.Subject == "" || len(idt.Subject) > 255 {
+		return signInFailed(reasonToken)
+	}
+	if idt.AccessTokenHash != "" && idt.VerifyAccessToken(accessToken) != nil {
+		return signInFailed(reasonToken)
+	}
+	return nil
+}
+
+// tokenExpiry is when an access token expires, read on admit's clock.
+func tokenExpiry(tok *oauth2.Token, now time.Time) time.Time {
+	if tok.ExpiresIn > 0 {
+		return now.Add(time.Duration(tok.ExpiresIn) * time.Second)
+	}
+	return tok.Expiry
+}
+
+// Authenticate implements Identity: the cookie must name a live session.
+func (o *OIDCIdentity) Authenticate(r *http.Request) (*Principal, error) {
+	l, err := o.sessions.load(r)
+	if err != nil {
+		return nil, err
+	}
+	p := l.principal()
+	p.live = l
+	return p, nil
+}
+
+// VerifiedEmails implements Identity: the provider's userinfo, read now
+// with the session's access token (refreshed first when it has expired).
+// An address counts only with email_verified true, or, with TrustEmail,
+// when the claim is absent. A provider that cannot be reached is
+// ErrIdentityUnavailable; tokens that can no longer be refreshed or are
+// refused end the session (ErrSignedOut).
+func (o *OIDCIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]string, error) {
+	if p == nil || p.live == nil {
+		return nil, ErrSignedOut
+	}
+	_, _, endpoint, err := o.current()
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := o.freshTokens(ctx, p.live)
+	if err != nil {
+		return nil, err
+	}
+	claims, status, err := o.fetchUserinfo(ctx, endpoint, tokens.AccessToken)
+	if err != nil {
+		return nil, fmt.Errorf("%w: userinfo failed", ErrIdentityUnavailable)
+	}
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		// The provider no longer honours the session's token (revoked, or
+		// the person was removed): the session ends.
+		_ = o.sessions.endDigest(ctx, p.live.digest)
+		return nil, ErrSignedOut
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("%w: userinfo status %d", ErrIdentityUnavailable, status)
+	}
+	var sub string
+	if err := json.Unmarshal(claims["sub"], &sub); err != nil || sub != tokens.Sub {
+		// A userinfo answer about someone else is never used.
+		return nil, fmt.Errorf("%w: userinfo subject mismatch", ErrIdentityUnavailable)
+	}
+	var email string
+	if json.Unmarshal(claims["email"], &email) != nil || email == "" {
+		return []string{}, nil
+	}
+	if !o.emailVerified(claims["email_verified"]) {
+		return []string{}, nil
+	}
+	return []string{email}, nil
+}
+
+// emailVerified reads the email_verified claim: true (or "true", as some
+// providers send it) counts; absent counts only with TrustEmail.
+func (o *OIDCIdentity) emailVerified(raw json.RawMessage) bool {
+	if raw == nil {
+		return o.cfg.TrustEmail
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return b
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s == "true"
+}
+
+// freshTokens returns the session's tokens with an access token that has
+// not expired, refreshing (and storing) them first if needed.
+func (o *OIDCIdentity) freshTokens(ctx context.Context, l *liveSession) (*oidcTokens, error) {
+	var t oidcTokens
+	if err := json.Unmarshal(l.data, &t); err != nil || t.AccessToken == "" {
+		return nil, ErrSignedOut
+	}
+	if t.Expiry.IsZero() || o.now().Add(oidcRefreshEarly).Before(t.Expiry) {
+		return &t, nil
+	}
+	mu := o.refreshLock(l.digest)
+	mu.Lock()
+	defer mu.Unlock()
+	// Another request may have refreshed meanwhile: read the row again.
+	row, err := o.sessions.db.SessionByDigest(ctx, l.digest)
+	if store.ErrorCode(err) == store.ENOTFOUND {
+		return nil, ErrSignedOut
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: read session", ErrIdentityUnavailable)
+	}
+	data, err := o.sessions.open(l.digest, row.UserID, row.Sealed)
+	if err != nil || json.Unmarshal(data, &t) != nil {
+		return nil, ErrSignedOut
+	}
+	if t.Expiry.IsZero() || o.now().Add(oidcRefreshEarly).Before(t.Expiry) {
+		return &t, nil
+	}
+	if t.RefreshToken == "" {
+		_ = o.sessions.endDigest(ctx, l.digest)
+		return nil, ErrSignedOut
+	}
+	oc, _, _, err := o.current()
+	if err != nil {
+		return nil, err
+	}
+	hctx := context.WithValue(ctx, oauth2.HTTPClient, o.hc)
+	// An empty access token makes the token source refresh at once.
+	tok, err := oc.TokenSource(hctx, &oauth2.Token{RefreshToken: t.RefreshToken}).Token()
+	if err != nil {
+		if _, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
+			// rule: when the tokens can no longer be refreshed the person
+			// is signed out (docs/ARCHITECTURE.md#identity).
+			_ = o.sessions.endDigest(ctx, l.digest)
+			return nil, ErrSignedOut
+		}
+		return nil, fmt.Errorf("%w: token refresh failed", ErrIdentityUnavailable)
+	}
+	t.AccessToken, t.Expiry = tok.AccessToken, tokenExpiry(tok, o.now())
+	if tok.RefreshToken != "" {
+		t.RefreshToken = tok.RefreshToken
+	}
+	data, err = json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.sessions.update(ctx, l, data); err != nil {
+		if errors.Is(err, ErrSignedOut) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: store refreshed tokens", ErrIdentityUnavailable)
+	}
+	return &t, nil
+}
+
+func (o *OIDCIdentity) refreshLock(digest []byte) *sync.Mutex {
+	return &o.refreshing[int(digest[0])%len(o.refreshing)]
+}
+
+// fetchUserinfo asks the userinfo endpoint with the access token and
+// returns its claims (for a 200) and the status.
+func (o *OIDCIdentity) fetchUserinfo(ctx context.Context, endpoint, accessToken string) (map[string]json.RawMessage, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	req.Header.Set("Accept", "application/json")
+	resp, err := o.hc.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, oidcMaxBody))
+	if err != nil {
+		return nil, 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp.StatusCode, nil
+	}
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/jwt") {
+		// A signed userinfo answer is not supported: admit asks for JSON.
+		return nil, 0, errors.New("signed userinfo")
+	}
+	var claims map[string]json.RawMessage
+	if err := json.Unmarshal(body, &claims); err != nil {
+		return nil, 0, err
+	}
+	return claims, resp.StatusCode, nil
+}
+
+// SignOut implements Identity: the session's row is deleted; when the
+// provider advertises end_session_endpoint, the browser goes on to sign
+// out there (RP-initiated logout) and comes back to the start page.
+func (o *OIDCIdentity) SignOut(w http.ResponseWriter, r *http.Request, p *Principal) (string, error) {
+	if err := o.sessions.end(w, r); err != nil {
+		return "", err
+	}
+	o.mu.RLock()
+	end := o.endSession
+	o.mu.RUnlock()
+	if p == nil || end == "" {
+		return "", nil
+	}
+	u, err := url.Parse(end)
+	if err != nil {
+		return "", nil
+	}
+	q := u.Query()
+	// client_id, not id_token_hint: no token ever goes in a URL.
+	q.Set("client_id", o.cfg.ClientID)
+	q.Set("post_logout_redirect_uri", o.cfg.PostLogoutURL)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// SignOutEverywhere implements Identity: every admit session of the user
+// ends. The sessions at the provider are the provider's to end.
+func (o *OIDCIdentity) SignOutEverywhere(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	if p == nil {
+		return errors.New("sign out everywhere: no principal")
+	}
+	return o.sessions.endAll(w, r, p.UserID)
+}

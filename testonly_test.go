@@ -1,0 +1,31 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestBinary_ShipsNoTestOnlyPackage keeps the fakes and the test provider
+// out of the binary: the packages the admit command imports, directly or
+// not, include none of them.
+func TestBinary_ShipsNoTestOnlyPackage(t *testing.T) {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(goBin, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 || !strings.Contains(string(out), "admit/internal/identity") {
+		t.Fatalf("go list -deps listed %d packages, not admit's", len(deps))
+	}
+	for _, d := range deps {
+		for _, banned := range []string{"admit/internal/clerkfake", "admit/internal/oidcprovider", "github.com/zitadel/oidc"} {
+			if strings.HasPrefix(d, banned) {
+				t.Errorf("the binary imports the test-only package %s", d)
+			}
+		}
+	}
+}

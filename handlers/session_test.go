@@ -134,3 +134,22 @@ func TestSession_ClerkSignOutEverywhereRevokesEverySessionAtClerk(t *testing.T) 
 		t.Fatalf("another person's session: status %d, want 200", got)
 	}
 }
+
+func TestSession_PrivacyPageSaysWhatSessionsKeepInEachMode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []appOption
+		want string
+	}{
+		{"development", nil, "the address you signed in with (encrypted"},
+		{"Clerk", []appOption{withClerk()}, "a fingerprint (SHA-256) of that sign-in session"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := MustStartApp(t, tc.opts...)
+			page := app.NewClient(t).Get(t, "/privacy")
+			if !strings.Contains(page.Body, tc.want) {
+				t.Fatalf("privacy page lacks %q", tc.want)
+			}
+		})
+	}
+}

@@ -93,6 +93,7 @@ func mustFitWidth(tb testing.TB, ctx context.Context, page string, width int) {
 }
 
 func TestBrowser_DevSignInWithoutJavaScriptReachesOwnerConsole(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t)
 	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulatePortrait,

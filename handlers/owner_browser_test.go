@@ -98,6 +98,7 @@ func owWantFits(tb testing.TB, ctx context.Context, page string, width int) {
 }
 
 func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t, withClerk())
 	waiting, declined := owQueueFixture(t, app)
 	ctx := owBrowserAsOwner(t, app)
@@ -204,6 +205,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 }
 
 func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t, withClerk())
 	waiting, declined := owQueueFixture(t, app)
 	ctx := owBrowserAsOwner(t, app, browser.WithJavaScriptDisabled())

@@ -84,6 +84,7 @@ func owSearch(tb testing.TB, ctx context.Context, js bool, q string) {
 }
 
 func TestBrowser_QueueSearchFindsAnEntryByFullAddressAndByLocalPartPrefix(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		ids := owEntriesInOrder(t, app, "waiting", "ada.lovelace@example.com", "Ada.Byron@example.org", "grace@example.com", "adam@example.net")
@@ -115,6 +116,7 @@ func TestBrowser_QueueSearchFindsAnEntryByFullAddressAndByLocalPartPrefix(t *tes
 }
 
 func TestBrowser_QueueChooseAllAndBulkDeclineChangeExactlyTheChosenWaitingEntries(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		w := owEntriesInOrder(t, app, "waiting", "w0@example.com", "w1@example.com", "w2@example.com", "w3@example.com")
@@ -195,6 +197,7 @@ type dangerousAction struct {
 }
 
 func TestBrowser_DangerousActionsNeedTheirConfirmationAndDoNothingWhenCancelled(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		pid := app.Demo.ID
@@ -311,6 +314,7 @@ func TestBrowser_DangerousActionsNeedTheirConfirmationAndDoNothingWhenCancelled(
 }
 
 func TestBrowser_QueueFocusIsInTheTableAfterAnHTMXPageChangeOrAction(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t, withClerk())
 	w := owEntriesInOrder(t, app, "waiting", "f0@example.com", "f1@example.com", "f2@example.com", "f3@example.com", "f4@example.com")
 	ctx := owBrowserAsOwner(t, app)
@@ -354,6 +358,7 @@ func TestBrowser_QueueFocusIsInTheTableAfterAnHTMXPageChangeOrAction(t *testing.
 }
 
 func TestBrowser_CodePageSurvivesBackWithoutResubmittingAndNeverShowsTheCodeTwice(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		e := mustInsertEntry(t, app.DB, app.Demo, "code@example.com", "selected")

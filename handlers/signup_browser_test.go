@@ -100,6 +100,7 @@ func wantEntryErasedByBrowser(tb testing.TB, app *testApp, email string) {
 }
 
 func TestBrowser_WithoutJavaScriptJoinAndRemoveByPastingTheToken(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t)
 	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
 	const email = "No.Script@example.com"
@@ -129,6 +130,7 @@ func TestBrowser_WithoutJavaScriptJoinAndRemoveByPastingTheToken(t *testing.T) {
 }
 
 func TestBrowser_WithJavaScriptRemoveThroughTheFragmentLink(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t)
 	ctx := browser.MustNew(t)
 	const email = "with.script@example.com"

@@ -61,7 +61,7 @@ func owWantRows(tb testing.TB, ctx context.Context, what string, ids ...string) 
 	tb.Helper()
 	want := strings.Join(ids, ",")
 	if err := owPoll(ctx, `Array.from(document.querySelectorAll('[data-testid="queue-row"]')).map(function (r) { return r.dataset.entryId; }).join(",") === `+jsQuote(want),
-		10*time.Second); err != nil {
+		browserWait); err != nil {
 		tb.Fatalf("%s: rows %q, want %q", what, owRows(tb, ctx), want)
 	}
 }
@@ -447,7 +447,7 @@ func owBack(tb testing.TB, ctx context.Context, want string) {
 	// Poll from Go: each try evaluates in the document of the moment, which
 	// a navigation replaces.
 	cond := `location.href === ` + jsQuote(want) + ` && document.readyState === "complete" && !!document.querySelector("main")`
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(browserWait); ; time.Sleep(100 * time.Millisecond) {
 		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](cond)); err == nil && ok {
 			return
 		}

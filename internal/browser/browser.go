@@ -40,8 +40,10 @@ const StartAttempts = 3
 const StartTimeout = 30 * time.Second
 
 // DefaultTimeout is the deadline of the context MustNew returns, so a test
-// whose page never answers fails instead of hanging.
-const DefaultTimeout = 60 * time.Second
+// whose page never answers fails instead of hanging. It bounds a whole test,
+// some of which load dozens of pages: long enough for a machine loaded many
+// times over, well inside Go's 10-minute package timeout.
+const DefaultTimeout = 5 * time.Minute
 
 // config collects the Options given to MustNew.
 type config struct {

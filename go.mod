@@ -5,8 +5,8 @@ go 1.26.8
 require (
 	github.com/a-h/templ v0.3.1118
 	github.com/benbjohnson/litestream v0.5.18
-	github.com/chromedp/cdproto v0.159.0
-	github.com/chromedp/chromedp v0.23.0
+	github.com/chromedp/cdproto v0.160.1
+	github.com/chromedp/chromedp v0.24.0
 	github.com/clerk/clerk-sdk-go/v2 v2.4.2
 	github.com/go-jose/go-jose/v3 v3.0.4
 	github.com/google/uuid v1.6.0

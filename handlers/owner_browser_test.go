@@ -292,7 +292,10 @@ func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {
 func owWaitFor(tb testing.TB, ctx context.Context, what, cond string) {
 	tb.Helper()
 	if err := owPoll(ctx, cond, browserWait); err != nil {
-		tb.Fatalf("%s never showed (%s): %v", what, cond, err)
+		// Where the page is, to tell a dialog that never opened from a
+		// fallback to the confirmation page.
+		at, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " (" + document.title + ")"`))
+		tb.Fatalf("%s never showed (%s) on %s: %v", what, cond, at, err)
 	}
 }
 

@@ -4,7 +4,8 @@
 run:
     go run .
 
-# Run every test (browser tests need Chromium at /usr/bin/chromium).
+# Run every test (browser tests need Chromium at /usr/bin/chromium). The
+# release build check is opt-in: ADMIT_TEST_RELEASE=1 just test.
 test:
     go test ./...
 
@@ -69,7 +70,8 @@ bench-goodput *FLAGS:
 
 # Release binaries (docs/DEPLOY.md#release-builds): static, -trimpath, no
 # build ID, the version stamped (VERSION=v1.2.0, default git describe), for
-# linux/amd64, linux/arm64, darwin/amd64 and darwin/arm64, into dist/ with
-# SHA256SUMS. Flags pass through, e.g. `just release -targets linux/arm64`.
+# linux/amd64, linux/arm64 and darwin/arm64, into dist/ with SHA256SUMS.
+# Without just: `go run ./cmd/release`. Flags pass through, e.g.
+# `just release -targets linux/arm64`.
 release *FLAGS:
     go run ./cmd/release {{FLAGS}}

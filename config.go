@@ -365,9 +365,19 @@ var secretNames = []string{"session_hash", "session_block", "csrf", "binding", "
 // already have: LoadKeys generates each missing one and appends it.
 var addedSecrets = []string{"session_tokens"}
 
+// previousSecretNames are the optional keys of a rotation window: the
+// session and CSRF keys being replaced, still accepted (never used to sign)
+// until they are removed (docs/DEPLOY.md, "Rotating a key"). The two
+// session keys come as a pair.
+var previousSecretNames = []string{"previous_session_hash", "previous_session_block", "previous_csrf"}
+
 // LoadKeys reads the server keys from ADMIT_SECRET_<NAME> variables, or from
 // the secrets file in the data directory, generating that file (mode 0600) on
-// first start. Keys never live in the database.
+// first start, or from the systemd credential "secrets" when the service
+// has one ($CREDENTIALS_DIRECTORY/secrets, never generated). Keys never live
+// in the database. The previous session and CSRF
+// keys of a rotation (previousSecretNames) are read from the same place,
+// when present.
 func LoadKeys(getenv func(string) string, dataDir string) (handlers.Keys, error) {
 	vals := map[string][]byte{}
 	fromEnv := 0
@@ -385,13 +395,37 @@ func LoadKeys(getenv func(string) string, dataDir string) (handlers.Keys, error)
 		return handlers.Keys{}, fmt.Errorf("set all of ADMIT_SECRET_{%s} or none", strings.ToUpper(strings.Join(secretNames, ",")))
 	}
 	if fromEnv == 0 {
+		path := filepath.Join(dataDir, "secrets")
+		// A systemd credential named "secrets" (LoadCredential=) replaces
+		// the file in the data directory; it is never generated.
+		if dir := getenv("CREDENTIALS_DIRECTORY"); dir != "" {
+			cred := filepath.Join(dir, "secrets")
+			if _, err := os.Stat(cred); err == nil {
+				path = cred
+			}
+		}
 		var err error
-		if vals, err = secretsFile(filepath.Join(dataDir, "secrets")); err != nil {
+		if vals, err = secretsFile(path); err != nil {
 			return handlers.Keys{}, err
 		}
+	} else {
+		for _, n := range previousSecretNames {
+			if v := getenv("ADMIT_SECRET_" + strings.ToUpper(n)); v != "" {
+				b, err := hex.DecodeString(v)
+				if err != nil || len(b) != 32 {
+					return handlers.Keys{}, fmt.Errorf("ADMIT_SECRET_%s must be 64 hex characters (32 bytes)", strings.ToUpper(n))
+				}
+				vals[n] = b
+			}
+		}
+	}
+	if (vals["previous_session_hash"] == nil) != (vals["previous_session_block"] == nil) {
+		return handlers.Keys{}, errors.New("previous_session_hash and previous_session_block come together: set both or neither")
 	}
 	return handlers.Keys{SessionHash: vals["session_hash"], SessionBlock: vals["session_block"], CSRF: vals["csrf"],
-		Binding: vals["binding"], Counter: vals["counter"], SessionTokens: vals["session_tokens"]}, nil
+		Binding: vals["binding"], Counter: vals["counter"], SessionTokens: vals["session_tokens"],
+		PreviousSessionHash: vals["previous_session_hash"], PreviousSessionBlock: vals["previous_session_block"],
+		PreviousCSRF: vals["previous_csrf"]}, nil
 }
 
 func secretsFile(path string) (map[string][]byte, error) {

@@ -365,6 +365,117 @@ func TestLoadKeys_FromEnvironmentAllOrNothing(t *testing.T) {
 	})
 }
 
+// TestLoadKeys_ReadsTheRotationsPreviousKeys: the rotation steps of
+// docs/DEPLOY.md ("Rotating a key") — the old session and CSRF keys renamed
+// previous_*, new ones added — give the server both; the previous session
+// keys come as a pair, from the file or from the environment.
+func TestLoadKeys_ReadsTheRotationsPreviousKeys(t *testing.T) {
+	hexKey := func(b byte) string { return strings.Repeat(hex.EncodeToString([]byte{b}), 32) }
+	dir := t.TempDir()
+	if _, err := LoadKeys(fakeEnv(nil), dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "secrets")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			old[k] = v
+		}
+	}
+	// The rotation as documented: the old keys kept as previous_*.
+	rotated := fmt.Sprintf("session_hash=%s\nsession_block=%s\ncsrf=%s\nbinding=%s\ncounter=%s\n"+
+		"previous_session_hash=%s\nprevious_session_block=%s\nprevious_csrf=%s\n",
+		hexKey(1), hexKey(2), hexKey(3), old["binding"], old["counter"],
+		old["session_hash"], old["session_block"], old["csrf"])
+	if err := os.WriteFile(path, []byte(rotated), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := LoadKeys(fakeEnv(nil), dir)
+	if err != nil {
+		t.Fatalf("LoadKeys after the rotation: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		got  []byte
+		want string
+	}{
+		{"SessionHash", keys.SessionHash, hexKey(1)},
+		{"CSRF", keys.CSRF, hexKey(3)},
+		{"PreviousSessionHash", keys.PreviousSessionHash, old["session_hash"]},
+		{"PreviousSessionBlock", keys.PreviousSessionBlock, old["session_block"]},
+		{"PreviousCSRF", keys.PreviousCSRF, old["csrf"]},
+	} {
+		if got := hex.EncodeToString(c.got); got != c.want {
+			t.Errorf("%s=%s, want %s", c.name, got, c.want)
+		}
+	}
+
+	// Half a session pair is refused, from the file and the environment.
+	half := strings.Replace(rotated, "previous_session_block=", "#previous_session_block=", 1)
+	if err := os.WriteFile(path, []byte(half), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadKeys(fakeEnv(nil), dir); err == nil || !strings.Contains(err.Error(), "previous_session_block") {
+		t.Errorf("half a previous session pair in the file: err=%v, want one naming previous_session_block", err)
+	}
+	env := secretEnv(0xab)
+	env["ADMIT_SECRET_PREVIOUS_SESSION_HASH"] = hexKey(9)
+	if _, err := LoadKeys(fakeEnv(env), t.TempDir()); err == nil {
+		t.Error("half a previous session pair in the environment was accepted")
+	}
+	env["ADMIT_SECRET_PREVIOUS_SESSION_BLOCK"] = hexKey(8)
+	env["ADMIT_SECRET_PREVIOUS_CSRF"] = hexKey(7)
+	keys, err = LoadKeys(fakeEnv(env), t.TempDir())
+	if err != nil {
+		t.Fatalf("previous keys from the environment: %v", err)
+	}
+	if got, want := hex.EncodeToString(keys.PreviousCSRF), hexKey(7); got != want {
+		t.Errorf("PreviousCSRF=%s, want %s", got, want)
+	}
+}
+
+// TestLoadKeys_SystemdCredentialReplacesTheDataDirectorysFile: with a
+// credential named "secrets" (LoadCredential=secrets:…), LoadKeys reads it
+// and writes no file into the data directory; without one it falls back to
+// the data directory.
+func TestLoadKeys_SystemdCredentialReplacesTheDataDirectorysFile(t *testing.T) {
+	source := t.TempDir()
+	want, err := LoadKeys(fakeEnv(nil), source) // generates source/secrets
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(source, "secrets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(creds, "secrets"), b, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	got, err := LoadKeys(fakeEnv(map[string]string{"CREDENTIALS_DIRECTORY": creds}), data)
+	if err != nil {
+		t.Fatalf("LoadKeys from the credential: %v", err)
+	}
+	if !bytes.Equal(got.SessionHash, want.SessionHash) || !bytes.Equal(got.Counter, want.Counter) {
+		t.Error("the keys differ from the credential's")
+	}
+	if _, err := os.Stat(filepath.Join(data, "secrets")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a secrets file was written into the data directory (stat: %v)", err)
+	}
+	// Other credentials only: the data directory's file, generated.
+	if _, err := LoadKeys(fakeEnv(map[string]string{"CREDENTIALS_DIRECTORY": t.TempDir()}), data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "secrets")); err != nil {
+		t.Errorf("no secrets file in the data directory without the credential: %v", err)
+	}
+}
+
 // syncBuffer is an io.Writer safe for the server's concurrent log writes.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"admit/store"
 )
@@ -42,7 +43,9 @@ func mustScrape(tb testing.TB, u string) scrape {
 	if code != http.StatusOK {
 		tb.Fatalf("GET %s: %d", u, code)
 	}
-	var p expfmt.TextParser
+	// admit's metric names are all in the legacy character set
+	// ([a-zA-Z_:][a-zA-Z0-9_:]*): parse them as a Prometheus 2 server does.
+	p := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
 		tb.Fatalf("parse metrics: %v\n%s", err, body)

@@ -99,6 +99,7 @@ func historyURLs(tb testing.TB, ctx context.Context) []string {
 }
 
 func TestManageJS_FragmentTokenFillsFormAndLeavesNoTrace(t *testing.T) {
+	t.Parallel()
 	site := mustServeRemovalSite(t)
 	ctx := browser.MustNew(t)
 
@@ -128,6 +129,7 @@ func TestManageJS_FragmentTokenFillsFormAndLeavesNoTrace(t *testing.T) {
 }
 
 func TestManageJS_IgnoresFragmentThatIsNotAToken(t *testing.T) {
+	t.Parallel()
 	site := mustServeRemovalSite(t)
 	ctx := browser.MustNew(t)
 	for i, frag := range []string{
@@ -146,6 +148,7 @@ func TestManageJS_IgnoresFragmentThatIsNotAToken(t *testing.T) {
 }
 
 func TestManageJS_ConfirmedPageClearsFragment(t *testing.T) {
+	t.Parallel()
 	site := mustServeRemovalSite(t)
 	ctx := browser.MustNew(t)
 	for _, path := range []string{"/confirmed/element", "/confirmed/body"} {

@@ -301,6 +301,10 @@ func (r *Replicator) litestream(ctx context.Context, call func(context.Context) 
 	return err
 }
 
+// errWALNotRestarted is Erase's answer when Litestream was busy and the
+// checkpoint left the WAL as it was: a later Erase does the work.
+var errWALNotRestarted = errors.New("checkpoint did not restart the WAL")
+
 // WALStore is what Erase needs of admit's store (store.DB).
 type WALStore interface {
 	// WriteWALFrames commits n transactions that each write one page
@@ -358,7 +362,7 @@ func (r *Replicator) Erase(ctx context.Context, s WALStore) error {
 		return err
 	}
 	if before != nil && bytes.Equal(before, after) {
-		return errors.New("checkpoint did not restart the WAL")
+		return errWALNotRestarted
 	}
 	if _, err := s.TrimWAL(ctx); err != nil {
 		return err

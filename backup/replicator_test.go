@@ -548,7 +548,7 @@ func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *
 	e := MustTestEnv(t)
 	db := e.MustOpenStore(t)
 	r := e.MustStart(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const bulk = 6 << 20
 	marker := []byte("erase-me-" + uuid.NewString())
@@ -580,11 +580,7 @@ func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *
 	// Litestream's new files hold this flush's changes, not the database.
 	start := time.Now()
 	counted := &trimCounter{DB: db}
-	mustNoSnapshot(t, l0, bulk, func() {
-		if err := r.Erase(ctx, counted); err != nil {
-			t.Fatalf("Erase: %v", err)
-		}
-	})
+	mustNoSnapshot(t, l0, bulk, func() { mustErase(t, ctx, r, counted) })
 	trimmed := counted.trimmed
 	t.Logf("flush took %s; WAL %d bytes before, %d trimmed, %d after", time.Since(start).Round(time.Millisecond), walBefore, trimmed, testutil.FileSize(t, e.DBPath+"-wal"))
 	for _, p := range []string{e.DBPath + "-wal", e.DBPath} {
@@ -597,11 +593,7 @@ func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *
 	}
 	// A second flush at once finds the WAL holding only the restart's own
 	// frame: still no snapshot.
-	mustNoSnapshot(t, l0, bulk, func() {
-		if err := r.Erase(ctx, db); err != nil {
-			t.Fatalf("second Erase: %v", err)
-		}
-	})
+	mustNoSnapshot(t, l0, bulk, func() { mustErase(t, ctx, r, db) })
 
 	e.mustSignup(t, db, 2)
 	mustSync(t, r)
@@ -611,6 +603,29 @@ func TestReplicator_EraseRestartsTheWALWithoutASnapshotAndLeavesNoOlderFrame(t *
 	var off *Replicator
 	if err := off.Erase(ctx, db); err == nil {
 		t.Error("Erase with replication off did nothing silently")
+	}
+}
+
+// mustErase flushes as the eraser does, which tries again when Litestream
+// was busy and the checkpoint did not restart the WAL: after Litestream's
+// sync in progress has finished (Sync waits for it), Erase is called again,
+// until it succeeds or ctx ends. Any other error fails the test.
+func mustErase(tb testing.TB, ctx context.Context, r *Replicator, s WALStore) {
+	tb.Helper()
+	for attempt := 1; ; attempt++ {
+		err := r.Erase(ctx, s)
+		if err == nil {
+			if attempt > 1 {
+				tb.Logf("Erase succeeded at attempt %d (Litestream was busy)", attempt)
+			}
+			return
+		}
+		if !errors.Is(err, errWALNotRestarted) || ctx.Err() != nil {
+			tb.Fatalf("Erase, attempt %d: %v", attempt, err)
+		}
+		if err := r.Sync(ctx); err != nil {
+			tb.Fatalf("Sync before trying Erase again: %v", err)
+		}
 	}
 }
 
@@ -693,7 +708,7 @@ func TestReplicator_ACleanRestartResumesWithoutASnapshot(t *testing.T) {
 	e := MustTestEnv(t)
 	db := e.MustOpenStore(t)
 	r := e.MustStart(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const bulk = 6 << 20
 	mustBulkTable(t, db, bulk, []byte("kept"))
@@ -708,9 +723,7 @@ func TestReplicator_ACleanRestartResumesWithoutASnapshot(t *testing.T) {
 	mustNoSnapshot(t, l0, bulk, func() {
 		db = e.MustOpenStore(t)
 		r = e.MustStart(t)
-		if err := r.Erase(ctx, db); err != nil {
-			t.Fatalf("Erase at start: %v", err)
-		}
+		mustErase(t, ctx, r, db)
 		e.mustSignup(t, db, 2)
 		mustSync(t, r)
 	})

@@ -66,6 +66,7 @@ func mustEval[T any](tb testing.TB, ctx context.Context, script string) T {
 }
 
 func TestBrowser_MeShowsEachProgramsStateAndNextActionOnAPhone(t *testing.T) {
+	t.Parallel()
 	for _, mode := range scriptModes {
 		t.Run(mode.name, func(t *testing.T) {
 			app := MustStartApp(t)
@@ -112,6 +113,7 @@ func TestBrowser_MeShowsEachProgramsStateAndNextActionOnAPhone(t *testing.T) {
 }
 
 func TestBrowser_SignInReturnsToThePageAndActionsConfirm(t *testing.T) {
+	t.Parallel()
 	for _, mode := range scriptModes {
 		t.Run(mode.name, func(t *testing.T) {
 			app := MustStartApp(t)
@@ -165,6 +167,7 @@ func TestBrowser_SignInReturnsToThePageAndActionsConfirm(t *testing.T) {
 }
 
 func TestBrowser_AnHtmxActionAfterTheSessionEndedReturnsToItsPage(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t)
 	entryID := mustInsertEntry(t, app.DB, app.Demo, "queued@example.com", store.StateWaiting)
 	entryPage := "/owner/programs/" + app.Demo.ID + "/entries/" + entryID
@@ -210,6 +213,7 @@ func joinInBrowser(tb testing.TB, ctx context.Context, app *testApp, email strin
 }
 
 func TestBrowser_RemovalLinkIsShownOnceWithACopyButton(t *testing.T) {
+	t.Parallel()
 	for _, mode := range scriptModes {
 		t.Run(mode.name, func(t *testing.T) {
 			app := MustStartApp(t)
@@ -217,11 +221,13 @@ func TestBrowser_RemovalLinkIsShownOnceWithACopyButton(t *testing.T) {
 			jsOn := mode.opts == nil
 			if jsOn {
 				if _, err := chromedp.Call(ctx, browser.SetPermission, browser.SetPermissionParams{
-					Permission: &browser.PermissionDescriptor{Name: "clipboard-write"}, Setting: browser.PermissionSettingGranted, Origin: app.URL}); err != nil {
+					Permission: &browser.PermissionDescriptor{Name: "clipboard-write"}, Setting: browser.PermissionSettingGranted, Origin: app.URL,
+					BrowserContextID: chromedp.FromContext(ctx).BrowserContextID}); err != nil {
 					t.Fatalf("allow the clipboard: %v", err)
 				}
 				if _, err := chromedp.Call(ctx, browser.SetPermission, browser.SetPermissionParams{
-					Permission: &browser.PermissionDescriptor{Name: "clipboard-read"}, Setting: browser.PermissionSettingGranted, Origin: app.URL}); err != nil {
+					Permission: &browser.PermissionDescriptor{Name: "clipboard-read"}, Setting: browser.PermissionSettingGranted, Origin: app.URL,
+					BrowserContextID: chromedp.FromContext(ctx).BrowserContextID}); err != nil {
 					t.Fatalf("allow reading the clipboard: %v", err)
 				}
 			}
@@ -239,7 +245,7 @@ func TestBrowser_RemovalLinkIsShownOnceWithACopyButton(t *testing.T) {
 					t.Fatalf("click copy: %v", err)
 				}
 				said, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById("copy-status").textContent || null`,
-					chromedp.WithPollingTimeout(5*time.Second)))
+					chromedp.WithPollingTimeout(browserWait)))
 				if err != nil || !strings.HasPrefix(said, "Copied.") {
 					t.Fatalf("after copying the page says %q (%v)", said, err)
 				}
@@ -274,6 +280,7 @@ func TestBrowser_RemovalLinkIsShownOnceWithACopyButton(t *testing.T) {
 }
 
 func TestBrowser_RemovalByTheLinkLeavesNothingBehindAfterBack(t *testing.T) {
+	t.Parallel()
 	for _, mode := range scriptModes {
 		t.Run(mode.name, func(t *testing.T) {
 			app := MustStartApp(t)
@@ -293,7 +300,7 @@ func TestBrowser_RemovalByTheLinkLeavesNothingBehindAfterBack(t *testing.T) {
 					t.Fatalf("paste the link: %v", err)
 				}
 			} else if _, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById("token").value || null`,
-				chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+				chromedp.WithPollingTimeout(browserWait))); err != nil {
 				t.Fatalf("the script never filled the token: %v", err)
 			}
 			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#remove-form button[type="submit"]`)),
@@ -306,7 +313,7 @@ func TestBrowser_RemovalByTheLinkLeavesNothingBehindAfterBack(t *testing.T) {
 			if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](`history.back()`)); err != nil {
 				t.Fatalf("back: %v", err)
 			}
-			if !waitFor(ctx, `location.pathname === "/manage/" && document.readyState === "complete" && !!document.getElementById("token")`, 10*time.Second) {
+			if !waitFor(ctx, `location.pathname === "/manage/" && document.readyState === "complete" && !!document.getElementById("token")`, browserWait) {
 				t.Fatal("Back did not return to the removal page")
 			}
 			time.Sleep(300 * time.Millisecond) // let any script or form restoration run
@@ -318,6 +325,7 @@ func TestBrowser_RemovalByTheLinkLeavesNothingBehindAfterBack(t *testing.T) {
 }
 
 func TestBrowser_FormErrorsSummaryTakesFocusAndLeadsToTheField(t *testing.T) {
+	t.Parallel()
 	for _, mode := range scriptModes {
 		t.Run(mode.name, func(t *testing.T) {
 			app := MustStartApp(t)
@@ -331,7 +339,7 @@ func TestBrowser_FormErrorsSummaryTakesFocusAndLeadsToTheField(t *testing.T) {
 			// The browser applies autofocus when it next renders the page,
 			// which can be just after the load event.
 			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.activeElement && document.activeElement.id === "error-summary"`,
-				chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+				chromedp.WithPollingTimeout(browserWait))); err != nil {
 				t.Fatalf("focus is on %q, want the error summary", mustEval[string](t, ctx, `document.activeElement && document.activeElement.id`))
 			}
 			// The unticked choice's message looks like the address's.
@@ -359,6 +367,7 @@ func TestBrowser_FormErrorsSummaryTakesFocusAndLeadsToTheField(t *testing.T) {
 }
 
 func TestBrowser_FaviconStyledAssetNotFoundAndOneLineBanner(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t)
 	ctx := adbrowser.MustNew(t)
 	onPhone(t, ctx)
@@ -395,6 +404,7 @@ func TestBrowser_FaviconStyledAssetNotFoundAndOneLineBanner(t *testing.T) {
 // its sentences at word boundaries on a phone and fits the screen; no word
 // ("retirement", "minutes") is broken across two lines.
 func TestBrowser_PrivacyTableSplitsNoWordOnAPhone(t *testing.T) {
+	t.Parallel()
 	for _, mode := range scriptModes {
 		t.Run(mode.name, func(t *testing.T) {
 			app := MustStartApp(t)

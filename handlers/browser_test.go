@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -13,6 +14,12 @@ import (
 	"admit/internal/browser"
 	"admit/store"
 )
+
+// browserWait bounds a browser test's wait for a condition on its page: a
+// guard against a condition that never comes, not a time it is expected to
+// take, so it is long enough for a machine loaded many times over (a pass
+// returns as soon as the condition holds). A failure names the condition.
+const browserWait = 2 * time.Minute
 
 // phoneWidth and phoneHeight are a common phone viewport in CSS pixels.
 const phoneWidth, phoneHeight = 390, 844
@@ -93,6 +100,7 @@ func mustFitWidth(tb testing.TB, ctx context.Context, page string, width int) {
 }
 
 func TestBrowser_DevSignInWithoutJavaScriptReachesOwnerConsole(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t)
 	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulatePortrait,

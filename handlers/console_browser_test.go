@@ -18,6 +18,7 @@ func owText(tb testing.TB, ctx context.Context, selector string) string {
 }
 
 func TestBrowser_ProgramPageShowsNameCountsAndChartWithItsTable(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		mustInsertEntry(t, app.DB, app.Demo, "ada@example.com", "waiting")
@@ -76,6 +77,7 @@ func TestBrowser_ProgramPageShowsNameCountsAndChartWithItsTable(t *testing.T) {
 }
 
 func TestBrowser_RetiredProgramHasNoEditingFormsAndItsPublicPageIsClosed(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		for _, email := range []string{"ada@example.com", "grace@example.com", "edsger@example.com"} {
@@ -127,6 +129,7 @@ func TestBrowser_RetiredProgramHasNoEditingFormsAndItsPublicPageIsClosed(t *test
 }
 
 func TestBrowser_AuditLogFiltersByTypeAndEntry(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		ada := mustInsertEntry(t, app.DB, app.Demo, "ada@example.com", "selected")

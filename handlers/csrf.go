@@ -48,7 +48,13 @@ func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request, p *identity.P
 }
 
 func (s *Server) mintCSRF(secret, sessionID string) string {
-	m := hmac.New(sha256.New, s.opts.Keys.CSRF)
+	return mintCSRFWith(s.opts.Keys.CSRF, secret, sessionID)
+}
+
+// mintCSRFWith is the CSRF token for a cookie secret and a provider
+// session under key.
+func mintCSRFWith(key []byte, secret, sessionID string) string {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte("admit csrf v1\x00"))
 	m.Write([]byte(secret))
 	m.Write([]byte{0})
@@ -79,9 +85,14 @@ func (s *Server) checkCSRF(r *http.Request, p *identity.Principal) error {
 	if secret == "" {
 		return errCSRF
 	}
-	want := s.mintCSRF(secret, p.SessionID)
-	if !hmac.Equal([]byte(got), []byte(want)) {
-		return errCSRF
+	if hmac.Equal([]byte(got), []byte(s.mintCSRF(secret, p.SessionID))) {
+		return nil
 	}
-	return nil
+	// rule: a token minted with the previous CSRF key is still accepted
+	// during a rotation (docs/DEPLOY.md, "Rotating a key").
+	if prev := s.opts.Keys.PreviousCSRF; prev != nil &&
+		hmac.Equal([]byte(got), []byte(mintCSRFWith(prev, secret, p.SessionID))) {
+		return nil
+	}
+	return errCSRF
 }

@@ -15,6 +15,7 @@ import (
 // labelled choice, a refused reference shows its message right beside the
 // field with everything kept, and the corrected form records the send.
 func TestBrowser_DeliveryFormWithoutJavaScript(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t, withClerk())
 	entry := dlSelectedEntry(t, app, "dl-browser@example.com")
 	owIssue(t, app, app.Demo.ID, entry)

@@ -147,7 +147,7 @@ func TestA11y_OIDCPages(t *testing.T) {
 				if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`)); err != nil {
 					t.Fatal(err)
 				}
-				for _, f := range runAxe(t, ctx) {
+				for _, f := range runAxe(t, ctx, v) {
 					t.Errorf("%s [%s]: %s", name, v, f)
 				}
 				if v.Keyboard {

@@ -98,6 +98,7 @@ func owWantFits(tb testing.TB, ctx context.Context, page string, width int) {
 }
 
 func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t, withClerk())
 	waiting, declined := owQueueFixture(t, app)
 	ctx := owBrowserAsOwner(t, app)
@@ -120,7 +121,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 		t.Fatalf("filter: %v", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`location.search.includes("state=waiting") &&
-		document.querySelectorAll('[data-testid="queue-row"]').length === 3`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		document.querySelectorAll('[data-testid="queue-row"]').length === 3`, chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the filtered queue never appeared (url %s): %v", owEval[string](t, ctx, `location.href`), err)
 	}
 	if got := owCountIn(t, ctx, `[data-testid="queue-row"][data-entry-id="`+declined+`"]`); got != 0 {
@@ -134,7 +135,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 	// htmx settles the swapped block after the swap itself; a click before
 	// then can land on a checkbox about to be replaced.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')`,
-		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the filtered block never settled: %v", err)
 	}
 	target := waiting[1]
@@ -143,7 +144,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 		t.Fatalf("choose an entry: %v", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('`+box+`:checked')`,
-		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the chosen entry's box is not checked: %v", err)
 	}
 	if err := chromedp.Do(ctx,
@@ -156,7 +157,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 		var f = document.querySelector('[data-testid="flash"]');
 		return !!f && f.textContent.includes("Selected 1 entry") &&
 			document.querySelectorAll('[data-testid="queue-row"]').length === 2;
-	})()`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+	})()`, chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the selection never showed (flash %q, %d rows): %v",
 			owEval[string](t, ctx, `(document.querySelector('[data-testid="flash"]') || {}).textContent || ""`),
 			owCountIn(t, ctx, `[data-testid="queue-row"]`), err)
@@ -194,7 +195,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(function () {
 		var s = document.querySelector('#entry-block [data-testid="entry-state"]');
 		return !!s && s.textContent === "declined" && !!document.querySelector('#entry-block [data-testid="flash"]');
-	})()`, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+	})()`, chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the declined state never showed: %v", err)
 	}
 	if got, want := owEntryState(t, app, waiting[0]), "declined"; got != want {
@@ -204,6 +205,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 }
 
 func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t, withClerk())
 	waiting, declined := owQueueFixture(t, app)
 	ctx := owBrowserAsOwner(t, app, browser.WithJavaScriptDisabled())
@@ -285,12 +287,15 @@ func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {
 	owScreenshot(t, ctx, "owner-program")
 }
 
-// owWaitFor polls a JavaScript condition until it holds (30 s at most:
-// a loaded machine can be slow, and a pass returns as soon as it holds).
+// owWaitFor polls a JavaScript condition until it holds (browserWait at
+// most: a pass returns as soon as it holds).
 func owWaitFor(tb testing.TB, ctx context.Context, what, cond string) {
 	tb.Helper()
-	if err := owPoll(ctx, cond, 30*time.Second); err != nil {
-		tb.Fatalf("%s never showed (%s): %v", what, cond, err)
+	if err := owPoll(ctx, cond, browserWait); err != nil {
+		// Where the page is, to tell a dialog that never opened from a
+		// fallback to the confirmation page.
+		at, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " (" + document.title + ")"`))
+		tb.Fatalf("%s never showed (%s) on %s: %v", what, cond, at, err)
 	}
 }
 

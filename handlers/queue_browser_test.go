@@ -61,7 +61,7 @@ func owWantRows(tb testing.TB, ctx context.Context, what string, ids ...string) 
 	tb.Helper()
 	want := strings.Join(ids, ",")
 	if err := owPoll(ctx, `Array.from(document.querySelectorAll('[data-testid="queue-row"]')).map(function (r) { return r.dataset.entryId; }).join(",") === `+jsQuote(want),
-		10*time.Second); err != nil {
+		browserWait); err != nil {
 		tb.Fatalf("%s: rows %q, want %q", what, owRows(tb, ctx), want)
 	}
 }
@@ -84,6 +84,7 @@ func owSearch(tb testing.TB, ctx context.Context, js bool, q string) {
 }
 
 func TestBrowser_QueueSearchFindsAnEntryByFullAddressAndByLocalPartPrefix(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		ids := owEntriesInOrder(t, app, "waiting", "ada.lovelace@example.com", "Ada.Byron@example.org", "grace@example.com", "adam@example.net")
@@ -115,6 +116,7 @@ func TestBrowser_QueueSearchFindsAnEntryByFullAddressAndByLocalPartPrefix(t *tes
 }
 
 func TestBrowser_QueueChooseAllAndBulkDeclineChangeExactlyTheChosenWaitingEntries(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		w := owEntriesInOrder(t, app, "waiting", "w0@example.com", "w1@example.com", "w2@example.com", "w3@example.com")
@@ -195,6 +197,7 @@ type dangerousAction struct {
 }
 
 func TestBrowser_DangerousActionsNeedTheirConfirmationAndDoNothingWhenCancelled(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		pid := app.Demo.ID
@@ -311,6 +314,7 @@ func TestBrowser_DangerousActionsNeedTheirConfirmationAndDoNothingWhenCancelled(
 }
 
 func TestBrowser_QueueFocusIsInTheTableAfterAnHTMXPageChangeOrAction(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t, withClerk())
 	w := owEntriesInOrder(t, app, "waiting", "f0@example.com", "f1@example.com", "f2@example.com", "f3@example.com", "f4@example.com")
 	ctx := owBrowserAsOwner(t, app)
@@ -354,6 +358,7 @@ func TestBrowser_QueueFocusIsInTheTableAfterAnHTMXPageChangeOrAction(t *testing.
 }
 
 func TestBrowser_CodePageSurvivesBackWithoutResubmittingAndNeverShowsTheCodeTwice(t *testing.T) {
+	t.Parallel()
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		e := mustInsertEntry(t, app.DB, app.Demo, "code@example.com", "selected")
@@ -442,7 +447,7 @@ func owBack(tb testing.TB, ctx context.Context, want string) {
 	// Poll from Go: each try evaluates in the document of the moment, which
 	// a navigation replaces.
 	cond := `location.href === ` + jsQuote(want) + ` && document.readyState === "complete" && !!document.querySelector("main")`
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(browserWait); ; time.Sleep(100 * time.Millisecond) {
 		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](cond)); err == nil && ok {
 			return
 		}

@@ -37,6 +37,7 @@ func recipientBrowserLoad(tb testing.TB, ctx context.Context, what string, want 
 // whose text the recipient reads; after the owner revokes the grant,
 // reloading the page is the generic 404.
 func TestBrowser_RecipientRedeemsAndReadsThenRevokeDenies(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	const email = "recipient@example.com"

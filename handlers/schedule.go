@@ -46,7 +46,10 @@ type heldWriter struct {
 	release time.Time
 	sch     *answerSchedule
 	waited  bool
-	// yields counts the loop's turns before the release.
+	// spin is the stretch before the release that wait chose to yield
+	// through in a loop (releaseSpin or none); yields counts the loop's
+	// turns.
+	spin   time.Duration
 	yields int
 }
 
@@ -59,17 +62,24 @@ type heldWriter struct {
 // them (2% of a signup's CPU at 32 clients: docs/PERFORMANCE.md#counted-once-per-commit).
 const releaseSpin = time.Millisecond
 
+// spinWindow is how long before a release an answer yields in a loop
+// instead of sleeping: releaseSpin while it is the only signup in progress,
+// none beside others.
+func (sch *answerSchedule) spinWindow() time.Duration {
+	if sch.inProgress.Load() > 1 {
+		return 0
+	}
+	return releaseSpin
+}
+
 // wait holds the answer until release, once, or until the client goes away.
 func (w *heldWriter) wait() {
 	if w.waited {
 		return
 	}
 	w.waited = true
-	spin := releaseSpin
-	if w.sch.inProgress.Load() > 1 {
-		spin = 0
-	}
-	if d := time.Until(w.release) - spin; d > 0 {
+	w.spin = w.sch.spinWindow()
+	if d := time.Until(w.release) - w.spin; d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:

@@ -33,6 +33,22 @@ type Keys struct {
 	// identity provider (docs/ARCHITECTURE.md#sessions). main hands it to
 	// the identity; the handlers never use it.
 	SessionTokens []byte
+	// PreviousSessionHash and PreviousSessionBlock, when set, are the
+	// session keys being rotated out: cookies they signed are still read,
+	// new ones are signed with the current keys. PreviousCSRF is the same
+	// for CSRF tokens (docs/DEPLOY.md, "Rotating a key").
+	PreviousSessionHash, PreviousSessionBlock []byte
+	PreviousCSRF                              []byte
+}
+
+// sessionKeyPairs lists the session key pairs for a cookie codec, the
+// current pair first (the one that signs) and then the previous one, if any.
+func (k Keys) sessionKeyPairs() [][]byte {
+	pairs := [][]byte{k.SessionHash, k.SessionBlock}
+	if k.PreviousSessionHash != nil {
+		pairs = append(pairs, k.PreviousSessionHash, k.PreviousSessionBlock)
+	}
+	return pairs
 }
 
 // Options configure a Server.
@@ -134,6 +150,15 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 			return nil, fmt.Errorf("handlers: the %s key must be 32 bytes", name)
 		}
 	}
+	for name, k := range map[string][]byte{"previous session hash": opts.Keys.PreviousSessionHash,
+		"previous session block": opts.Keys.PreviousSessionBlock, "previous csrf": opts.Keys.PreviousCSRF} {
+		if k != nil && len(k) != 32 {
+			return nil, fmt.Errorf("handlers: the %s key must be 32 bytes", name)
+		}
+	}
+	if (opts.Keys.PreviousSessionHash == nil) != (opts.Keys.PreviousSessionBlock == nil) {
+		return nil, errors.New("handlers: the previous session hash and block keys come together")
+	}
 	s := &Server{opts: opts, db: db, id: id, log: slog.New(requestIDLogHandler{opts.Logger.Handler()}), patterns: map[string]bool{}}
 	depth := store.DefaultSignupQueue
 	if db != nil {
@@ -159,7 +184,9 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 		}
 		s.clerkFAPI = fapi
 	}
-	cs := sessions.NewCookieStore(opts.Keys.SessionHash, opts.Keys.SessionBlock)
+	// rule: a cookie signed with the previous session keys is still read
+	// during a rotation (docs/DEPLOY.md, "Rotating a key").
+	cs := sessions.NewCookieStore(opts.Keys.sessionKeyPairs()...)
 	for _, c := range cs.Codecs {
 		if sc, ok := c.(*securecookie.SecureCookie); ok {
 			sc.SetSerializer(identity.SessionSerializer{})

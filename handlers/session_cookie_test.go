@@ -79,3 +79,98 @@ func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 		t.Fatalf("flashes=%v, want [Saved.]", fl)
 	}
 }
+
+// TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted: a session cookie
+// and a CSRF token made before the session and CSRF keys were replaced are
+// still accepted while the old keys are listed as the previous ones, and
+// refused once they are gone; what the server makes after the rotation is
+// signed with the new keys only.
+func TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted(t *testing.T) {
+	key := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+	u, _ := url.Parse("http://127.0.0.1:8080")
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "admit.db"), store.Options{BindingKey: key(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dev, err := identity.NewDevIdentity(db, key(6), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := func(k Keys) *Server {
+		t.Helper()
+		k.Binding, k.Counter = key(4), key(5)
+		s, err := New(Options{PublicURL: u, Keys: k}, nil, dev)
+		if err != nil {
+			t.Fatalf("new server: %v", err)
+		}
+		return s
+	}
+	before := server(Keys{SessionHash: key(1), SessionBlock: key(2), CSRF: key(3)})
+	during := server(Keys{SessionHash: key(11), SessionBlock: key(12), CSRF: key(13),
+		PreviousSessionHash: key(1), PreviousSessionBlock: key(2), PreviousCSRF: key(3)})
+	after := server(Keys{SessionHash: key(11), SessionBlock: key(12), CSRF: key(13)})
+
+	// A session and a form's token from before the rotation.
+	p := &identity.Principal{UserID: "user_1", SessionID: "sess_1"}
+	saveSession := func(s *Server, csrf string) *http.Cookie {
+		t.Helper()
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		sess := s.session(r)
+		sess.Values["csrf"] = csrf
+		if err := sess.Save(r, w); err != nil {
+			t.Fatalf("save: %v", err)
+		}
+		for _, c := range w.Result().Cookies() {
+			if c.Name == sessionCookie {
+				return c
+			}
+		}
+		t.Fatal("no session cookie was set")
+		return nil
+	}
+	oldCookie := saveSession(before, "secret")
+	oldToken := before.mintCSRF("secret", p.SessionID)
+	post := func(cookie *http.Cookie, token string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.AddCookie(cookie)
+		r.Header.Set("X-CSRF-Token", token)
+		return r
+	}
+
+	for _, tc := range []struct {
+		name string
+		s    *Server
+		want bool
+	}{
+		{"before the rotation", before, true},
+		{"during the rotation window", during, true},
+		{"after the previous keys are removed", after, false},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.AddCookie(oldCookie)
+		csrf, _ := tc.s.session(r).Values["csrf"].(string)
+		if got := csrf == "secret"; got != tc.want {
+			t.Errorf("%s: the old session cookie read=%v, want %v", tc.name, got, tc.want)
+		}
+		if got := tc.s.checkCSRF(post(oldCookie, oldToken), p) == nil; got != tc.want {
+			t.Errorf("%s: the old CSRF token accepted=%v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	// What the server makes during the window needs no previous key.
+	newCookie := saveSession(during, "fresh")
+	newToken := during.mintCSRF("fresh", p.SessionID)
+	if err := after.checkCSRF(post(newCookie, newToken), p); err != nil {
+		t.Errorf("a cookie and token made during the window are refused after it: %v", err)
+	}
+	if err := before.checkCSRF(post(newCookie, newToken), p); err == nil {
+		t.Error("a cookie and token made during the window verify with the old keys: they were signed with the previous ones")
+	}
+	// A CSRF token from before, on a cookie it was not minted for, is
+	// refused during the window too.
+	if err := during.checkCSRF(post(newCookie, oldToken), p); err == nil {
+		t.Error("an old token was accepted with another session's cookie")
+	}
+}

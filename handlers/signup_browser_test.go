@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -100,6 +99,7 @@ func wantEntryErasedByBrowser(tb testing.TB, app *testApp, email string) {
 }
 
 func TestBrowser_WithoutJavaScriptJoinAndRemoveByPastingTheToken(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t)
 	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
 	const email = "No.Script@example.com"
@@ -129,6 +129,7 @@ func TestBrowser_WithoutJavaScriptJoinAndRemoveByPastingTheToken(t *testing.T) {
 }
 
 func TestBrowser_WithJavaScriptRemoveThroughTheFragmentLink(t *testing.T) {
+	t.Parallel()
 	app := MustStartApp(t)
 	ctx := browser.MustNew(t)
 	const email = "with.script@example.com"
@@ -147,7 +148,7 @@ func TestBrowser_WithJavaScriptRemoveThroughTheFragmentLink(t *testing.T) {
 	filled, err := chromedp.Run(ctx, chromedp.Poll[string](`(function () {
 		var v = document.querySelector('#remove-form input[name="token"]').value;
 		return v === "" ? null : v;
-	})()`, chromedp.WithPollingTimeout(5*time.Second)))
+	})()`, chromedp.WithPollingTimeout(browserWait)))
 	if err != nil {
 		t.Fatalf("manage.js never filled the token field: %v", err)
 	}

@@ -25,7 +25,7 @@ import (
 )
 
 // Targets are the platforms a release is built for.
-var Targets = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}
+var Targets = []string{"linux/amd64", "linux/arm64", "darwin/arm64"}
 
 func main() {
 	out := flag.String("o", "dist", "output directory")

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,12 +40,15 @@ const StartAttempts = 3
 const StartTimeout = 30 * time.Second
 
 // DefaultTimeout is the deadline of the context MustNew returns, so a test
-// whose page never answers fails instead of hanging.
-const DefaultTimeout = 60 * time.Second
+// whose page never answers fails instead of hanging. It bounds a whole test,
+// some of which load dozens of pages: long enough for a machine loaded many
+// times over, well inside Go's 10-minute package timeout.
+const DefaultTimeout = 5 * time.Minute
 
 // config collects the Options given to MustNew.
 type config struct {
 	jsDisabled   bool
+	ownBrowser   bool
 	timeout      time.Duration
 	startTimeout time.Duration
 }
@@ -66,9 +70,19 @@ func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }
 
-// WithStartTimeout replaces StartTimeout for each launch.
+// WithStartTimeout replaces StartTimeout as the first launch's budget. A
+// launch that overran it is retried with twice as long, and never less than
+// StartTimeout: on a busy machine a second launch is no faster than the
+// first.
 func WithStartTimeout(d time.Duration) Option {
 	return func(c *config) { c.startTimeout = d }
+}
+
+// WithOwnBrowser launches a browser for this test alone, stopped when the
+// test ends, instead of opening a tab in the browser the test binary shares.
+// Tests of the launch itself use it.
+func WithOwnBrowser() Option {
+	return func(c *config) { c.ownBrowser = true }
 }
 
 // ExecPath returns the Chromium binary to run: CHROMIUM_PATH when set,
@@ -85,12 +99,16 @@ func ExecPath() (string, error) {
 	return resolved, nil
 }
 
-// MustNew starts a fresh headless Chromium with its own temporary profile and
-// returns a chromedp context for one tab in it. The context has a deadline of
-// DefaultTimeout (see WithTimeout). The browser process is stopped, and waited
-// for, when the test ends.
+// MustNew returns a chromedp context for a new tab in a browser context of
+// its own (like a private window: its own cookies, storage and cache),
+// opened in the one headless Chromium that the test binary shares; the
+// first call launches it. The tab emulates focus, so that pages in tabs
+// side by side behave as the one in front. The context has a deadline of
+// DefaultTimeout (see WithTimeout). The tab and its browser context are
+// closed when the test ends; the shared browser is stopped by RunTests.
+// WithOwnBrowser launches a browser for the test alone instead.
 //
-// A start that fails or gives no DevTools connection within StartTimeout
+// A launch that fails or gives no DevTools connection within StartTimeout
 // (see WithStartTimeout) is retried, up to StartAttempts launches in all,
 // each with a fresh profile: under `go test ./...` other test binaries load
 // the machine while Chromium starts.
@@ -112,35 +130,160 @@ func MustNew(tb testing.TB, opts ...Option) context.Context {
 		tb.Fatalf("browser: Chromium required under CI but not available: %v", err)
 	}
 
-	var browserCtx context.Context
-	var failures []error
-	for attempt := 1; browserCtx == nil; attempt++ {
+	var tabCtx context.Context
+	if cfg.ownBrowser {
 		// TempDir first: cleanups run last-in first-out, so the browser is
 		// stopped before its profile directory is removed.
-		profile := tb.TempDir()
-		ctx, stop, err := launch(execPath, profile, cfg.startTimeout)
+		ctx, stop, err := launchWithRetries(tb, execPath, tb.TempDir, cfg.startTimeout)
 		if err != nil {
-			failures = append(failures, fmt.Errorf("launch %d: %w", attempt, err))
-			if attempt == StartAttempts {
-				tb.Fatalf("browser: start %s: %v", execPath, errors.Join(failures...))
-			}
-			tb.Logf("browser: launch %d of %s failed, retrying: %v", attempt, execPath, err)
-			continue
+			tb.Fatalf("browser: start %s: %v", execPath, err)
 		}
 		tb.Cleanup(stop)
-		browserCtx = ctx
+		tabCtx = ctx
+	} else {
+		tabCtx = mustNewTab(tb, execPath, cfg.startTimeout)
+	}
+	// Pages in tabs side by side each behave as the focused one: focus and
+	// blur events, :focus-visible and autofocus as for the tab in front.
+	if _, err := chromedp.Call(tabCtx, emulation.SetFocusEmulationEnabled,
+		emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
+		tb.Fatalf("browser: emulate focus: %v", err)
 	}
 	if cfg.jsDisabled {
 		// Before any navigation, so no page of the test ever runs a script.
-		if _, err := chromedp.Call(browserCtx, emulation.SetScriptExecutionDisabled,
+		if _, err := chromedp.Call(tabCtx, emulation.SetScriptExecutionDisabled,
 			emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
 			tb.Fatalf("browser: disable JavaScript: %v", err)
 		}
 	}
 
-	ctx, cancelTimeout := context.WithTimeout(browserCtx, cfg.timeout)
+	ctx, cancelTimeout := context.WithTimeout(tabCtx, cfg.timeout)
 	tb.Cleanup(cancelTimeout)
 	return ctx
+}
+
+// shared is the browser the test binary's tests open their tabs in.
+var shared struct {
+	mu       sync.Mutex
+	execPath string
+	ctx      context.Context // nil until launched
+	stop     func()
+	profile  string
+}
+
+// mustNewTab opens a tab in a new browser context of the shared browser,
+// launching the browser first when it is not running (never launched,
+// exited, or launched from another binary), and closes the tab when the test
+// ends.
+func mustNewTab(tb testing.TB, execPath string, startTimeout time.Duration) context.Context {
+	tb.Helper()
+	browserCtx, err := sharedBrowser(tb, execPath, startTimeout)
+	if err != nil {
+		tb.Fatalf("browser: start %s: %v", execPath, err)
+	}
+	tabCtx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+	// The first action owns the tab: it gets the untimed context, so the
+	// tab lives until the cleanup closes it.
+	if err := chromedp.Do(tabCtx); err != nil {
+		cancel()
+		tb.Fatalf("browser: open a tab: %v", err)
+	}
+	tb.Cleanup(func() {
+		// Closes the tab and disposes of its browser context, and waits.
+		if err := chromedp.Cancel(tabCtx); err != nil && !errors.Is(err, context.Canceled) {
+			tb.Logf("browser: close the tab: %v", err)
+		}
+		cancel()
+	})
+	return tabCtx
+}
+
+// sharedBrowser returns the shared browser's context, launching it when no
+// browser from execPath is running.
+func sharedBrowser(tb testing.TB, execPath string, startTimeout time.Duration) (context.Context, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.ctx != nil && shared.ctx.Err() == nil && shared.execPath == execPath {
+		return shared.ctx, nil
+	}
+	stopSharedLocked()
+	var profiles []string
+	ctx, stop, err := launchWithRetries(tb, execPath, func() string {
+		dir, err := os.MkdirTemp("", "admit-chromium-")
+		if err != nil {
+			tb.Fatalf("browser: profile directory: %v", err)
+		}
+		profiles = append(profiles, dir)
+		return dir
+	}, startTimeout)
+	// Only the running browser's profile is kept, for StopShared to remove.
+	keep := ""
+	if err == nil {
+		keep = profiles[len(profiles)-1]
+	}
+	for _, dir := range profiles {
+		if dir != keep {
+			os.RemoveAll(dir)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	shared.execPath, shared.ctx, shared.stop, shared.profile = execPath, ctx, stop, keep
+	return ctx, nil
+}
+
+// StopShared stops the browser the test binary's tests share, waits for it
+// to exit and removes its profile. Tabs still open are closed with it.
+func StopShared() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	stopSharedLocked()
+}
+
+func stopSharedLocked() {
+	if shared.stop != nil {
+		shared.stop()
+	}
+	if shared.profile != "" {
+		os.RemoveAll(shared.profile)
+	}
+	shared.execPath, shared.ctx, shared.stop, shared.profile = "", nil, nil, ""
+}
+
+// RunTests runs the package's tests and then stops the shared browser; a
+// package whose tests call MustNew uses it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(browser.RunTests(m)) }
+//
+// Without it the kernel still stops the browser when the test binary exits
+// (chromedp starts it with a parent-death signal), but its profile
+// directory is left behind.
+func RunTests(m *testing.M) int {
+	defer StopShared()
+	return m.Run()
+}
+
+// launchWithRetries launches the browser, on a fresh profile from profile()
+// each time, up to StartAttempts times. The first launch may take
+// startTimeout, each retry twice the last one's budget and no less than
+// StartTimeout.
+func launchWithRetries(tb testing.TB, execPath string, profile func() string, startTimeout time.Duration) (context.Context, func(), error) {
+	tb.Helper()
+	var failures []error
+	budget := startTimeout
+	for attempt := 1; ; attempt++ {
+		ctx, stop, err := launch(execPath, profile(), budget)
+		if err == nil {
+			return ctx, stop, nil
+		}
+		failures = append(failures, fmt.Errorf("launch %d: %w", attempt, err))
+		if attempt == StartAttempts {
+			return nil, nil, errors.Join(failures...)
+		}
+		tb.Logf("browser: launch %d of %s failed, retrying: %v", attempt, execPath, err)
+		budget = max(2*budget, StartTimeout)
+	}
 }
 
 // launch starts one browser on profile and returns its context and the

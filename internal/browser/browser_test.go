@@ -29,6 +29,8 @@ const page = `<!doctype html>
 <script src="/app.js"></script>
 </body></html>`
 
+func TestMain(m *testing.M) { os.Exit(browser.RunTests(m)) }
+
 // nilSignal checks that a process exists without affecting it.
 var nilSignal = syscall.Signal(0)
 
@@ -116,12 +118,12 @@ func TestMustNew_ContextHasDeadline(t *testing.T) {
 	}
 }
 
-func TestMustNew_BrowserProcessEndsAtCleanup(t *testing.T) {
+func TestMustNew_OwnBrowserProcessEndsAtCleanup(t *testing.T) {
 	var proc *os.Process
 	var skipped bool
 	t.Run("use", func(t *testing.T) {
 		defer func() { skipped = t.Skipped() }() // runs on Skip too
-		ctx := browser.MustNew(t)
+		ctx := browser.MustNew(t, browser.WithOwnBrowser())
 		proc = chromedp.FromContext(ctx).Browser.Process()
 		if proc == nil {
 			t.Fatal("no browser process")
@@ -251,7 +253,7 @@ func TestMustNew_RetriesALaunchThatFails(t *testing.T) {
 	path, launches := flakyChromium(t, "echo 'simulated crash' >&2; exit 1")
 	t.Setenv("CHROMIUM_PATH", path)
 	srv := mustServePage(t)
-	ctx := browser.MustNew(t)
+	ctx := browser.MustNew(t, browser.WithOwnBrowser())
 	if status, _ := loadPage(t, ctx, srv.URL+"/"); status != "scripted" {
 		t.Fatalf("#status=%q after the retried launch, want %q", status, "scripted")
 	}
@@ -261,21 +263,65 @@ func TestMustNew_RetriesALaunchThatFails(t *testing.T) {
 }
 
 // TestMustNew_RetriesALaunchThatNeverAnswers: a browser that never opens
-// DevTools is stopped at the start deadline and launched again.
+// DevTools is stopped at the start deadline and launched again, with a
+// budget of its own no shorter than StartTimeout, so that a real launch on
+// a busy machine is not taken for a hung one.
 func TestMustNew_RetriesALaunchThatNeverAnswers(t *testing.T) {
 	path, launches := flakyChromium(t, "exec sleep 600")
 	t.Setenv("CHROMIUM_PATH", path)
 	srv := mustServePage(t)
+	const firstBudget = 2 * time.Second
 	start := time.Now()
-	ctx := browser.MustNew(t, browser.WithStartTimeout(10*time.Second))
+	ctx := browser.MustNew(t, browser.WithOwnBrowser(), browser.WithStartTimeout(firstBudget))
 	if status, _ := loadPage(t, ctx, srv.URL+"/"); status != "scripted" {
 		t.Fatalf("#status=%q after the retried launch, want %q", status, "scripted")
 	}
 	if got, want := launches(), 2; got != want {
 		t.Fatalf("launches=%d, want %d", got, want)
 	}
-	if waited := time.Since(start); waited < 10*time.Second {
-		t.Fatalf("second launch after %v, before the 10s start deadline", waited)
+	if waited := time.Since(start); waited < firstBudget {
+		t.Fatalf("second launch after %v, before the first launch's %v budget", waited, firstBudget)
+	}
+}
+
+// TestMustNew_TabsShareOneBrowserButNotCookies: two tests' tabs run in one
+// browser process, each in a browser context of its own, so a cookie set in
+// one is not sent from the other.
+func TestMustNew_TabsShareOneBrowserButNotCookies(t *testing.T) {
+	var seen sync.Map // cookie header by tab
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /set", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: "tab", Value: r.URL.Query().Get("v"), Path: "/"})
+		fmt.Fprint(w, "<!doctype html><title>set</title>")
+	})
+	mux.HandleFunc("GET /get", func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.URL.Query().Get("tab"), r.Header.Get("Cookie"))
+		fmt.Fprint(w, "<!doctype html><title>get</title>")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	a := browser.MustNew(t)
+	b := browser.MustNew(t)
+	pa, pb := chromedp.FromContext(a).Browser.Process(), chromedp.FromContext(b).Browser.Process()
+	if pa == nil || pb == nil || pa.Pid != pb.Pid {
+		t.Fatalf("the two tabs run in browser processes %v and %v, want one", pa, pb)
+	}
+	if err := chromedp.Do(a, chromedp.Navigate(srv.URL+"/set?v=a")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tab := range []struct {
+		name string
+		ctx  context.Context
+		want string
+	}{{"a", a, "tab=a"}, {"b", b, ""}} {
+		if err := chromedp.Do(tab.ctx, chromedp.Navigate(srv.URL+"/get?tab="+tab.name)); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := seen.Load(tab.name)
+		if got != tab.want {
+			t.Errorf("tab %s sent Cookie %q, want %q", tab.name, got, tab.want)
+		}
 	}
 }
 
@@ -293,7 +339,7 @@ func TestMustNew_FailsAfterTheLastAttempt(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		browser.MustNew(rec)
+		browser.MustNew(rec, browser.WithOwnBrowser())
 	}()
 	<-done
 	if rec.skipped || !rec.failed {

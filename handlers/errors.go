@@ -130,7 +130,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if answerBusy(w, err) {
 		title, message, retry = busyTitle, busyMessage, busyRetryWhen
 	}
-	if status == http.StatusTooManyRequests {
+	switch {
+	case errors.Is(err, store.ErrQueueFull):
+		// No retry time: a full queue frees no place on the hour.
+		title, message = "This waitlist is full", store.ErrorMessage(err)
+	case status == http.StatusTooManyRequests:
 		retry = s.setRetryAfter(w)
 	}
 	if isAPI(r) {

@@ -75,7 +75,20 @@ type ProgramSummary struct {
 	CreatedAt            time.Time
 	// Retirement is how far a retired program's bookkeeping has gone.
 	Retirement RetirementView
+	// Limits is which of the signup limits refuses signups right now.
+	Limits SignupLimits
 }
+
+// SignupLimits says which of a program's caps refuses signups now: the
+// queue's every place taken, or this UTC hour's intake used up until
+// IntakeUntil (zero when it is not).
+type SignupLimits struct {
+	QueueFull   bool
+	IntakeUntil time.Time
+}
+
+// Refusing reports whether a cap refuses every signup right now.
+func (l SignupLimits) Refusing() bool { return l.QueueFull || !l.IntakeUntil.IsZero() }
 
 // SettingsForm is the program settings form, checked against the program's
 // revision when it was loaded.
@@ -157,6 +170,9 @@ type QueueRow struct {
 	State         string
 	CreatedAt     time.Time
 	NoticeVersion int
+	// SendNotRecorded says the entry's code was issued but its send not
+	// recorded: it cannot be redeemed until the owner records it.
+	SendNotRecorded bool
 }
 
 // Choosable reports whether a bulk action can take the entry: selecting

@@ -172,6 +172,11 @@ var a11yPages = []a11yPage{
 		e.Kit.entry(tb, p, "first@example.com")
 		return "/waitlist/" + p.Slug
 	}},
+	{Name: "start page with a full waitlist", Path: func(tb testing.TB, e *a11yEnv) string {
+		p := a11yCapped(tb, e, "a11y-full-start", store.ProgramSettings{QueueCap: settingPtr(1)})
+		e.Kit.entry(tb, p, "first@example.com")
+		return "/"
+	}},
 	{Name: "waitlist full (429)", Path: func(tb testing.TB, e *a11yEnv) string {
 		return "/waitlist/" + a11yCapped(tb, e, "a11y-full", store.ProgramSettings{QueueCap: settingPtr(1)}).Slug
 	},

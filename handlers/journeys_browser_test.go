@@ -49,7 +49,9 @@ func jrnShoot(tb testing.TB, ctx context.Context, name string, js bool) {
 // jrnBrowserAs starts Chromium signed in (Clerk mode) as userID.
 func jrnBrowserAs(tb testing.TB, app *testApp, userID string, js bool) context.Context {
 	tb.Helper()
-	var opts []browser.Option
+	// Each journey keeps its browsers open through several steps of
+	// another's: on a loaded machine that is longer than the default.
+	opts := []browser.Option{browser.WithTimeout(5 * time.Minute)}
 	if !js {
 		opts = append(opts, browser.WithJavaScriptDisabled())
 	}
@@ -179,6 +181,12 @@ func TestUnsentCode_BrowserJourneyFromIssueToRecordedSend(t *testing.T) {
 		if owCountIn(t, owner, `[data-testid="issued"] [data-testid="delivery-form"] #channel`) != 1 ||
 			owCountIn(t, owner, `[data-testid="issued"] [data-testid="delivery-form"] #reference`) != 1 {
 			t.Fatal("the code page does not offer to record the send")
+		}
+		if msg := owEval[string](t, owner, `document.querySelector('[data-testid="invitation-message"]').value`); !strings.Contains(msg, "You are invited to "+app.Demo.Name+" by "+app.Demo.WorkspaceName+".") {
+			t.Errorf("the message does not name the program and who runs it:\n%s", msg)
+		}
+		if owCountIn(t, owner, `[data-testid="record-next"] a[href="#delivery-form"]`) != 1 {
+			t.Error("the code page does not lead on to recording the send")
 		}
 		jrnShoot(t, owner, "unsent-code-page", js)
 

@@ -16,7 +16,7 @@ func programSummary(p *store.Program) views.ProgramSummary {
 		Revision: p.Revision, CurrentNoticeVersion: p.CurrentNoticeVersion, CreatedAt: p.CreatedAt,
 		Retirement: views.RetirementView{Pending: p.Retirement.Pending, Done: p.Retirement.Done,
 			Total: p.Retirement.Total, ErasedBy: p.EntriesErasedBy},
-		Limits: signupLimits(p)}
+		Limits: signupLimits(p), WorkspaceName: p.WorkspaceName}
 }
 
 // signupLimits says which cap refuses signups right now.

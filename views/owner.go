@@ -77,6 +77,8 @@ type ProgramSummary struct {
 	Retirement RetirementView
 	// Limits is which of the signup limits refuses signups right now.
 	Limits SignupLimits
+	// WorkspaceName is the display name of the program's workspace.
+	WorkspaceName string
 }
 
 // SignupLimits says which of a program's caps refuses signups now: the
@@ -389,12 +391,25 @@ type IssuedView struct {
 // when it expires.
 func (v IssuedView) Message() string {
 	return "Hello,\n\n" +
-		"You are invited to " + v.Program.Slug + ". To accept:\n\n" +
+		"You are invited to " + v.Program.invitedTo() + ". To accept:\n\n" +
 		"1. Open " + v.RedeemURL + "\n" +
 		"2. Sign in with this email address: " + emailOrErased(v.EntryEmail) + "\n" +
 		"3. Enter this code: " + v.Code + "\n\n" +
 		"The code works once and expires on " + When(v.Invitation.ExpiresAt) + ". " +
 		"If you did not expect this message, you can ignore it.\n"
+}
+
+// invitedTo names the program as an invitation does: its name, and who
+// runs it when the workspace has a display name.
+func (p ProgramSummary) invitedTo() string {
+	name := p.Name
+	if name == "" {
+		name = p.Slug
+	}
+	if p.WorkspaceName == "" {
+		return name
+	}
+	return name + " by " + p.WorkspaceName
 }
 
 // EventsView is a page of a program's audit log.

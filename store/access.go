@@ -35,7 +35,9 @@ type Redemption struct {
 // is one of those addresses, the delivery record, the invitation issued and
 // unexpired by the transaction clock, the entry invited, the program and
 // workspace active. Then the invitation is redeemed and exactly one grant is
-// bound to the user. Every failure is the same not-found.
+// bound to the user. Every failure is a not-found; a live code whose send
+// is not recorded yet is ErrCodeNotActive, decided before the addresses
+// are looked at.
 //
 // Each of limits counts the attempt first, in the same transaction and in
 // the given order (docs/API.md#redeem: count, then act). An attempt over a limit

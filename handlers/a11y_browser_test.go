@@ -71,6 +71,10 @@ type a11yPage struct {
 	// NoJS audits the page with JavaScript off, as a visitor without it
 	// sees it (<noscript> content, no htmx).
 	NoJS bool
+	// BeforeSubmit, when set, changes the state after the page was opened
+	// and filled, before Submit: the answer to a form sent after the
+	// world changed.
+	BeforeSubmit func(tb testing.TB, app *testApp)
 }
 
 // a11yField sets one form control: a value typed into a field, or, for a
@@ -85,7 +89,13 @@ type a11yField struct {
 type a11yEnv struct {
 	App *testApp
 	Kit accessKit
+	// Code is the invitation code a row's Path issued, typed where a
+	// field's value is a11yCode.
+	Code string
 }
+
+// a11yCode, as a field's value, stands for the code the row's Path issued.
+const a11yCode = "{code}"
 
 // a11yPath returns a fixed path.
 func a11yPath(p string) func(testing.TB, *a11yEnv) string {
@@ -157,14 +167,30 @@ var a11yPages = []a11yPage{
 	{Name: "request received, removal link shown once", Path: a11yPath("/waitlist/demo"),
 		Fill:   []a11yField{{"#email", "joiner@example.com"}, {"#permission", "on"}},
 		Submit: `#signup-form button[type="submit"]`},
+	{Name: "waitlist full", Path: func(tb testing.TB, e *a11yEnv) string {
+		p := a11yCapped(tb, e, "a11y-full-page", store.ProgramSettings{QueueCap: settingPtr(1)})
+		e.Kit.entry(tb, p, "first@example.com")
+		return "/waitlist/" + p.Slug
+	}},
+	{Name: "start page with a full waitlist", Path: func(tb testing.TB, e *a11yEnv) string {
+		p := a11yCapped(tb, e, "a11y-full-start", store.ProgramSettings{QueueCap: settingPtr(1)})
+		e.Kit.entry(tb, p, "first@example.com")
+		return "/"
+	}},
 	{Name: "waitlist full (429)", Path: func(tb testing.TB, e *a11yEnv) string {
-		p := e.program(tb, "a11y-full")
-		ctx := context.Background()
-		one := 1
-		p, err := e.App.DB.UpdateProgram(ctx, e.Kit.owner, p.ID, store.ProgramSettings{ExpectedRevision: p.Revision, QueueCap: &one})
-		if err != nil {
-			tb.Fatalf("cap the queue: %v", err)
-		}
+		return "/waitlist/" + a11yCapped(tb, e, "a11y-full", store.ProgramSettings{QueueCap: settingPtr(1)}).Slug
+	},
+		Fill: []a11yField{{"#email", "second@example.com"}, {"#permission", "on"}},
+		// The last place is taken while the form is open.
+		BeforeSubmit: func(tb testing.TB, app *testApp) {
+			if _, err := app.DB.Signup(context.Background(), store.SignupRequest{Slug: "a11y-full", RequestKey: uuid.NewString(),
+				Email: "first@example.com", NoticeVersion: 1, Permission: true}); err != nil {
+				tb.Fatalf("fill the queue: %v", err)
+			}
+		},
+		Submit: `#signup-form button[type="submit"]`, Status: 429},
+	{Name: "hour's intake used up (429)", Path: func(tb testing.TB, e *a11yEnv) string {
+		p := a11yCapped(tb, e, "a11y-intake", store.ProgramSettings{HourlyCap: settingPtr(1)})
 		e.Kit.entry(tb, p, "first@example.com")
 		return "/waitlist/" + p.Slug
 	},
@@ -215,6 +241,15 @@ var a11yPages = []a11yPage{
 	{Name: "redeem with a wrong code", As: "redeemer@example.com", Path: a11yPath("/redeem"),
 		Fill:   []a11yField{{"#code", strings.Repeat("A", 43)}},
 		Submit: `#redeem-form button[type="submit"]`, Status: 404},
+	{Name: "my waitlists, invitation being prepared", As: "prepared@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
+		e.Kit.invite(tb, e.program(tb, "a11y-me-prepared"), "prepared@example.com", false)
+		return "/me"
+	}},
+	{Name: "redeem a code whose send is not recorded", As: "early@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
+		inv := e.Kit.invite(tb, e.program(tb, "a11y-redeem-early"), "early@example.com", false)
+		e.Code = inv.Code
+		return "/redeem"
+	}, Fill: []a11yField{{"#code", a11yCode}}, Submit: `#redeem-form button[type="submit"]`, Status: 404},
 	{Name: "private content", As: "reader@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
 		const email = "reader@example.com"
 		p := e.program(tb, "a11y-private")
@@ -230,6 +265,21 @@ var a11yPages = []a11yPage{
 		Submit: `[data-testid="create-program"] button[type="submit"]`, Status: 409},
 	{Name: "program page and settings", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		return "/owner/programs/" + e.App.Demo.ID
+	}},
+	{Name: "program page, queue full", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := a11yCapped(tb, e, "a11y-owner-full", store.ProgramSettings{QueueCap: settingPtr(1)})
+		e.Kit.entry(tb, p, "first@example.com")
+		return "/owner/programs/" + p.ID
+	}},
+	{Name: "program page, the hour's intake used up", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := a11yCapped(tb, e, "a11y-owner-intake", store.ProgramSettings{HourlyCap: settingPtr(1)})
+		e.Kit.entry(tb, p, "first@example.com")
+		return "/owner/programs/" + p.ID
+	}},
+	{Name: "owner home with a full program", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := a11yCapped(tb, e, "a11y-home-full", store.ProgramSettings{QueueCap: settingPtr(1)})
+		e.Kit.entry(tb, p, "first@example.com")
+		return "/owner"
 	}},
 	{Name: "retired program page, retirement being finished", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-retired")
@@ -353,6 +403,19 @@ var a11yPages = []a11yPage{
 		Submit: `#sign-out-form button[type="submit"]`, Status: 403},
 }
 
+// a11yCapped creates an open program with the given caps (at its
+// current revision).
+func a11yCapped(tb testing.TB, e *a11yEnv, slug string, caps store.ProgramSettings) *store.Program {
+	tb.Helper()
+	p := e.program(tb, slug)
+	caps.ExpectedRevision = p.Revision
+	p, err := e.App.DB.UpdateProgram(context.Background(), e.Kit.owner, p.ID, caps)
+	if err != nil {
+		tb.Fatalf("cap %s: %v", slug, err)
+	}
+	return p
+}
+
 // a11yPNG is a small PNG image, for a private file.
 func a11yPNG(tb testing.TB) []byte {
 	tb.Helper()
@@ -474,7 +537,7 @@ func a11yAuditRow(t *testing.T, ctx context.Context, axe string, env *a11yEnv, p
 	if err := setScriptsDisabled(ctx, pg.NoJS); err != nil {
 		t.Fatal(err)
 	}
-	timed(reaching, func() { a11yReach(t, ctx, env.App, pg, p) })
+	timed(reaching, func() { a11yReach(t, ctx, env, pg, p) })
 	// axe-core and the keyboard walk are scripts: with the page loaded as a
 	// visitor without JavaScript sees it, scripts are turned back on to
 	// audit it. The document stays as it was parsed (<noscript> content
@@ -554,8 +617,9 @@ func a11ySignIn(tb testing.TB, ctx context.Context, app *testApp, email string) 
 // a11yReach opens the row's page: the path, then the form it fills and
 // submits, if any. It fails unless the audited document has the row's
 // status.
-func a11yReach(tb testing.TB, ctx context.Context, app *testApp, pg a11yPage, p string) {
+func a11yReach(tb testing.TB, ctx context.Context, env *a11yEnv, pg a11yPage, p string) {
 	tb.Helper()
+	app := env.App
 	want := pg.Status
 	if want == 0 {
 		want = 200
@@ -569,6 +633,9 @@ func a11yReach(tb testing.TB, ctx context.Context, app *testApp, pg a11yPage, p 
 		return
 	}
 	for _, f := range pg.Fill {
+		if f.Value == a11yCode {
+			f.Value = env.Code
+		}
 		js := fmt.Sprintf(`(() => {
 			const el = document.querySelector(%s);
 			if (!el) return false;
@@ -582,6 +649,9 @@ func a11yReach(tb testing.TB, ctx context.Context, app *testApp, pg a11yPage, p 
 		if err != nil || !ok {
 			tb.Fatalf("fill %s: found=%v %v", f.Selector, ok, err)
 		}
+	}
+	if pg.BeforeSubmit != nil {
+		pg.BeforeSubmit(tb, app)
 	}
 	a11yLoad(tb, ctx, "press "+pg.Submit, want, chromedp.Click(chromedp.CSS(pg.Submit)))
 }

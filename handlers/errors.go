@@ -157,7 +157,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if noSpace {
 		title, retry = noSpaceTitle, noSpaceRetryWhen
 	}
-	if status == http.StatusTooManyRequests {
+	switch {
+	case errors.Is(err, store.ErrQueueFull):
+		// The page names no time: a full queue frees no place on the hour.
+		// The header stays, as on every 429 (docs/API.md), as a hint.
+		title, message = "This waitlist is full", store.ErrorMessage(err)
+		s.setRetryAfter(w)
+	case status == http.StatusTooManyRequests:
 		retry = s.setRetryAfter(w)
 	}
 	if isAPI(r) {

@@ -43,7 +43,7 @@ func (s *Server) ownerHomeView(r *http.Request) (*views.OwnerHomeView, error) {
 		}
 		v.Programs = append(v.Programs, views.OwnerProgramRow{ID: p.ID, Slug: p.Slug, Name: p.Name, Purpose: p.Purpose,
 			SignupOpen: p.SignupOpen, Access: p.AccessEnabled, Occupied: p.Occupied, QueueCap: p.QueueCap,
-			Retired: p.RetiredAt != nil, Counts: stateCountsView(counts)})
+			Retired: p.RetiredAt != nil, Limits: signupLimits(&p), Counts: stateCountsView(counts)})
 	}
 	v.Backup = s.backupView()
 	return v, nil

@@ -116,7 +116,7 @@ func (s *Server) queueView(r *http.Request, programID string, rawQuery string) (
 	}
 	for _, e := range page.Entries {
 		v.Entries = append(v.Entries, views.QueueRow{ID: e.ID, Email: e.Email, State: e.State, CreatedAt: e.CreatedAt,
-			NoticeVersion: e.NoticeVersion})
+			NoticeVersion: e.NoticeVersion, SendNotRecorded: page.SendNotRecorded[e.ID]})
 	}
 	if q, _ := url.ParseQuery(rawQuery); q.Get("choose") == "all" {
 		v.Checked = map[string]bool{}

@@ -15,7 +15,17 @@ func programSummary(p *store.Program) views.ProgramSummary {
 		HourlyCap: p.HourlyCap, SeatCap: p.SeatCap, MaxInvitationDays: p.MaxInvitationDays, Occupied: p.Occupied,
 		Revision: p.Revision, CurrentNoticeVersion: p.CurrentNoticeVersion, CreatedAt: p.CreatedAt,
 		Retirement: views.RetirementView{Pending: p.Retirement.Pending, Done: p.Retirement.Done,
-			Total: p.Retirement.Total, ErasedBy: p.EntriesErasedBy}}
+			Total: p.Retirement.Total, ErasedBy: p.EntriesErasedBy},
+		Limits: signupLimits(p), WorkspaceName: p.WorkspaceName}
+}
+
+// signupLimits says which cap refuses signups right now.
+func signupLimits(p *store.Program) views.SignupLimits {
+	l := views.SignupLimits{QueueFull: p.QueueFull()}
+	if p.IntakeUsedUp() {
+		l.IntakeUntil = p.IntakeHourEnds
+	}
+	return l
 }
 
 // stateCountsView lists the non-zero counts in lifecycle order.

@@ -17,7 +17,7 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) error {
 	}
 	cards := make([]views.ProgramCard, 0, len(ps))
 	for _, p := range ps {
-		cards = append(cards, views.ProgramCard{Slug: p.Slug, Name: p.Name, Purpose: p.Purpose})
+		cards = append(cards, views.ProgramCard{Slug: p.Slug, Name: p.Name, Purpose: p.Purpose, Full: p.QueueFull()})
 	}
 	c := s.chrome(w, r, "Waitlists")
 	return s.render(w, r, http.StatusOK, c, views.Home(c, cards))

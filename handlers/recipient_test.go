@@ -61,7 +61,7 @@ func TestMe_ListsOwnEntriesWithStateOpenAndWithdrawLinks(t *testing.T) {
 			t.Errorf("%s row does not show state %s", tc.slug, tc.state)
 		}
 		// Status and next step first, in words, under the program's name.
-		e := views.MyEntry{State: tc.state, AccessEnabled: true}
+		e := views.MyEntry{State: tc.state, AccessEnabled: true, InvitationSent: true}
 		for _, want := range []string{`>` + e.StateWords() + `</span>`, `data-testid="entry-next">` + e.Next() + `</p>`} {
 			if !strings.Contains(row, want) {
 				t.Errorf("%s card lacks %s", tc.slug, want)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -41,6 +42,17 @@ var codeShapeMessage = store.ErrorMessage(store.CheckCodeShape(""))
 // withdrawn all read the same.
 const redeemDeniedMessage = "This code cannot be redeemed. Check that you are signed in with the verified address your invitation was sent to, and that you copied the whole code. A code works once and expires; if yours no longer works, ask the sender for a new one."
 
+// errCodeNotActive is the redemption of a live code whose send the owner
+// has not recorded yet: the same 404 as every other failure for the JSON
+// API (its body is the fixed not-found), its own message on the page.
+var errCodeNotActive = &httpError{http.StatusNotFound, "not_found", redeemNotActiveMessage}
+
+// redeemNotActiveMessage tells the holder of a code whose send is not
+// recorded to ask the sender. It is decided by the code alone
+// (store.ErrCodeNotActive): it says only that the code exists and waits,
+// which holding it already proves.
+const redeemNotActiveMessage = "This code is not active yet: the person who sent it has not recorded sending it. Ask them to record the send, then enter the code again."
+
 // redeem is the one redemption path shared by the form and the JSON API:
 // the code's shape (400), then store.Redeem's single transaction, which
 // counts the attempt against the account's and then the network's hourly
@@ -65,6 +77,9 @@ func (s *Server) redeem(r *http.Request, code string) (*store.Redemption, error)
 	if err != nil {
 		// docs/API.md#redeem: one generic denial for absent/foreign/unverified/
 		// revoked/used/expired codes; a unique conflict never grants and reads the same.
+		if errors.Is(err, store.ErrCodeNotActive) {
+			return nil, errCodeNotActive
+		}
 		if c := store.ErrorCode(err); c == store.ENOTFOUND || c == store.ECONFLICT || c == store.EINVALID {
 			return nil, errNotFound
 		}
@@ -95,12 +110,14 @@ func (s *Server) handleRedeemPost(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		status, _, message := classify(err)
 		v := views.RedeemView{SignInURL: signInURL("/redeem")}
-		switch status {
-		case http.StatusNotFound:
+		switch {
+		case errors.Is(err, errCodeNotActive):
+			v.CodeError = redeemNotActiveMessage
+		case status == http.StatusNotFound:
 			v.CodeError = redeemDeniedMessage
-		case http.StatusBadRequest:
+		case status == http.StatusBadRequest:
 			v.CodeError = message
-		case http.StatusTooManyRequests:
+		case status == http.StatusTooManyRequests:
 			v.Message = retryMessage(message, s.setRetryAfter(w))
 		default:
 			return err

@@ -1,19 +1,20 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"admit/store"
 	"admit/views"
 )
 
-// retryAfter is how long until every limit a 429 stands for resets: the
-// signup and redemption attempt counters and a program's hourly intake
-// all count per UTC hour, so the next hour's start, by the store's clock.
-// A full queue frees no place on the hour, but trying again sooner
-// cannot help either.
+// retryAfter is how long until a limit that counts per UTC hour resets:
+// the signup and redemption attempt counters and a program's hourly
+// intake, so the next hour's start, by the store's clock. A full queue is
+// not one of them (signupLimitMessage).
 func retryAfter(now time.Time) time.Duration {
 	now = now.UTC()
 	return now.Truncate(time.Hour).Add(time.Hour).Sub(now)
@@ -37,4 +38,19 @@ func (s *Server) setRetryAfter(w http.ResponseWriter) string {
 // retryMessage adds when to try again to a limit's message.
 func retryMessage(message, when string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(message, "."), " later") + " later: " + when + "."
+}
+
+// signupLimitMessage is a refused signup's 429 message, one per limit
+// (docs/signup.md#order-of-admission). A full queue says so and names no
+// time: no place frees on the hour, only when someone leaves or the
+// owner raises the cap. The hour's intake and the
+// network's attempts say when their hour ends. Every 429 carries
+// Retry-After (docs/API.md); for a full queue it is only a hint. None
+// depends on the address.
+func (s *Server) signupLimitMessage(w http.ResponseWriter, err error) string {
+	if errors.Is(err, store.ErrQueueFull) {
+		s.setRetryAfter(w)
+		return store.ErrorMessage(err)
+	}
+	return retryMessage(store.ErrorMessage(err), s.setRetryAfter(w))
 }

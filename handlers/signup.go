@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -53,6 +54,7 @@ func (s *Server) waitlistView(r *http.Request, slug string) (*views.WaitlistView
 	}
 	return &views.WaitlistView{
 		Slug: p.Slug, Name: p.Name, Purpose: p.Purpose, Open: p.SignupOpen && p.RetiredAt == nil, Retired: p.RetiredAt != nil,
+		Full:          p.QueueFull(),
 		WorkspaceName: p.WorkspaceName, Contact: p.WorkspaceContact,
 		Notice: views.NoticeView{Version: n.Version, Purpose: n.Purpose, ContactText: n.ContactText,
 			RetentionText: n.RetentionText, PublishedAt: n.PublishedAt},
@@ -168,7 +170,9 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 	case status == http.StatusBadRequest && field == store.SignupFieldPermission:
 		v.PermissionError = message
 	case status == http.StatusTooManyRequests:
-		v.Message = retryMessage(message, s.setRetryAfter(w))
+		v.Message = s.signupLimitMessage(w, err)
+		// The refusal decides: the page read after it may already differ.
+		v.Full = errors.Is(err, store.ErrQueueFull)
 	default:
 		v.Message = message
 	}

@@ -14,6 +14,14 @@ import (
 // absent, foreign, unverified, expired, revoked and used all look the same.
 func notFound() error { return Errorf(ENOTFOUND, "Not found.") }
 
+// ErrCodeNotActive refuses a live code whose send the owner has not
+// recorded yet. It is a not-found like every other refusal (the JSON API
+// cannot tell them apart); the redeem page tells its holder to ask the
+// sender. It is decided by the code alone, never by the account's
+// addresses, so it says nothing the code itself does not prove
+// (docs/API.md#redeem).
+var ErrCodeNotActive = &Error{Code: ENOTFOUND, Message: "Not found."}
+
 // Redemption is a successful redeem.
 type Redemption struct {
 	ProgramID string
@@ -27,7 +35,9 @@ type Redemption struct {
 // is one of those addresses, the delivery record, the invitation issued and
 // unexpired by the transaction clock, the entry invited, the program and
 // workspace active. Then the invitation is redeemed and exactly one grant is
-// bound to the user. Every failure is the same not-found.
+// bound to the user. Every failure is a not-found; a live code whose send
+// is not recorded yet is ErrCodeNotActive, decided before the addresses
+// are looked at.
 //
 // Each of limits counts the attempt first, in the same transaction and in
 // the given order (docs/API.md#redeem: count, then act). An attempt over a limit
@@ -105,6 +115,11 @@ func (db *DB) redeem(ctx context.Context, tx *Tx, userID string, verifiedEmails 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("find invitation: %w", err)
+	}
+	live := invState == InviteIssued && tx.Now.Before(FromMillis(expires)) && entryState == StateInvited &&
+		!retired.Valid && wsActive
+	if live && !delivered.Valid {
+		return nil, ErrCodeNotActive
 	}
 	switch {
 	case !oneOf(email, verifiedEmails),

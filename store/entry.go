@@ -28,6 +28,9 @@ type OwnEntry struct {
 	State         string
 	JoinedAt      time.Time
 	NoticeVersion int
+	// InvitationSent says the owner recorded the send of the entry's
+	// issued invitation: until then its code cannot be redeemed.
+	InvitationSent bool
 }
 
 // placeholders returns "?, ?, …" for n arguments.
@@ -69,7 +72,9 @@ func ownEntriesQuery(emails int, oneProgram bool) string {
 	q := `SELECT p.id, p.public_slug, p.name, p.purpose, p.access_enabled,
 			CASE WHEN p.retired_at IS NULL THEN e.state WHEN e.state = 'invited' THEN 'selected'
 				WHEN e.state = 'active' THEN 'revoked' ELSE e.state END,
-			e.created_at, n.version
+			e.created_at, n.version,
+			EXISTS (SELECT 1 FROM invitations i WHERE i.entry_id = e.id AND i.program_id = e.program_id
+				AND i.state = 'issued' AND i.delivery_recorded_at IS NOT NULL)
 		FROM programs p
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
 		CROSS JOIN entries e ON e.program_id = p.id
@@ -105,7 +110,7 @@ func (db *DB) ownEntries(ctx context.Context, slug string, emails []string) ([]O
 		for rows.Next() {
 			var o OwnEntry
 			var joined int64
-			if err := rows.Scan(&o.ProgramID, &o.Slug, &o.Name, &o.Purpose, &o.AccessEnabled, &o.State, &joined, &o.NoticeVersion); err != nil {
+			if err := rows.Scan(&o.ProgramID, &o.Slug, &o.Name, &o.Purpose, &o.AccessEnabled, &o.State, &joined, &o.NoticeVersion, &o.InvitationSent); err != nil {
 				return err
 			}
 			o.JoinedAt = FromMillis(joined)

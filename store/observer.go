@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -74,8 +75,21 @@ const (
 var SignupOutcomes = []string{OutcomeAccepted, OutcomeDuplicate, OutcomeReplay, OutcomeCap, OutcomeNetworkLimit,
 	OutcomeInvalid, OutcomeConflict, OutcomeNotFound, OutcomeError}
 
-// fullMessage refuses a signup because a cap (queue or hourly) is reached.
-const fullMessage = "This waitlist is full right now. Please try again later."
+// The refusals of a signup for a limit, each its own answer
+// (docs/signup.md#order-of-admission). Only the first two are facts of the
+// program; neither depends on the address.
+var (
+	// ErrQueueFull refuses a signup because every queue place is taken. No
+	// place frees on the hour: only a withdrawal, a removal or a higher cap
+	// frees one, so the answer names no time to try again.
+	ErrQueueFull = &Error{Code: ERATELIMITED, Message: "This waitlist is full. It is not taking more signups."}
+	// ErrIntakeFull refuses a signup because this UTC hour's intake
+	// (hourlyCap) is used up; the next hour takes signups again.
+	ErrIntakeFull = &Error{Code: ERATELIMITED, Message: "This waitlist has taken all the signups it accepts this hour. Please try again later."}
+	// ErrTooManyAttempts refuses an attempt over an hourly attempt limit
+	// (a network's signups, an account's or a network's redemptions).
+	ErrTooManyAttempts = &Error{Code: ERATELIMITED, Message: "Too many attempts from your network this hour. Please try again later."}
+)
 
 // signupOutcome names what Signup answered.
 func signupOutcome(res *SignupResult, err error) string {
@@ -95,7 +109,7 @@ func signupOutcome(res *SignupResult, err error) string {
 	case ENOTFOUND:
 		return OutcomeNotFound
 	case ERATELIMITED:
-		if ErrorMessage(err) == fullMessage {
+		if errors.Is(err, ErrQueueFull) || errors.Is(err, ErrIntakeFull) {
 			return OutcomeCap
 		}
 		return OutcomeNetworkLimit

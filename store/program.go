@@ -46,6 +46,36 @@ type Program struct {
 	// privacy contact ("" when unset) of the program's workspace.
 	WorkspaceName    string
 	WorkspaceContact string
+	// IntakeThisHour is how many new entries the intake of the UTC hour
+	// of the read took (HourlyCap bounds it); IntakeHourEnds is when that
+	// hour ends and the next one's intake starts.
+	IntakeThisHour int
+	IntakeHourEnds time.Time
+}
+
+// QueueFull reports whether every queue place is taken: a signup is then
+// refused (ErrQueueFull) until a place frees or the cap is raised.
+func (p *Program) QueueFull() bool { return p.Occupied >= p.QueueCap }
+
+// IntakeUsedUp reports whether this hour's intake is used up: a signup is
+// then refused (ErrIntakeFull) until IntakeHourEnds.
+func (p *Program) IntakeUsedUp() bool { return p.IntakeThisHour >= p.HourlyCap }
+
+// readIntake fills the program's intake of the current UTC hour, by the
+// transaction's clock.
+func (p *Program) readIntake(ctx context.Context, tx *Tx) error {
+	hour := hourStart(tx.Now)
+	p.IntakeHourEnds = hour.Add(time.Hour)
+	err := tx.QueryRowContext(ctx, `SELECT admitted_count FROM intake_hours WHERE program_id = ? AND bucket_start = ?`,
+		p.ID, Millis(hour)).Scan(&p.IntakeThisHour)
+	if errors.Is(err, sql.ErrNoRows) {
+		p.IntakeThisHour = 0
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read intake: %w", err)
+	}
+	return nil
 }
 
 // Notice is one immutable, versioned privacy notice of a program.
@@ -182,6 +212,9 @@ func programWhere(ctx context.Context, tx *Tx, where string, args ...any) (*Prog
 		return nil, fmt.Errorf("read program: %w", err)
 	}
 	p.setErasedBy(tx.retention)
+	if err := p.readIntake(ctx, tx); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -467,7 +500,16 @@ func (db *DB) listPrograms(ctx context.Context, what, tail string, args ...any) 
 			p.setErasedBy(tx.retention)
 			out = append(out, *p)
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		for i := range out {
+			if err := out[i].readIntake(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return out, err
 }

@@ -145,6 +145,9 @@ type QueuePage struct {
 	NextCursor string
 	// PrevCursor leads to the page before this one, "" on the first.
 	PrevCursor string
+	// SendNotRecorded holds the page's entries whose issued invitation has
+	// no recorded send: its code cannot be redeemed yet.
+	SendNotRecorded map[string]bool
 }
 
 // queueCursor is a position in the queue: after (or before) an entry in
@@ -280,7 +283,12 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 			}
 			page.Entries = append(page.Entries, *e)
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		page.SendNotRecorded, err = unsentInvitations(ctx, tx, programID, page.Entries)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -757,4 +765,26 @@ func (db *DB) EntriesByID(ctx context.Context, a Actor, programID string, entryI
 		return nil
 	})
 	return out, err
+}
+
+// unsentInvitations returns which of the invited entries hold an issued,
+// unexpired invitation whose send is not recorded: one lookup per invited entry on
+// the page, by the entry's invitation index.
+func unsentInvitations(ctx context.Context, tx *Tx, programID string, entries []Entry) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, e := range entries {
+		if e.State != StateInvited {
+			continue
+		}
+		var unsent bool
+		err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM invitations WHERE entry_id = ? AND program_id = ?
+			AND state = 'issued' AND delivery_recorded_at IS NULL AND expires_at > ?)`, e.ID, programID, Millis(tx.Now)).Scan(&unsent)
+		if err != nil {
+			return nil, fmt.Errorf("read unsent invitations: %w", err)
+		}
+		if unsent {
+			out[e.ID] = true
+		}
+	}
+	return out, nil
 }

@@ -331,9 +331,13 @@ func (st *signupState) refusal(req SignupRequest) error {
 		return Errorf(ECONFLICT, "The notice changed since you opened this page. Please read the current notice and submit again.")
 	}
 	// rule (docs/signup.md#order-of-admission): both caps before dedupe, so
-	// a full cap reveals nothing.
-	if st.occupied >= st.queueCap || st.admitted >= st.hourlyCap {
-		return Errorf(ERATELIMITED, fullMessage)
+	// a full cap reveals nothing. The queue is checked first: a full queue
+	// frees no place on the hour, so it must not be answered as the hour's.
+	if st.occupied >= st.queueCap {
+		return ErrQueueFull
+	}
+	if st.admitted >= st.hourlyCap {
+		return ErrIntakeFull
 	}
 	return nil
 }
@@ -413,7 +417,7 @@ func (db *DB) countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Ti
 		db.lastCounterCleanup = now
 	}
 	if limit < 1 {
-		return Errorf(ERATELIMITED, "Too many attempts from your network this hour. Please try again later.")
+		return ErrTooManyAttempts
 	}
 	hour := hourStart(tx.Now)
 	key := keyFor(hour)
@@ -434,7 +438,7 @@ func (db *DB) countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Ti
 		return fmt.Errorf("count attempt: %w", err)
 	}
 	if counted == 0 {
-		return Errorf(ERATELIMITED, "Too many attempts from your network this hour. Please try again later.")
+		return ErrTooManyAttempts
 	}
 	return nil
 }

@@ -87,6 +87,10 @@ func When(t time.Time) string {
 	return t.UTC().Format("2 Jan 2006, 15:04 UTC")
 }
 
+// HourText is an instant's time of day as the console shows times
+// ("11:00 UTC"), for an instant within the day at hand.
+func HourText(t time.Time) string { return t.UTC().Format("15:04") + " UTC" }
+
 // signInLink is the navigation's sign-in link.
 func signInLink(c Chrome) string {
 	if c.SignInURL == "" {

@@ -75,7 +75,22 @@ type ProgramSummary struct {
 	CreatedAt            time.Time
 	// Retirement is how far a retired program's bookkeeping has gone.
 	Retirement RetirementView
+	// Limits is which of the signup limits refuses signups right now.
+	Limits SignupLimits
+	// WorkspaceName is the display name of the program's workspace.
+	WorkspaceName string
 }
+
+// SignupLimits says which of a program's caps refuses signups now: the
+// queue's every place taken, or this UTC hour's intake used up until
+// IntakeUntil (zero when it is not).
+type SignupLimits struct {
+	QueueFull   bool
+	IntakeUntil time.Time
+}
+
+// Refusing reports whether a cap refuses every signup right now.
+func (l SignupLimits) Refusing() bool { return l.QueueFull || !l.IntakeUntil.IsZero() }
 
 // SettingsForm is the program settings form, checked against the program's
 // revision when it was loaded.
@@ -157,6 +172,9 @@ type QueueRow struct {
 	State         string
 	CreatedAt     time.Time
 	NoticeVersion int
+	// SendNotRecorded says the entry's code was issued but its send not
+	// recorded: it cannot be redeemed until the owner records it.
+	SendNotRecorded bool
 }
 
 // Choosable reports whether a bulk action can take the entry: selecting
@@ -374,12 +392,25 @@ type IssuedView struct {
 // when it expires.
 func (v IssuedView) Message() string {
 	return "Hello,\n\n" +
-		"You are invited to " + v.Program.Slug + ". To accept:\n\n" +
+		"You are invited to " + v.Program.invitedTo() + ". To accept:\n\n" +
 		"1. Open " + v.RedeemURL + "\n" +
 		"2. Sign in with this email address: " + emailOrErased(v.EntryEmail) + "\n" +
 		"3. Enter this code: " + v.Code + "\n\n" +
 		"The code works once and expires on " + When(v.Invitation.ExpiresAt) + ". " +
 		"If you did not expect this message, you can ignore it.\n"
+}
+
+// invitedTo names the program as an invitation does: its name, and who
+// runs it when the workspace has a display name.
+func (p ProgramSummary) invitedTo() string {
+	name := p.Name
+	if name == "" {
+		name = p.Slug
+	}
+	if p.WorkspaceName == "" {
+		return name
+	}
+	return name + " by " + p.WorkspaceName
 }
 
 // EventsView is a page of a program's audit log.

@@ -7,6 +7,8 @@ type ProgramCard struct {
 	Slug    string
 	Name    string
 	Purpose string
+	// Full says every queue place is taken: signups are refused.
+	Full bool
 }
 
 // SignInView configures the sign-in page.
@@ -34,6 +36,9 @@ type MyEntry struct {
 	JoinedAt      time.Time
 	NoticeVersion int
 	AccessEnabled bool
+	// InvitationSent says the owner recorded sending the invitation code;
+	// until then the entry is invited but its code cannot be redeemed.
+	InvitationSent bool
 }
 
 // Program is the entry's program as people know it: its name, or its
@@ -53,6 +58,9 @@ func (e MyEntry) StateWords() string {
 	case "selected":
 		return "Selected"
 	case "invited":
+		if !e.InvitationSent {
+			return "Invitation being prepared"
+		}
 		return "Invitation sent"
 	case "active":
 		return "Early access"
@@ -74,6 +82,9 @@ func (e MyEntry) Next() string {
 	case "selected":
 		return "You were selected. The owner will send you an invitation code; when it arrives, redeem it here while signed in with this address."
 	case "invited":
+		if !e.InvitationSent {
+			return "Your invitation is being prepared: the owner has made your code but has not sent it yet. When it arrives, redeem it here while signed in with this address."
+		}
 		return "Your invitation code has been sent. Redeem it before it expires, signed in with this address."
 	case "active":
 		if e.AccessEnabled {
@@ -93,8 +104,9 @@ func (e MyEntry) Next() string {
 // CanOpen reports whether the private page is open to this entry.
 func (e MyEntry) CanOpen() bool { return e.State == "active" && e.AccessEnabled }
 
-// CanRedeem reports whether the entry waits for its code to be redeemed.
-func (e MyEntry) CanRedeem() bool { return e.State == "invited" }
+// CanRedeem reports whether the entry waits for its code to be redeemed:
+// a code whose send is not recorded cannot be yet.
+func (e MyEntry) CanRedeem() bool { return e.State == "invited" && e.InvitationSent }
 
 // CanWithdraw reports whether the entry can still be withdrawn (a declined
 // or revoked one too: the person may still want to leave the list).
@@ -111,6 +123,8 @@ type OwnerProgramRow struct {
 	Occupied   int
 	QueueCap   int
 	Retired    bool
+	// Limits is which cap refuses signups right now.
+	Limits SignupLimits
 	// Counts are the program's entries by state, in lifecycle order.
 	Counts []StateCount
 }

@@ -25,6 +25,9 @@ type WaitlistView struct {
 	Open    bool
 	// Retired says the list is closed for good.
 	Retired bool
+	// Full says every queue place is taken: the page says so in place of
+	// the form. It is a fact of the program, the same for every visitor.
+	Full bool
 	// WorkspaceName runs the program; Contact takes privacy questions ("" when unset).
 	WorkspaceName string
 	Contact       string

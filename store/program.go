@@ -81,19 +81,19 @@ type NewProgram struct {
 func (p NewProgram) Validate() error {
 	switch {
 	case !ValidSlug(p.Slug):
-		return Errorf(EINVALID, "The address name must be 3–60 lowercase letters, digits or hyphens.")
+		return Errorf(EINVALID, "The address name must be 3–60 lowercase letters, digits or hyphens.").On("slug")
 	case !validProgramName(p.Name):
 		return errProgramName
 	case !textBetween(p.Purpose, 1, 1000):
-		return Errorf(EINVALID, "The purpose must be 1–1000 characters.")
+		return Errorf(EINVALID, "The purpose must be 1–1000 characters.").On("purpose")
 	case p.QueueCap < 1 || p.QueueCap > 100000:
-		return Errorf(EINVALID, "The queue cap must be between 1 and 100000.")
+		return Errorf(EINVALID, "The queue cap must be between 1 and 100000.").On("queueCap")
 	case p.HourlyCap < 1 || p.HourlyCap > 100000:
-		return Errorf(EINVALID, "The hourly cap must be between 1 and 100000.")
+		return Errorf(EINVALID, "The hourly cap must be between 1 and 100000.").On("hourlyCap")
 	case p.SeatCap < 1 || p.SeatCap > 100000:
-		return Errorf(EINVALID, "The seat cap must be between 1 and 100000.")
+		return Errorf(EINVALID, "The seat cap must be between 1 and 100000.").On("seatCap")
 	case p.MaxInvitationDays < 1 || p.MaxInvitationDays > 30:
-		return Errorf(EINVALID, "The invitation lifetime must be 1–30 days.")
+		return Errorf(EINVALID, "The invitation lifetime must be 1–30 days.").On("maxInvitationDays")
 	}
 	return nil
 }
@@ -101,7 +101,7 @@ func (p NewProgram) Validate() error {
 // MaxNameChars bounds a program's and a workspace's display name.
 const MaxNameChars = 80
 
-var errProgramName = Errorf(EINVALID, "The program name must be 1–80 characters.")
+var errProgramName = Errorf(EINVALID, "The program name must be 1–80 characters.").On("name")
 
 // validProgramName checks a display name, already trimmed.
 func validProgramName(name string) bool {
@@ -228,11 +228,11 @@ type NewNotice struct {
 func (n NewNotice) Validate() error {
 	switch {
 	case !textBetween(n.Purpose, 1, 1000):
-		return Errorf(EINVALID, "The purpose must be 1–1000 characters.")
+		return Errorf(EINVALID, "The purpose must be 1–1000 characters.").On("purpose")
 	case !textBetween(n.ContactText, 1, 2000):
-		return Errorf(EINVALID, "The contact text must be 1–2000 characters.")
+		return Errorf(EINVALID, "The contact text must be 1–2000 characters.").On("contactText")
 	case !textBetween(n.RetentionText, 1, 1000):
-		return Errorf(EINVALID, "The retention text must be 1–1000 characters.")
+		return Errorf(EINVALID, "The retention text must be 1–1000 characters.").On("retentionText")
 	}
 	return nil
 }
@@ -258,7 +258,7 @@ func (db *DB) PublishNotice(ctx context.Context, a Actor, programID string, nn N
 		// rule (docs/API.md#programs): a changed purpose requires a new
 		// program and a new choice.
 		if nn.Purpose != p.Purpose {
-			return Errorf(ECONFLICT, "A notice must state the program's purpose exactly. For a new purpose, create a new program.")
+			return Errorf(ECONFLICT, "A notice must state the program's purpose exactly. For a new purpose, create a new program.").On("purpose")
 		}
 		n = &Notice{ID: uuid.NewString(), ProgramID: p.ID, Version: p.CurrentNoticeVersion + 1, Purpose: nn.Purpose,
 			ContactText: nn.ContactText, RetentionText: nn.RetentionText, PublishedAt: tx.Now}
@@ -307,7 +307,7 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 		name string
 	}{{s.QueueCap, "queue"}, {s.HourlyCap, "hourly"}, {s.SeatCap, "seat"}} {
 		if c.v != nil && (*c.v < 1 || *c.v > 100000) {
-			return nil, Errorf(EINVALID, "The %s cap must be between 1 and 100000.", c.name)
+			return nil, Errorf(EINVALID, "The %s cap must be between 1 and 100000.", c.name).On(c.name + "Cap")
 		}
 	}
 	var p *Program
@@ -342,10 +342,10 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 			next.SeatCap = *s.SeatCap
 		}
 		if next.SignupOpen && !p.SignupOpen && p.CurrentNoticeID == "" {
-			return Errorf(ECONFLICT, "Publish a notice before opening signup.")
+			return Errorf(ECONFLICT, "Publish a notice before opening signup.").On("signupOpen")
 		}
 		if next.AccessEnabled && !p.AccessEnabled && !p.HasContent {
-			return Errorf(ECONFLICT, "Write the private content before enabling access.")
+			return Errorf(ECONFLICT, "Write the private content before enabling access.").On("accessEnabled")
 		}
 		if next.SeatCap < p.SeatCap {
 			used, err := seatsInUse(ctx, tx, p.ID)
@@ -353,7 +353,7 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 				return err
 			}
 			if next.SeatCap < used {
-				return Errorf(ECONFLICT, "The seat cap cannot be below the %d seats in use (active grants and unexpired invitations).", used)
+				return Errorf(ECONFLICT, "The seat cap cannot be below the %d seats in use (active grants and unexpired invitations).", used).On("seatCap")
 			}
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE programs SET name = ?, signup_open = ?, access_enabled = ?, queue_cap = ?, hourly_cap = ?,
@@ -402,7 +402,7 @@ type ContentEdit struct {
 func (db *DB) PutContent(ctx context.Context, a Actor, programID string, edit ContentEdit) (int64, error) {
 	expectedRevision, body := edit.ExpectedRevision, edit.Body
 	if !textBetween(body, 1, 20000) {
-		return 0, Errorf(EINVALID, "The private content must be 1–20000 characters.")
+		return 0, Errorf(EINVALID, "The private content must be 1–20000 characters.").On("body")
 	}
 	var rev int64
 	err := db.Update(ctx, func(tx *Tx) error {

@@ -1,6 +1,10 @@
 package views
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/a-h/templ"
+)
 
 // FieldError is one entry of a form's error summary: the message and the
 // id of the input it is about, or "" when it is about the whole form.
@@ -36,4 +40,12 @@ func summaryTitle(n int) string {
 		return "There is a problem"
 	}
 	return "There are " + plural(n, "problem")
+}
+
+// invalidIf marks an input invalid (aria-invalid="true") when bad.
+func invalidIf(bad bool) templ.Attributes {
+	if bad {
+		return templ.Attributes{"aria-invalid": "true"}
+	}
+	return templ.Attributes{}
 }

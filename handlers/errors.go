@@ -91,8 +91,12 @@ func classify(err error) (status int, code, message string) {
 	return status, code, message
 }
 
-// notSavedSignedOut answers an action sent after the session ended.
-const notSavedSignedOut = "Your session ended, so your last action was not saved. Sign in to go back to the page, then do it again."
+// notSavedTitle and notSavedSignedOut answer an action sent after the
+// session ended.
+const (
+	notSavedTitle     = "Not saved: please sign in"
+	notSavedSignedOut = "Your session ended, so your last action was not saved. Sign in to go back to the page, then do it again."
+)
 
 // busyRetryAfter is the Retry-After, in seconds, of a write refused
 // because admit's writer is full (store.ErrBusy).
@@ -156,7 +160,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	// sign-in page it leads to — and sign-in only returns to the page:
 	// nothing is sent again.
 	if status == http.StatusUnauthorized && isUnsafe(r.Method) {
-		message = notSavedSignedOut
+		title, message = notSavedTitle, notSavedSignedOut
 	}
 	if status == http.StatusUnauthorized && isHTMX(r) {
 		if isUnsafe(r.Method) {

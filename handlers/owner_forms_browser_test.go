@@ -246,6 +246,7 @@ func TestSessionEnded_FormPostWithoutJavaScriptReturnsToItsPageNotSaved(t *testi
 	if want := "/sign-in?redirect_url=" + url.QueryEscape(queue); href != want {
 		t.Errorf("sign-in link %q, want %q", href, want)
 	}
+	ofAudit(t, ctx, m, "the 401 page of an action after the session ended")
 	ofScreenshot(t, ctx, "session-ended-nojs")
 	a11yLoad(t, ctx, "follow the sign-in link", 200, chromedp.Click(chromedp.CSS(`[data-testid="error-sign-in"]`)))
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid="dev-sign-in"] input[name="email"]`), "owner@example.test")); err != nil {
@@ -280,6 +281,7 @@ func TestSessionEnded_HTMXActionSaysNotSavedAndReturnsToThePage(t *testing.T) {
 	if got := mustText(t, ctx, `[data-testid="flash-message"]`); !strings.Contains(got, "was not saved") {
 		t.Errorf("the sign-in page says %q, want that the action was not saved", got)
 	}
+	ofAudit(t, ctx, m, "the sign-in page saying the action was not saved")
 	ofScreenshot(t, ctx, "session-ended-htmx")
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid="dev-sign-in"] input[name="email"]`), "owner@example.test")); err != nil {
 		t.Fatal(err)
@@ -293,6 +295,38 @@ func TestSessionEnded_HTMXActionSaysNotSavedAndReturnsToThePage(t *testing.T) {
 	}
 	if got := owEntryState(t, app, entryID); got != store.StateWaiting {
 		t.Fatalf("the entry is %q: something was applied", got)
+	}
+}
+
+// ofAudit runs the accessibility audit (axe-core, as a11y_browser_test.go
+// does for every page) on the page as it is, in a11yViews; pages reached
+// only mid-journey are audited here. The view and scripts are then set
+// back to mode m.
+func ofAudit(tb testing.TB, ctx context.Context, m ofMode, what string) {
+	tb.Helper()
+	if err := setScriptsDisabled(ctx, false); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](mustReadAxe(tb))); err != nil {
+		tb.Fatalf("load axe-core: %v", err)
+	}
+	for _, v := range a11yViews {
+		if err := setView(ctx, v); err != nil {
+			tb.Fatal(err)
+		}
+		for _, f := range runAxe(tb, ctx) {
+			tb.Errorf("%s [%s]: %s", what, v, f)
+		}
+	}
+	height := int64(800)
+	if m.width < 800 {
+		height = phoneHeight
+	}
+	if err := setView(ctx, a11yView{Scheme: "light", Width: m.width, Height: height}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := setScriptsDisabled(ctx, !m.js); err != nil {
+		tb.Fatal(err)
 	}
 }
 

@@ -11,6 +11,9 @@ import (
 type FieldError struct {
 	Field   string
 	Message string
+	// Note is a sentence about the errors (what was not saved), shown
+	// after them and not counted as a problem.
+	Note bool
 }
 
 // fieldErrors collects the non-empty messages in order, for a summary.
@@ -32,6 +35,17 @@ func describedBy(hasError bool, errorID string, helpIDs ...string) string {
 		ids = append([]string{errorID}, helpIDs...)
 	}
 	return strings.Join(ids, " ")
+}
+
+// problems counts the entries of a summary that are errors, not notes.
+func problems(errs []FieldError) int {
+	n := 0
+	for _, e := range errs {
+		if !e.Note {
+			n++
+		}
+	}
+	return n
 }
 
 // summaryTitle heads an error summary.

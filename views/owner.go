@@ -556,7 +556,7 @@ func (v ProgramPageView) SettingsErrors() []FieldError {
 		id = "program-name"
 	}
 	return []FieldError{{Field: id, Message: v.Settings.Error},
-		{Message: "Nothing in this form was saved. Fields marked “Not saved” differ from the settings in force."}}
+		{Message: "Nothing in this form was saved. Fields marked “Not saved” differ from the settings in force.", Note: true}}
 }
 
 // SettingUnsaved reports whether a refused settings form shows field

@@ -365,4 +365,3 @@ func ofShot(m ofMode) string {
 	}
 	return fmt.Sprintf("%s-%d", js, m.width)
 }
-

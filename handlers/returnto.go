@@ -147,13 +147,25 @@ func (s *Server) formBack(r *http.Request) string {
 }
 
 // pageRoute is the route (without its method) that answers a GET of the
-// site path p, or "" when only the catch-all would.
+// site path p, or "" when only the catch-all would — or when p is an
+// action's URL that a broader page route merely also matches (a POST
+// route of its own, with another pattern, claims the path).
 func (s *Server) pageRoute(p string) string {
+	get := s.routeFor(http.MethodGet, p)
+	if post := s.routeFor(http.MethodPost, p); post != "" && post != get {
+		return ""
+	}
+	return get
+}
+
+// routeFor is the pattern, without its method, of the route that answers
+// method on site path p; "" for none but the catch-all.
+func (s *Server) routeFor(method, p string) string {
 	u, err := url.Parse(p)
 	if err != nil {
 		return ""
 	}
-	probe, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u.RequestURI(), nil)
+	probe, err := http.NewRequestWithContext(context.Background(), method, u.RequestURI(), nil)
 	if err != nil {
 		return ""
 	}
@@ -161,7 +173,7 @@ func (s *Server) pageRoute(p string) string {
 	if pattern == "" || pattern == "/" {
 		return ""
 	}
-	return strings.TrimPrefix(pattern, http.MethodGet+" ")
+	return strings.TrimPrefix(pattern, method+" ")
 }
 
 // pageBack is the back field of the forms on the page this request

@@ -374,6 +374,18 @@ var a11yPages = []a11yPage{
 	{Name: "retire confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		return "/owner/programs/" + e.program(tb, "a11y-confirm-retire").ID + "/retire"
 	}},
+	{Name: "retire confirmation refused", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/programs/" + e.program(tb, "a11y-retire-refused").ID + "/retire"
+	}, Fill: []a11yField{{"#confirm-text", "not-the-name"}}, Submit: `[data-testid="confirm-submit"]`, Status: 400},
+	{Name: "settings refused, changes marked not saved", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/programs/" + e.program(tb, "a11y-settings-refused").ID
+	}, Fill: []a11yField{{`[data-testid="settings-form"] input[name="expectedRevision"]`, "9999"}, {"#settings-queueCap", "77"}, {"#accessEnabled", "off"}},
+		Submit: `[data-testid="settings-form"] button[type="submit"]`, Status: 409},
+	{Name: "entry, record the send refused", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-delivery-refused")
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.invite(tb, p, "invited@example.com", false).EntryID
+	}, Fill: []a11yField{{"#channel", "chat"}, {"#reference", "sent to invited@example.com"}},
+		Submit: `[data-testid="delivery-form"] button[type="submit"]`, Status: 400},
 	{Name: "audit log", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-audit")
 		e.Kit.invite(tb, p, "invited@example.com", true)

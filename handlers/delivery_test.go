@@ -149,16 +149,16 @@ func TestOwnerConsole_DeliveryFormOffersChannelCodesAndKeepsRefusedInput(t *test
 			r := owner.postOwnerForm(t, formPath, url.Values{"requestKey": {key}, "channel": {tc.channel}, "reference": {tc.reference}})
 			owWantStatus(t, tc.name, r, http.StatusBadRequest)
 			msg := dlText(t, r.Body, tc.errorID)
+			field := strings.TrimSuffix(tc.errorID, "-error")
 			if !strings.Contains(msg, tc.message) {
 				t.Errorf("message beside the field %q, want it to mention %q", msg, tc.message)
 			}
 			if strings.Contains(r.Body, `data-testid="`+tc.otherID+`"`) {
 				t.Errorf("the other field shows an error too")
 			}
-			if strings.Contains(r.Body, `data-testid="form-error"`) {
-				t.Errorf("a form-wide error shows instead of the field's")
+			if strings.Contains(r.Body, `data-testid="form-message"`) || !strings.Contains(r.Body, `href="#`+field+`"`) {
+				t.Errorf("the error summary does not link the message to its field")
 			}
-			field := strings.TrimSuffix(tc.errorID, "-error")
 			if !regexp.MustCompile(`<(input|select) id="` + field + `"[^>]*aria-invalid="true"[^>]*aria-describedby="` + tc.errorID).MatchString(r.Body) {
 				t.Errorf("%s is not marked invalid and described by its message", field)
 			}

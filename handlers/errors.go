@@ -91,6 +91,13 @@ func classify(err error) (status int, code, message string) {
 	return status, code, message
 }
 
+// notSavedTitle and notSavedSignedOut answer an action sent after the
+// session ended.
+const (
+	notSavedTitle     = "Not saved: please sign in"
+	notSavedSignedOut = "Your session ended, so your last action was not saved. Sign in to go back to the page, then do it again."
+)
+
 // busyRetryAfter is the Retry-After, in seconds, of a write refused
 // because admit's writer is full (store.ErrBusy).
 const busyRetryAfter = "1"
@@ -180,7 +187,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		http.Redirect(w, r, signIn, http.StatusSeeOther)
 		return
 	}
+	// rule: an action refused because the session ended says it was not
+	// saved — on this page without JavaScript, and with htmx on the
+	// sign-in page it leads to — and sign-in only returns to the page:
+	// nothing is sent again.
+	if status == http.StatusUnauthorized && isUnsafe(r.Method) {
+		title, message = notSavedTitle, notSavedSignedOut
+	}
 	if status == http.StatusUnauthorized && isHTMX(r) {
+		if isUnsafe(r.Method) {
+			s.setNote(w, r, notSavedSignedOut)
+		}
 		w.Header().Set("HX-Redirect", signIn)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -3,6 +3,8 @@ package handlers
 import (
 	"errors"
 	"net/http"
+
+	"admit/store"
 )
 
 // wantsBlock reports whether to answer with the htmx block only: an htmx
@@ -95,4 +97,14 @@ func decodeEmptyJSON(r *http.Request) error {
 	}
 	var none struct{}
 	return decodeJSON(r, &none)
+}
+
+// onField marks a store error as being about the named form field, so the
+// form's error summary links to it. Other errors pass unchanged.
+func onField(err error, field string) error {
+	var e *store.Error
+	if errors.As(err, &e) {
+		return e.On(field)
+	}
+	return err
 }

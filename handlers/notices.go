@@ -23,6 +23,11 @@ func (s *Server) handlePublishNotice(w http.ResponseWriter, r *http.Request) err
 	failed := func(err error) error {
 		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) {
 			form.Error = msg
+			// The notice's inputs are named like the JSON fields; only the
+			// purpose has an id of its own on the program page.
+			if form.Field = store.ErrorField(err); form.Field == "purpose" {
+				form.Field = "notice-purpose"
+			}
 			v.Notice = form
 		})
 	}

@@ -18,14 +18,20 @@ import (
 // renderConfirm writes a confirmation page, or only its block for the
 // console's dialog.
 func (s *Server) renderConfirm(w http.ResponseWriter, r *http.Request, v views.ConfirmView) error {
+	return s.renderConfirmStatus(w, r, http.StatusOK, v)
+}
+
+// renderConfirmStatus writes a confirmation with the given status: 200, or
+// the refusal of its form, shown again with the error summary on top.
+func (s *Server) renderConfirmStatus(w http.ResponseWriter, r *http.Request, status int, v views.ConfirmView) error {
 	if v.Nav == "" {
 		v.Nav = "queue"
 	}
 	c := s.chrome(w, r, v.Title)
 	if wantsBlock(r) {
-		return s.render(w, r, http.StatusOK, c, views.ConfirmBlock(c, v))
+		return s.render(w, r, status, c, views.ConfirmBlock(c, v))
 	}
-	return s.render(w, r, http.StatusOK, c, views.ConfirmPage(c, v))
+	return s.render(w, r, status, c, views.ConfirmPage(c, v))
 }
 
 // entryConfirm loads what an entry's confirmation names: the program and
@@ -55,45 +61,65 @@ func queryReason(r *http.Request, list []string) string {
 
 // handleEntryDeclineConfirm asks before declining an entry.
 func (s *Server) handleEntryDeclineConfirm(w http.ResponseWriter, r *http.Request) error {
-	p, d, err := s.entryConfirm(r)
+	v, err := s.declineConfirmView(r)
 	if err != nil {
 		return err
 	}
+	return s.renderConfirm(w, r, v)
+}
+
+// declineConfirmView is the confirmation before declining the entry in
+// r's path.
+func (s *Server) declineConfirmView(r *http.Request) (views.ConfirmView, error) {
+	p, d, err := s.entryConfirm(r)
+	if err != nil {
+		return views.ConfirmView{}, err
+	}
 	e := d.Entry
 	if e.State != store.StateWaiting && e.State != store.StateSelected {
-		return store.Errorf(store.ECONFLICT, "This entry is %s; only a waiting or selected entry can be declined.", e.State)
+		return views.ConfirmView{}, store.Errorf(store.ECONFLICT, "This entry is %s; only a waiting or selected entry can be declined.", e.State)
 	}
 	who := views.EmailOrErased(e.Email)
-	return s.renderConfirm(w, r, views.ConfirmView{Program: programSummary(p), Kind: "decline",
+	return views.ConfirmView{Program: programSummary(p), Kind: "decline",
 		Title: "Decline " + who + "?",
 		Consequences: []string{
 			who + " stays on the list as declined and cannot be selected or invited from it again. This cannot be undone.",
 			"Their address is erased after " + views.Duration(s.db.RetentionPolicy().Declined) + ".",
 		},
 		Action: entryPath(r) + "/decline", Button: "Decline " + who, Cancel: entryPath(r),
-		Reasons: store.DeclineReasons, Reason: queryReason(r, store.DeclineReasons)})
+		Reasons: store.DeclineReasons, Reason: queryReason(r, store.DeclineReasons)}, nil
 }
 
 // handleEntryWithdrawConfirm asks before withdrawing an entry on the
 // applicant's request.
 func (s *Server) handleEntryWithdrawConfirm(w http.ResponseWriter, r *http.Request) error {
-	p, d, err := s.entryConfirm(r)
+	v, err := s.withdrawConfirmView(r)
 	if err != nil {
 		return err
 	}
+	return s.renderConfirm(w, r, v)
+}
+
+// withdrawConfirmView is the confirmation before withdrawing the entry in
+// r's path.
+func (s *Server) withdrawConfirmView(r *http.Request) (views.ConfirmView, error) {
+	p, d, err := s.entryConfirm(r)
+	if err != nil {
+		return views.ConfirmView{}, err
+	}
 	e := d.Entry
 	if e.State == store.StateWithdrawn {
-		return store.Errorf(store.ECONFLICT, "This entry is already withdrawn.")
+		return views.ConfirmView{}, store.Errorf(store.ECONFLICT, "This entry is already withdrawn.")
 	}
 	who := views.EmailOrErased(e.Email)
-	return s.renderConfirm(w, r, views.ConfirmView{Program: programSummary(p), Kind: "withdraw",
+	return views.ConfirmView{Program: programSummary(p), Kind: "withdraw",
 		Title: "Withdraw " + who + " from " + p.Slug + "?",
 		Consequences: []string{
 			"Only when " + who + " asked to leave, in a way you can show. Any invitation code they hold stops working and any access they have ends at once. This cannot be undone.",
 			"Their address is erased after " + views.Duration(s.db.RetentionPolicy().Withdrawn) + ".",
 		},
 		Action: entryPath(r) + "/withdraw", Button: "Withdraw " + who, Cancel: entryPath(r),
-		Reasons: store.WithdrawReasons, Reason: queryReason(r, store.WithdrawReasons)})
+		Reasons: store.WithdrawReasons, Reason: queryReason(r, store.WithdrawReasons)}, nil
 }
 
 // handleRevokeInvitationConfirm asks before revoking an issued code.
@@ -145,19 +171,29 @@ func (s *Server) handleRevokeGrantConfirm(w http.ResponseWriter, r *http.Request
 // handleRetireConfirm asks before retiring a program: it names the program,
 // says what retiring does, and asks for the program's address to be typed.
 func (s *Server) handleRetireConfirm(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.db.ProgramByID(r.Context(), ownerActor(r), r.PathValue("id"))
+	v, err := s.retireConfirmView(r)
 	if err != nil {
 		return err
 	}
+	return s.renderConfirm(w, r, v)
+}
+
+// retireConfirmView is the confirmation before retiring the program in r's
+// path.
+func (s *Server) retireConfirmView(r *http.Request) (views.ConfirmView, error) {
+	p, err := s.db.ProgramByID(r.Context(), ownerActor(r), r.PathValue("id"))
+	if err != nil {
+		return views.ConfirmView{}, err
+	}
 	if p.RetiredAt != nil {
-		return store.Errorf(store.ECONFLICT, "This program is already retired.")
+		return views.ConfirmView{}, store.Errorf(store.ECONFLICT, "This program is already retired.")
 	}
 	base := views.OwnerURL("programs", p.ID)
 	name := p.Name
 	if name == "" {
 		name = p.Slug
 	}
-	return s.renderConfirm(w, r, views.ConfirmView{Program: programSummary(p), Kind: "retire", Nav: "settings",
+	return views.ConfirmView{Program: programSummary(p), Kind: "retire", Nav: "settings",
 		Title: "Retire " + name + "?",
 		Consequences: []string{
 			"Signup closes, access ends, and every issued invitation and every recipient's access to " + name + " is revoked at once.",
@@ -166,5 +202,5 @@ func (s *Server) handleRetireConfirm(w http.ResponseWriter, r *http.Request) err
 		},
 		Action: base + "/retire", Button: "Retire " + name, Cancel: base,
 		Confirm: p.Slug, ConfirmLabel: "To confirm, type the program's address:",
-		Hidden: []views.HiddenField{{Name: "expectedRevision", Value: strconv.FormatInt(p.Revision, 10)}}})
+		Hidden: []views.HiddenField{{Name: "expectedRevision", Value: strconv.FormatInt(p.Revision, 10)}}}, nil
 }

@@ -225,7 +225,7 @@ func TestOwnerConsole_RefusedFormsKeepTheInput(t *testing.T) {
 		{"bulk select: no reason", p + "/entries/select", url.Values{"entryIds": {w}, "reason": {""}, "next": {p + "/entries?state=waiting"}},
 			400, []string{"Choose a reason for selecting", `value="` + w + `" checked`, `aria-current="page" data-testid="tab-waiting"`}},
 		{"decline: select reason", p + "/entries/" + w + "/decline", url.Values{"reason": {"meets_policy"}},
-			400, []string{"Choose a reason for declining", `data-testid="entry-block"`}},
+			400, []string{"Choose a reason for declining", `data-confirm-kind="decline"`, `href="#confirm-reason"`}},
 		{"issue: beyond the maximum", p + "/entries/" + sel + "/invitations", url.Values{"requestKey": {"0d6c5e1a-1b2c-4d3e-8f40-5a6b7c8d9e0f"},
 			"expiresOn": {"2026-12-30"}, "time": {"10:00"}},
 			400, []string{"within 14 days", `value="2026-12-30"`, `value="0d6c5e1a-1b2c-4d3e-8f40-5a6b7c8d9e0f"`}},
@@ -238,8 +238,8 @@ func TestOwnerConsole_RefusedFormsKeepTheInput(t *testing.T) {
 				t.Fatalf("%s: re-rendered page lacks %q", tc.name, want)
 			}
 		}
-		if !strings.Contains(r.Body, `data-testid="form-error"`) {
-			t.Fatalf("%s: no form error shown", tc.name)
+		if !strings.Contains(r.Body, `data-testid="error-summary"`) {
+			t.Fatalf("%s: no error summary shown", tc.name)
 		}
 		if !sameRows(counts, dbFingerprint(t, app.DB)) {
 			t.Fatalf("%s: a refused form wrote rows", tc.name)

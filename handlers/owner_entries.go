@@ -116,10 +116,12 @@ func (s *Server) handleEntryAPI(w http.ResponseWriter, r *http.Request) error {
 }
 
 // entryAction is one of the owner's decisions on an entry: the store
-// operation and the confirmation a form shows after it.
+// operation, the confirmation a form shows after it and, for a decision
+// asked first, the confirmation page its form is on.
 type entryAction struct {
 	do   func(db *store.DB, r *http.Request, d store.Decision) (*store.Entry, error)
 	done string
+	ask  func(s *Server, r *http.Request) (views.ConfirmView, error)
 }
 
 // The owner's three decisions, each taking a reason code. Routes name them
@@ -127,13 +129,13 @@ type entryAction struct {
 var (
 	selectAction = entryAction{func(db *store.DB, r *http.Request, d store.Decision) (*store.Entry, error) {
 		return db.SelectEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), d)
-	}, "Entry selected. You can now issue an invitation."}
+	}, "Entry selected. You can now issue an invitation.", nil}
 	declineAction = entryAction{func(db *store.DB, r *http.Request, d store.Decision) (*store.Entry, error) {
 		return db.DeclineEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), d)
-	}, "Entry declined."}
+	}, "Entry declined.", (*Server).declineConfirmView}
 	withdrawAction = entryAction{func(db *store.DB, r *http.Request, d store.Decision) (*store.Entry, error) {
 		return db.WithdrawEntry(r.Context(), ownerActor(r), r.PathValue("id"), r.PathValue("entryId"), d)
-	}, "Entry withdrawn; any invitation and access it had are revoked."}
+	}, "Entry withdrawn; any invitation and access it had are revoked.", (*Server).withdrawConfirmView}
 )
 
 // readDecisionForm reads a decision's form: its reason code.
@@ -150,8 +152,19 @@ func (s *Server) handleEntryAction(act entryAction) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		in, err := readDecisionForm(r)
 		failed := func(err error) error {
+			// A decision asked first is refused on its confirmation,
+			// the reason kept, while the entry still allows it.
+			if status, msg, ok := formFailure(err); ok && act.ask != nil {
+				if v, cerr := act.ask(s, r); cerr == nil {
+					v.Error, v.ErrorField, v.Reason = msg, store.ErrorField(err), in.Reason
+					return s.renderConfirmStatus(w, r, status, v)
+				}
+			}
 			return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
 				v.ActionError, v.Reason = msg, in.Reason
+				if act.ask == nil && store.ErrorField(err) == "reason" {
+					v.ActionField = "select-reason"
+				}
 			})
 		}
 		if err != nil {

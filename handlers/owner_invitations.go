@@ -282,7 +282,9 @@ func (s *Server) handleRevokeInvitation(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	if _, err := s.db.RevokeInvitation(r.Context(), ownerActor(r), invID); err != nil {
-		return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) { v.ActionError = msg })
+		return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
+			v.ActionError, v.ActionField = msg, "invitations-title"
+		})
 	}
 	s.setFlash(w, r, "Invitation revoked. The entry is selected again and its seat is free.")
 	return redirect(w, r, entryPath(r))
@@ -295,7 +297,9 @@ func (s *Server) handleRevokeGrant(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if _, err := s.db.RevokeGrant(r.Context(), ownerActor(r), grantID); err != nil {
-		return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) { v.ActionError = msg })
+		return s.rerenderEntry(w, r, err, func(v *views.EntryPageView, msg string) {
+			v.ActionError, v.ActionField = msg, "access-title"
+		})
 	}
 	s.setFlash(w, r, "Access revoked.")
 	return redirect(w, r, entryPath(r))

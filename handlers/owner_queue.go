@@ -258,6 +258,12 @@ func (s *Server) handleBulk(act bulkAction) handlerFunc {
 				return lerr
 			}
 			v.Error, v.Reason, v.DeclineReason, v.Checked = msg, b.reason, b.declineReason, map[string]bool{}
+			if store.ErrorField(err) == "reason" {
+				v.ErrorField = "bulk-reason"
+				if act.reasonField == "declineReason" {
+					v.ErrorField = "bulk-decline-reason"
+				}
+			}
 			for _, e := range b.in.EntryIDs {
 				v.Checked[e] = true
 			}
@@ -293,7 +299,7 @@ func countText(n int, verb string) string {
 // something that cannot be sent.
 func (s *Server) confirmBulkDecline(w http.ResponseWriter, r *http.Request, b bulkForm, failed func(error) error) error {
 	if !slices.Contains(store.DeclineReasons, b.in.Reason) {
-		return failed(store.Errorf(store.EINVALID, "Choose a reason for declining."))
+		return failed(store.Errorf(store.EINVALID, "Choose a reason for declining.").On("reason"))
 	}
 	ctx, a := r.Context(), ownerActor(r)
 	entries, err := s.db.EntriesByID(ctx, a, r.PathValue("id"), b.in.EntryIDs)

@@ -55,10 +55,19 @@ func readRetireForm(r *http.Request) (store.Retirement, error) {
 // handleRetire is the retirement form on the program page.
 func (s *Server) handleRetire(w http.ResponseWriter, r *http.Request) error {
 	ret, err := readRetireForm(r)
+	// A refusal answers the confirmation again, with the error summary on
+	// top and what was typed kept.
 	failed := func(err error) error {
-		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) {
-			v.RetireError = msg
-		})
+		status, msg, ok := formFailure(err)
+		if !ok {
+			return err
+		}
+		v, lerr := s.retireConfirmView(r)
+		if lerr != nil {
+			return lerr
+		}
+		v.Error, v.ErrorField, v.Typed = msg, store.ErrorField(err), ret.Confirm
+		return s.renderConfirmStatus(w, r, status, v)
 	}
 	if err != nil {
 		return failed(err)

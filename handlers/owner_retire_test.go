@@ -74,7 +74,8 @@ func TestRetireForm_AsksForConfirmationAndKeepsTheProgramUntilGiven(t *testing.T
 	}
 	form := url.Values{"csrf": {owner.csrf}, "expectedRevision": {fmt.Sprint(app.Demo.Revision)}, "confirm": {"nope"}}
 	r := owner.PostForm(t, "/owner/programs/"+app.Demo.ID+"/retire", form)
-	if r.StatusCode != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="retire-error"`) {
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="error-summary"`) ||
+		!strings.Contains(r.Body, `href="#confirm-text"`) || !strings.Contains(r.Body, `value="nope"`) {
 		t.Fatalf("wrong confirmation: %d", r.StatusCode)
 	}
 	if mustOwnerProgram(t, app, app.Demo.ID).RetiredAt != nil {

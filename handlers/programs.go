@@ -53,13 +53,13 @@ func readProgramForm(r *http.Request) (views.ProgramForm, store.NewProgram, erro
 	}
 	np := store.NewProgram{WorkspaceID: v.WorkspaceID, Slug: strings.TrimSpace(v.Slug), Name: v.Name, Purpose: v.Purpose}
 	for _, n := range []struct {
-		dst  *int
-		v    string
-		what string
-	}{{&np.QueueCap, v.QueueCap, "queue cap"}, {&np.HourlyCap, v.HourlyCap, "hourly cap"},
-		{&np.SeatCap, v.SeatCap, "seat cap"}, {&np.MaxInvitationDays, v.MaxInvitationDays, "invitation lifetime"}} {
+		dst         *int
+		v           string
+		what, field string
+	}{{&np.QueueCap, v.QueueCap, "queue cap", "queueCap"}, {&np.HourlyCap, v.HourlyCap, "hourly cap", "hourlyCap"},
+		{&np.SeatCap, v.SeatCap, "seat cap", "seatCap"}, {&np.MaxInvitationDays, v.MaxInvitationDays, "invitation lifetime", "maxInvitationDays"}} {
 		if *n.dst, err = store.WholeNumber(n.v, n.what); err != nil {
-			return v, np, err
+			return v, np, onField(err, n.field)
 		}
 	}
 	return v, np, nil
@@ -92,7 +92,8 @@ func (s *Server) rerenderOwnerHome(w http.ResponseWriter, r *http.Request, err e
 	if lerr != nil {
 		return lerr
 	}
-	form.Error = msg
+	// The create form's inputs are named and identified alike.
+	form.Error, form.Field = msg, store.ErrorField(err)
 	v.Create = form
 	c := s.chrome(w, r, "Owner console")
 	return s.render(w, r, status, c, views.OwnerHome(c, *v))
@@ -159,8 +160,8 @@ func (s *Server) programPageView(r *http.Request, programID string) (*views.Prog
 	}
 	p, counts, notices, body, rev, assets := pg.Program, pg.Counts, pg.Notices, pg.Content, pg.ContentRevision, pg.Assets
 	v := &views.ProgramPageView{Program: programSummary(p), Counts: stateCountsView(counts), Glance: glanceView(pg.Stats),
-		Settings: settingsFormOf(p),
-		Notice:   views.NoticeForm{Purpose: p.Purpose},
+		Settings: settingsFormOf(p), SavedSettings: settingsFormOf(p),
+		Notice: views.NoticeForm{Purpose: p.Purpose},
 		Content: views.ContentForm{ExpectedRevision: strconv.FormatInt(rev, 10), Body: body, Saved: body,
 			SavedRevision: rev},
 		AssetAccept: strings.Join(store.AssetTypes, ","), AssetMaxMiB: store.MaxAssetBytes >> 20,
@@ -251,13 +252,14 @@ func readSettingsForm(r *http.Request) (views.SettingsForm, store.ProgramSetting
 		return form, set, err
 	}
 	for _, n := range []struct {
-		dst  **int
-		v    string
-		what string
-	}{{&set.QueueCap, form.QueueCap, "queue cap"}, {&set.HourlyCap, form.HourlyCap, "hourly cap"}, {&set.SeatCap, form.SeatCap, "seat cap"}} {
+		dst         **int
+		v           string
+		what, field string
+	}{{&set.QueueCap, form.QueueCap, "queue cap", "queueCap"}, {&set.HourlyCap, form.HourlyCap, "hourly cap", "hourlyCap"},
+		{&set.SeatCap, form.SeatCap, "seat cap", "seatCap"}} {
 		x, err := store.WholeNumber(n.v, n.what)
 		if err != nil {
-			return form, set, err
+			return form, set, onField(err, n.field)
 		}
 		*n.dst = &x
 	}
@@ -269,10 +271,11 @@ func (s *Server) handleProgramSettings(w http.ResponseWriter, r *http.Request) e
 	form, set, err := readSettingsForm(r)
 	failed := func(err error) error {
 		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) {
-			// Keep what the owner chose; the hidden revision becomes the
-			// current one, so saving again is a deliberate choice made
-			// while the saved state is on screen.
-			form.Error = msg
+			// Keep what the owner chose, each change marked as not saved
+			// beside the value in force (v.SavedSettings); the hidden
+			// revision becomes the current one, so saving again is a
+			// deliberate choice made while the saved state is on screen.
+			form.Error, form.Field = msg, store.ErrorField(err)
 			form.ExpectedRevision = v.Settings.ExpectedRevision
 			v.Settings = form
 		})

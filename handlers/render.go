@@ -16,7 +16,7 @@ import (
 // authenticates softly: a failure only means the visitor is shown as
 // signed out.
 func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) views.Chrome {
-	c := views.Chrome{Title: title, DevMode: s.id.Mode() == identity.ModeDev, Path: r.URL.Path}
+	c := views.Chrome{Title: title, DevMode: s.id.Mode() == identity.ModeDev, Path: r.URL.Path, Back: s.pageBack(r)}
 	p := principalFrom(r.Context())
 	if p == nil {
 		if soft, err := s.id.Authenticate(r); err == nil {

@@ -93,9 +93,11 @@ func signInURL(target string) string {
 
 // returnPath is where a request that found its visitor signed out should
 // continue after sign-in: the page htmx was on (HX-Current-URL), the page a
-// GET asked for, or for a form post the page of the same path when there
-// is one — never a POST-only URL, which a GET would answer with 404 or
-// 405. "" means no particular page.
+// GET asked for, or for a form post the page the form was on (its back
+// field) or else the page of the same route — never a POST-only URL, which
+// a GET would answer with 404 or 405 or, worse, with another route's page
+// (POST …/entries/select read as the entry "select"). "" means no
+// particular page.
 func (s *Server) returnPath(r *http.Request) string {
 	if isHTMX(r) {
 		cur, err := url.Parse(r.Header.Get("HX-Current-URL"))
@@ -109,13 +111,80 @@ func (s *Server) returnPath(r *http.Request) string {
 		t, _ := returnTarget(r.URL.RequestURI())
 		return t
 	}
-	probe := r.Clone(context.Background())
-	probe.Method = http.MethodGet
-	if _, pattern := s.mux.Handler(probe); pattern == "" || pattern == "/" {
+	// The body of a refused post is read only here, bounded like any
+	// other (maxBody), and only when it is a urlencoded form.
+	if mediaType(r) == "application/x-www-form-urlencoded" && r.ParseForm() == nil {
+		if t := s.formBack(r); t != "" {
+			return t
+		}
+	}
+	// rule: only a page of the POST's own route (a confirmation page and
+	// its form share a path); a GET of the same path that another route
+	// answers is no way back.
+	if t, _ := returnTarget(r.URL.Path); t != "" && s.pageRoute(t) == strings.TrimPrefix(r.Pattern, r.Method+" ") {
+		return t
+	}
+	return ""
+}
+
+// backField is the hidden field every owner form carries: the page the
+// form is on, where sign-in returns to when the session ended meanwhile.
+const backField = "back"
+
+// formBack is the page an already parsed form post says it was on (its
+// back field), when that is a page of this site that a GET answers; ""
+// otherwise.
+func (s *Server) formBack(r *http.Request) string {
+	vs := r.PostForm[backField]
+	if len(vs) != 1 {
 		return ""
 	}
-	t, _ := returnTarget(r.URL.Path)
+	t, ok := returnTarget(vs[0])
+	if !ok || s.pageRoute(t) == "" {
+		return ""
+	}
 	return t
+}
+
+// pageRoute is the route (without its method) that answers a GET of the
+// site path p, or "" when only the catch-all would — or when p is an
+// action's URL that a broader page route merely also matches (a POST
+// route of its own, with another pattern, claims the path).
+func (s *Server) pageRoute(p string) string {
+	get := s.routeFor(http.MethodGet, p)
+	if post := s.routeFor(http.MethodPost, p); post != "" && post != get {
+		return ""
+	}
+	return get
+}
+
+// routeFor is the pattern, without its method, of the route that answers
+// method on site path p; "" for none but the catch-all.
+func (s *Server) routeFor(method, p string) string {
+	u, err := url.Parse(p)
+	if err != nil {
+		return ""
+	}
+	probe, err := http.NewRequestWithContext(context.Background(), method, u.RequestURI(), nil)
+	if err != nil {
+		return ""
+	}
+	_, pattern := s.mux.Handler(probe)
+	if pattern == "" || pattern == "/" {
+		return ""
+	}
+	return strings.TrimPrefix(pattern, method+" ")
+}
+
+// pageBack is the back field of the forms on the page this request
+// renders: the page itself for a GET, or for a form shown again after a
+// refused post, the page that form was on.
+func (s *Server) pageBack(r *http.Request) string {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		t, _ := returnTarget(r.URL.RequestURI())
+		return t
+	}
+	return s.formBack(r)
 }
 
 // landing is where sign-in leads when the person came from no particular

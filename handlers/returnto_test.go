@@ -159,6 +159,38 @@ func TestSignIn_UnauthorizedRequestsReturnToTheirPageNeverToAPostURL(t *testing.
 		}
 	}
 
+	// The queue's bulk select: its path is the entry route's pattern with
+	// the entry "select", so only the form's own back field leads back.
+	for _, tc := range []struct{ back, want string }{
+		{"", "/sign-in"},
+		{queue + "?state=waiting&q=queued", "/sign-in?redirect_url=" + url.QueryEscape(queue+"?state=waiting")},
+		{"//evil.example" + queue, "/sign-in"},
+		{entryPage + "/select", "/sign-in"},
+		{queue + "/select", "/sign-in"},
+	} {
+		form := url.Values{"csrf": {"x"}, "entryIds": {entryID}, "reason": {"meets_policy"}}
+		if tc.back != "" {
+			form.Set("back", tc.back)
+		}
+		r := anon.PostForm(t, queue+"/select", form)
+		if want := `href="` + html.EscapeString(tc.want) + `" role="button" data-testid="error-sign-in"`; r.StatusCode != http.StatusUnauthorized || !strings.Contains(r.Body, want) {
+			t.Errorf("bulk select signed out with back %q: %d, the 401 page lacks %s", tc.back, r.StatusCode, want)
+		}
+		if !strings.Contains(r.Body, "was not saved") || r.Header.Get("Cache-Control") != "private, no-store" {
+			t.Errorf("bulk select signed out: the 401 page does not say the action was not saved, or is cacheable")
+		}
+	}
+	// With htmx, the sign-in page it is sent to says the action was not saved, once.
+	c := app.NewClient(t)
+	r = c.PostForm(t, entryPage+"/select", url.Values{"reason": {"owner_discretion"}},
+		"HX-Request", "true", "HX-Current-URL", app.URL+entryPage)
+	if got := noteOf(c.Get(t, r.Header.Get("HX-Redirect")).Body); !strings.Contains(got, "was not saved") {
+		t.Fatalf("the sign-in page after an htmx write says %q", got)
+	}
+	if got := noteOf(c.Get(t, "/sign-in").Body); got != "" {
+		t.Fatalf("the note shows again: %q", got)
+	}
+
 	// A page asked for with GET comes back with its filters, without a search.
 	r = anon.Get(t, queue+"?state=waiting&q=queued")
 	if got, want := r.Header.Get("Location"), "/sign-in?redirect_url="+url.QueryEscape(queue+"?state=waiting"); r.StatusCode != http.StatusSeeOther || got != want {

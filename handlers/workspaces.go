@@ -61,7 +61,7 @@ func (s *Server) handleWorkspaceSettings(w http.ResponseWriter, r *http.Request)
 			return err
 		}
 		v := workspaceView(ws)
-		form.Error = msg
+		form.Error, form.Field = msg, store.ErrorField(err)
 		v.Form = form
 		c := s.chrome(w, r, "Workspace settings · "+ws.DisplayName)
 		return s.render(w, r, status, c, views.WorkspacePage(c, v))

@@ -24,9 +24,29 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// Field names the input the error is about, as the JSON API spells it
+	// ("seatCap"), or "" when it is about the request as a whole. Forms
+	// link their error summary to that field.
+	Field string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// On returns a copy of e about the named input field.
+func (e *Error) On(field string) *Error {
+	c := *e
+	c.Field = field
+	return &c
+}
+
+// ErrorField returns the input field err is about, or "".
+func ErrorField(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Field
+	}
+	return ""
+}
 
 // Errorf returns an *Error with the given code and formatted message.
 func Errorf(code, format string, args ...any) *Error {

@@ -89,7 +89,7 @@ func TimeBound(v string, end bool) (time.Time, error) {
 // retiring cannot be undone.
 func CheckRetireConfirmation(confirm, slug string) error {
 	if strings.TrimSpace(confirm) != slug {
-		return Errorf(EINVALID, "Type the program's address name exactly to confirm retiring it.")
+		return Errorf(EINVALID, "Type the program's address name exactly to confirm retiring it.").On("confirm")
 	}
 	return nil
 }

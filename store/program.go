@@ -111,17 +111,17 @@ type NewProgram struct {
 func (p NewProgram) Validate() error {
 	switch {
 	case !ValidSlug(p.Slug):
-		return Errorf(EINVALID, "The address name must be 3–60 lowercase letters, digits or hyphens.")
+		return Errorf(EINVALID, "The address name must be 3–60 lowercase letters, digits or hyphens.").On("slug")
 	case !validProgramName(p.Name):
 		return errProgramName
 	case !textBetween(p.Purpose, 1, 1000):
-		return Errorf(EINVALID, "The purpose must be 1–1000 characters.")
+		return Errorf(EINVALID, "The purpose must be 1–1000 characters.").On("purpose")
 	}
 	if err := checkCaps(&p.QueueCap, &p.HourlyCap, &p.SeatCap); err != nil {
 		return err
 	}
 	if p.MaxInvitationDays < 1 || p.MaxInvitationDays > 30 {
-		return Errorf(EINVALID, "The invitation lifetime must be 1–30 days.")
+		return Errorf(EINVALID, "The invitation lifetime must be 1–30 days.").On("maxInvitationDays")
 	}
 	return nil
 }
@@ -143,7 +143,7 @@ func checkCaps(queue, hourly, seat *int) error {
 		name string
 	}{{queue, "queue"}, {hourly, "hourly"}, {seat, "seat"}} {
 		if c.v != nil && (*c.v < MinProgramCap || *c.v > MaxProgramCap) {
-			return Errorf(EINVALID, "The %s cap must be between %d and %d.", c.name, MinProgramCap, MaxProgramCap)
+			return Errorf(EINVALID, "The %s cap must be between %d and %d.", c.name, MinProgramCap, MaxProgramCap).On(c.name + "Cap")
 		}
 	}
 	return nil
@@ -152,7 +152,7 @@ func checkCaps(queue, hourly, seat *int) error {
 // MaxNameChars bounds a program's and a workspace's display name.
 const MaxNameChars = 80
 
-var errProgramName = Errorf(EINVALID, "The program name must be 1–80 characters.")
+var errProgramName = Errorf(EINVALID, "The program name must be 1–80 characters.").On("name")
 
 // validProgramName checks a display name, already trimmed.
 func validProgramName(name string) bool {
@@ -282,11 +282,11 @@ type NewNotice struct {
 func (n NewNotice) Validate() error {
 	switch {
 	case !textBetween(n.Purpose, 1, 1000):
-		return Errorf(EINVALID, "The purpose must be 1–1000 characters.")
+		return Errorf(EINVALID, "The purpose must be 1–1000 characters.").On("purpose")
 	case !textBetween(n.ContactText, 1, 2000):
-		return Errorf(EINVALID, "The contact text must be 1–2000 characters.")
+		return Errorf(EINVALID, "The contact text must be 1–2000 characters.").On("contactText")
 	case !textBetween(n.RetentionText, 1, 1000):
-		return Errorf(EINVALID, "The retention text must be 1–1000 characters.")
+		return Errorf(EINVALID, "The retention text must be 1–1000 characters.").On("retentionText")
 	}
 	return nil
 }
@@ -312,7 +312,7 @@ func (db *DB) PublishNotice(ctx context.Context, a Actor, programID string, nn N
 		// rule (docs/API.md#programs): a changed purpose requires a new
 		// program and a new choice.
 		if nn.Purpose != p.Purpose {
-			return Errorf(ECONFLICT, "A notice must state the program's purpose exactly. For a new purpose, create a new program.")
+			return Errorf(ECONFLICT, "A notice must state the program's purpose exactly. For a new purpose, create a new program.").On("purpose")
 		}
 		n = &Notice{ID: uuid.NewString(), ProgramID: p.ID, Version: p.CurrentNoticeVersion + 1, Purpose: nn.Purpose,
 			ContactText: nn.ContactText, RetentionText: nn.RetentionText, PublishedAt: tx.Now}
@@ -391,10 +391,10 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 			next.SeatCap = *s.SeatCap
 		}
 		if next.SignupOpen && !p.SignupOpen && p.CurrentNoticeID == "" {
-			return Errorf(ECONFLICT, "Publish a notice before opening signup.")
+			return Errorf(ECONFLICT, "Publish a notice before opening signup.").On("signupOpen")
 		}
 		if next.AccessEnabled && !p.AccessEnabled && !p.HasContent {
-			return Errorf(ECONFLICT, "Write the private content before enabling access.")
+			return Errorf(ECONFLICT, "Write the private content before enabling access.").On("accessEnabled")
 		}
 		if next.SeatCap < p.SeatCap {
 			used, err := seatsInUse(ctx, tx, p.ID)
@@ -402,7 +402,7 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 				return err
 			}
 			if next.SeatCap < used {
-				return Errorf(ECONFLICT, "The seat cap cannot be below the %d seats in use (active grants and unexpired invitations).", used)
+				return Errorf(ECONFLICT, "The seat cap cannot be below the %d seats in use (active grants and unexpired invitations).", used).On("seatCap")
 			}
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE programs SET name = ?, signup_open = ?, access_enabled = ?, queue_cap = ?, hourly_cap = ?,
@@ -446,7 +446,7 @@ type ContentEdit struct {
 func (db *DB) PutContent(ctx context.Context, a Actor, programID string, edit ContentEdit) (int64, error) {
 	expectedRevision, body := edit.ExpectedRevision, edit.Body
 	if !textBetween(body, 1, 20000) {
-		return 0, Errorf(EINVALID, "The private content must be 1–20000 characters.")
+		return 0, Errorf(EINVALID, "The private content must be 1–20000 characters.").On("body")
 	}
 	var rev int64
 	err := db.Update(ctx, func(tx *Tx) error {

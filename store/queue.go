@@ -570,7 +570,7 @@ type Selection struct {
 func (db *DB) SelectEntry(ctx context.Context, a Actor, programID, entryID string, d Decision) (*Entry, error) {
 	reason := d.Reason
 	if !oneOf(reason, SelectReasons) {
-		return nil, Errorf(EINVALID, "Choose a reason for selecting: %s.", strings.Join(SelectReasons, ", "))
+		return nil, Errorf(EINVALID, "Choose a reason for selecting: %s.", strings.Join(SelectReasons, ", ")).On("reason")
 	}
 	var e *Entry
 	err := db.Update(ctx, func(tx *Tx) error {
@@ -592,7 +592,7 @@ func (db *DB) SelectEntry(ctx context.Context, a Actor, programID, entryID strin
 func (db *DB) SelectEntries(ctx context.Context, a Actor, programID string, sel Selection) ([]Entry, error) {
 	entryIDs, reason := sel.EntryIDs, sel.Reason
 	if !oneOf(reason, SelectReasons) {
-		return nil, Errorf(EINVALID, "Choose a reason for selecting: %s.", strings.Join(SelectReasons, ", "))
+		return nil, Errorf(EINVALID, "Choose a reason for selecting: %s.", strings.Join(SelectReasons, ", ")).On("reason")
 	}
 	if len(entryIDs) == 0 || len(entryIDs) > MaxPageSize {
 		return nil, Errorf(EINVALID, "Select 1–%d entries.", MaxPageSize)
@@ -630,7 +630,7 @@ func (db *DB) SelectEntries(ctx context.Context, a Actor, programID string, sel 
 func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID string, d Decision) (*Entry, error) {
 	reason := d.Reason
 	if !oneOf(reason, DeclineReasons) {
-		return nil, Errorf(EINVALID, "Choose a reason for declining: %s.", strings.Join(DeclineReasons, ", "))
+		return nil, Errorf(EINVALID, "Choose a reason for declining: %s.", strings.Join(DeclineReasons, ", ")).On("reason")
 	}
 	var e *Entry
 	err := db.Update(ctx, func(tx *Tx) error {
@@ -652,7 +652,7 @@ func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID stri
 func (db *DB) DeclineEntries(ctx context.Context, a Actor, programID string, sel Selection) ([]Entry, error) {
 	entryIDs, reason := sel.EntryIDs, sel.Reason
 	if !oneOf(reason, DeclineReasons) {
-		return nil, Errorf(EINVALID, "Choose a reason for declining: %s.", strings.Join(DeclineReasons, ", "))
+		return nil, Errorf(EINVALID, "Choose a reason for declining: %s.", strings.Join(DeclineReasons, ", ")).On("reason")
 	}
 	if len(entryIDs) == 0 || len(entryIDs) > MaxPageSize {
 		return nil, Errorf(EINVALID, "Decline 1–%d entries.", MaxPageSize)

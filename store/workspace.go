@@ -269,7 +269,7 @@ type WorkspaceSettings struct {
 // https link, returned in its stored form.
 func CheckContact(v string) (string, error) {
 	v = strings.TrimSpace(v)
-	invalid := Errorf(EINVALID, "The privacy contact must be an email address (privacy@example.com) or an https:// link.")
+	invalid := Errorf(EINVALID, "The privacy contact must be an email address (privacy@example.com) or an https:// link.").On("contact")
 	if len(v) > 254 {
 		return "", invalid
 	}
@@ -293,7 +293,7 @@ func (s WorkspaceSettings) Validate() (WorkspaceSettings, error) {
 	if s.DisplayName != nil {
 		name := strings.TrimSpace(*s.DisplayName)
 		if !textBetween(name, 1, MaxNameChars) || strings.ContainsAny(name, "\r\n") {
-			return s, Errorf(EINVALID, "The workspace name people see must be 1–80 characters.")
+			return s, Errorf(EINVALID, "The workspace name people see must be 1–80 characters.").On("displayName")
 		}
 		s.DisplayName = &name
 	}

@@ -23,6 +23,9 @@ type Chrome struct {
 	Clerk *ClerkJS
 	// Path is the current request path, for the sign-in redirect.
 	Path string
+	// Back is the page this page's forms are on, which each owner form
+	// sends along: sign-in returns there if the session ended meanwhile.
+	Back string
 	// SignInURL is the navigation's sign-in link: back to this page
 	// afterwards, when this page is one to come back to.
 	SignInURL string

@@ -24,7 +24,12 @@ type ConfirmView struct {
 	Confirm      string
 	ConfirmLabel string
 	Hidden       []HiddenField
-	Error        string
+	// Typed is what the owner typed to confirm, kept after a refusal.
+	Typed string
+	// Error refuses a submitted confirmation; ErrorField is the form name
+	// it is about (reason or confirm), "" for the form as a whole.
+	Error      string
+	ErrorField string
 	// Kind names the action for tests and scripts: decline, withdraw,
 	// revoke-invitation, revoke-grant, retire.
 	Kind string
@@ -49,4 +54,17 @@ type BulkDeclineConfirmView struct {
 	Action string
 	// Retention is how long a declined entry keeps its address.
 	Retention string
+}
+
+// errorField is the input the confirmation's error summary links to.
+func (v ConfirmView) errorField() string {
+	switch {
+	case v.ErrorField == "confirm" && v.Confirm != "":
+		return "confirm-text"
+	case len(v.Reasons) > 0:
+		return "confirm-reason"
+	case v.Confirm != "":
+		return "confirm-text"
+	}
+	return "confirm-submit"
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"admit/store"
+
+	"github.com/a-h/templ"
 )
 
 // OwnerWorkspace is a workspace the owner may create programs in.
@@ -20,6 +22,8 @@ type WorkspaceForm struct {
 	DisplayName string
 	Contact     string
 	Error       string
+	// Field is the input the error is about: displayName or contact.
+	Field string
 }
 
 // WorkspaceView is a workspace's settings page.
@@ -51,6 +55,8 @@ type ProgramForm struct {
 	SeatCap           string
 	MaxInvitationDays string
 	Error             string
+	// Field is the input the error is about, by its form name.
+	Field string
 }
 
 // ProgramSummary is what every owner page shows about a program.
@@ -103,6 +109,9 @@ type SettingsForm struct {
 	HourlyCap        string
 	SeatCap          string
 	Error            string
+	// Field is the input the error is about, by its form name ("seatCap"),
+	// or "" for the form as a whole.
+	Field string
 }
 
 // NoticeForm publishes the next notice version.
@@ -111,6 +120,8 @@ type NoticeForm struct {
 	ContactText   string
 	RetentionText string
 	Error         string
+	// Field is the input the error is about, by its form name.
+	Field string
 }
 
 // ContentForm edits the private content against its revision.
@@ -140,16 +151,17 @@ type ProgramPageView struct {
 	Glance   GlanceView
 	Notices  []NoticeView
 	Settings SettingsForm
-	Notice   NoticeForm
-	Content  ContentForm
-	Assets   []AssetRow
+	// SavedSettings are the settings in force; after a refused save the
+	// form marks each field that differs from them as not saved.
+	SavedSettings SettingsForm
+	Notice        NoticeForm
+	Content       ContentForm
+	Assets        []AssetRow
 	// AssetAccept is the upload input's accept list; AssetMaxMiB its size bound.
 	AssetAccept string
 	AssetMaxMiB int
 	AssetError  string
 	Flash       string
-	// RetireError is the retirement form's message.
-	RetireError string
 	// Retention says how long a retired program's entries keep their email.
 	RetiredRetention string
 }
@@ -223,6 +235,8 @@ type QueueView struct {
 	DeclineReason string
 	Flash         string
 	Error         string
+	// ErrorField is the element id Error is about, "" for the results.
+	ErrorField string
 }
 
 // CanSelect reports whether any entry on the page is waiting, in a
@@ -370,6 +384,8 @@ type EntryPageView struct {
 	// Delivery is shown for the live invitation that has no record yet.
 	Delivery    *DeliveryForm
 	ActionError string
+	// ActionField is the element id ActionError is about, "" for none.
+	ActionField string
 	Reason      string
 	Flash       string
 }
@@ -552,3 +568,79 @@ func EmailOrErased(email string) string { return emailOrErased(email) }
 // a program's caps: the store's own.
 func programCapMin() string { return strconv.Itoa(store.MinProgramCap) }
 func programCapMax() string { return strconv.Itoa(store.MaxProgramCap) }
+
+// orField is the input an error summary links to: the one at fault, or
+// the form's first.
+func orField(field, first string) string {
+	if field != "" {
+		return field
+	}
+	return first
+}
+
+// settingIDs are the settings form's input ids by form name.
+var settingIDs = map[string]string{"name": "program-name", "signupOpen": "signupOpen", "accessEnabled": "accessEnabled",
+	"queueCap": "settings-queueCap", "hourlyCap": "settings-hourlyCap", "seatCap": "settings-seatCap"}
+
+// SettingsErrors is the refused settings form's error summary: the message,
+// linked to its field, and that nothing of the form was saved.
+func (v ProgramPageView) SettingsErrors() []FieldError {
+	if v.Settings.Error == "" {
+		return nil
+	}
+	id, ok := settingIDs[v.Settings.Field]
+	if !ok {
+		id = "program-name"
+	}
+	return []FieldError{{Field: id, Message: v.Settings.Error},
+		{Message: "Nothing in this form was saved. Fields marked “Not saved” differ from the settings in force.", Note: true}}
+}
+
+// SettingUnsaved reports whether a refused settings form shows field
+// (a form name) with a value other than the saved one.
+func (v ProgramPageView) SettingUnsaved(field string) bool {
+	if v.Settings.Error == "" {
+		return false
+	}
+	f, saved := v.Settings, v.SavedSettings
+	switch field {
+	case "name":
+		return strings.TrimSpace(f.Name) != saved.Name
+	case "signupOpen":
+		return f.SignupOpen != saved.SignupOpen
+	case "accessEnabled":
+		return f.AccessEnabled != saved.AccessEnabled
+	case "queueCap":
+		return strings.TrimSpace(f.QueueCap) != saved.QueueCap
+	case "hourlyCap":
+		return strings.TrimSpace(f.HourlyCap) != saved.HourlyCap
+	case "seatCap":
+		return strings.TrimSpace(f.SeatCap) != saved.SeatCap
+	}
+	return false
+}
+
+// settingAttrs are a settings input's error and description attributes:
+// invalid when the error is about it, described by its "Not saved" mark
+// and its help.
+func (v ProgramPageView) settingAttrs(field string, help ...string) templ.Attributes {
+	a := templ.Attributes{}
+	ids := help
+	if v.SettingUnsaved(field) {
+		ids = append([]string{"unsaved-" + field}, help...)
+	}
+	if len(ids) > 0 {
+		a["aria-describedby"] = strings.Join(ids, " ")
+	}
+	if v.Settings.Error != "" && v.Settings.Field == field {
+		a["aria-invalid"] = "true"
+	}
+	return a
+}
+
+// Errors is the record-a-send form's error summary: the message about the
+// form, then each field's, linked to it.
+func (f DeliveryForm) Errors() []FieldError {
+	return fieldErrors(FieldError{Field: "channel", Message: f.Error},
+		FieldError{Field: "channel", Message: f.ChannelError}, FieldError{Field: "reference", Message: f.ReferenceError})
+}

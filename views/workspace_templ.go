@@ -82,7 +82,7 @@ func WorkspacePage(c Chrome, v WorkspaceView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = formError(v.Form.Error).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = formError(orField(v.Form.Field, "displayName"), v.Form.Error).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -136,6 +136,7 @@ func (s *Server) handlePatchProgramAPI(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
+	s.forgetQuotes() // the name may have changed
 	writeJSON(w, http.StatusOK, toProgramJSON(p))
 	return nil
 }
@@ -273,6 +274,7 @@ func (s *Server) handleProgramSettings(w http.ResponseWriter, r *http.Request) e
 	if _, err := s.db.UpdateProgram(r.Context(), ownerActor(r), r.PathValue("id"), set); err != nil {
 		return failed(err)
 	}
+	s.forgetQuotes() // the name may have changed
 	s.setFlash(w, r, "Settings saved.")
 	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
 }

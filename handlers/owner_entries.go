@@ -73,7 +73,7 @@ func invitationRow(inv *store.Invitation, now time.Time) views.InvitationRow {
 
 // renderEntry writes the entry page, or only its block for htmx.
 func (s *Server) renderEntry(w http.ResponseWriter, r *http.Request, status int, v *views.EntryPageView) error {
-	c := s.chrome(w, r, "Entry · "+v.Program.Slug)
+	c := s.chrome(w, r, "Entry · "+v.Program.Name)
 	if wantsBlock(r) {
 		return s.render(w, r, status, c, views.EntryBlock(c, *v))
 	}

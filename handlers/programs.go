@@ -10,7 +10,7 @@ import (
 
 // programSummary is what every owner page shows about a program.
 func programSummary(p *store.Program) views.ProgramSummary {
-	return views.ProgramSummary{ID: p.ID, Slug: p.Slug, Name: p.Name, Purpose: p.Purpose, SignupOpen: p.SignupOpen, RetiredAt: p.RetiredAt, EntriesErasedBy: p.EntriesErasedBy,
+	return views.ProgramSummary{ID: p.ID, Slug: p.Slug, Name: p.Name, WorkspaceName: p.WorkspaceName, Purpose: p.Purpose, SignupOpen: p.SignupOpen, RetiredAt: p.RetiredAt, EntriesErasedBy: p.EntriesErasedBy,
 		AccessEnabled: p.AccessEnabled, Retired: p.RetiredAt != nil, HasContent: p.HasContent, QueueCap: p.QueueCap,
 		HourlyCap: p.HourlyCap, SeatCap: p.SeatCap, MaxInvitationDays: p.MaxInvitationDays, Occupied: p.Occupied,
 		Revision: p.Revision, CurrentNoticeVersion: p.CurrentNoticeVersion, CreatedAt: p.CreatedAt,

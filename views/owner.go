@@ -55,9 +55,11 @@ type ProgramForm struct {
 
 // ProgramSummary is what every owner page shows about a program.
 type ProgramSummary struct {
-	ID                   string
-	Slug                 string
-	Name                 string
+	ID   string
+	Slug string
+	Name string
+	// WorkspaceName is the display name of the workspace that runs it.
+	WorkspaceName        string
 	Purpose              string
 	SignupOpen           bool
 	AccessEnabled        bool
@@ -373,7 +375,7 @@ type IssuedView struct {
 // when it expires.
 func (v IssuedView) Message() string {
 	return "Hello,\n\n" +
-		"You are invited to " + v.Program.Slug + ". To accept:\n\n" +
+		v.Program.WorkspaceName + " invites you to the early access of " + v.Program.Name + ". To accept:\n\n" +
 		"1. Open " + v.RedeemURL + "\n" +
 		"2. Sign in with this email address: " + emailOrErased(v.EntryEmail) + "\n" +
 		"3. Enter this code: " + v.Code + "\n\n" +

@@ -828,7 +828,7 @@ func Manage(c Chrome, v ManageView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "> <small id=\"token-help\">The whole link, or the 64 letters and digits after the # in it.</small> <button type=\"submit\">Remove my entry</button></form><p><small>A link from a repeat signup does not remove the original entry. To see your status, <a href=\"/me\">sign in</a> with the address you used.</small></p></article><script src=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "> <small id=\"token-help\">The whole link, or the 64 letters and digits after the # in it.</small> <button type=\"submit\" class=\"danger\" data-testid=\"remove-submit\">Remove my entry</button></form><p><small>A link from a repeat signup does not remove the original entry. To see your status, <a href=\"/me\">sign in</a> with the address you used.</small></p></article><script src=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -179,7 +179,7 @@ func settingsFormOf(p *store.Program) views.SettingsForm {
 
 // renderProgramPage writes the program page with the given status.
 func (s *Server) renderProgramPage(w http.ResponseWriter, r *http.Request, status int, v *views.ProgramPageView) error {
-	c := s.chrome(w, r, v.Program.Name)
+	c := s.chrome(w, r, "Overview · "+v.Program.Name)
 	return s.render(w, r, status, c, views.ProgramPage(c, *v))
 }
 

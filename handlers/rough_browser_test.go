@@ -104,3 +104,67 @@ func TestBrowser_SignedInNavigationIsOneRowOnAPhone(t *testing.T) {
 		})
 	}
 }
+
+func TestBrowser_QueueBulkActionsStayInReachOnAPhoneAndEntriesLeadToTheirNeighbours(t *testing.T) {
+	jsModes(t, func(t *testing.T, js bool) {
+		app := MustStartApp(t, withClerk())
+		emails := make([]string, 30)
+		for i := range emails {
+			emails[i] = "person" + string(rune('a'+i/10)) + string(rune('0'+i%10)) + "@example.com"
+		}
+		ids := owEntriesInOrder(t, app, "waiting", emails...)
+		ctx := owBrowserMode(t, app, js)
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(phoneW, phoneH, chromedp.EmulatePortrait,
+			chromedp.EmulateMobile, chromedp.EmulateScale(2))); err != nil {
+			t.Fatalf("phone viewport: %v", err)
+		}
+		mode := map[bool]string{true: "js", false: "nojs"}[js]
+		owLoad(t, ctx, "open the queue", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/entries?state=waiting"))
+		inView := `(() => { const r = document.querySelector('[data-testid="bulk-submit"]').getBoundingClientRect();
+			return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight; })()`
+		if h := owEval[float64](t, ctx, `document.documentElement.scrollHeight`); h < 3*phoneH {
+			t.Fatalf("the queue is %.0f px long: too short to test", h)
+		}
+		// Halfway down the cards, the bulk actions are on the screen.
+		owEval[bool](t, ctx, `(window.scrollTo(0, document.querySelector('[data-testid="queue-row"]:nth-child(15)').getBoundingClientRect().top + scrollY - 200), true)`)
+		owWaitFor(t, ctx, "the bulk actions on the screen mid-list", inView)
+		owWantFits(t, ctx, "queue", phoneW)
+
+		box := `[data-testid="queue-row"][data-entry-id="` + ids[emails[14]] + `"] [data-testid="choose-entry"]`
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(box))); err != nil {
+			t.Fatalf("choose an entry: %v", err)
+		}
+		if js {
+			owWaitFor(t, ctx, "the count of chosen entries",
+				`document.querySelector('[data-testid="bulk-count"]').textContent === "1 entry chosen" && !document.querySelector('[data-testid="bulk-count"]').hidden`)
+		} else if !owEval[bool](t, ctx, `document.querySelector('[data-testid="bulk-count"]').hidden`) {
+			t.Errorf("without JavaScript an empty count is shown")
+		}
+		owScreenshot(t, ctx, "queue-phone-bar-"+mode)
+		if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`[data-testid="bulk-reason"]`), "meets_policy")); err != nil {
+			t.Fatalf("choose a reason: %v", err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="bulk-submit"]`))); err != nil {
+			t.Fatalf("select the chosen: %v", err)
+		}
+		owWaitFor(t, ctx, "the selection", `!document.querySelector('[data-entry-id="`+ids[emails[14]]+`"]')`)
+		if n := owCount(t, app, `SELECT count(*) FROM entries WHERE id = ? AND state = 'selected'`, ids[emails[14]]); n != 1 {
+			t.Fatalf("the chosen entry was not selected")
+		}
+
+		// The entry page leads to the entries before and after it.
+		owLoad(t, ctx, "open an entry", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/entries/"+ids[emails[5]]))
+		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="entry-prev"]').getAttribute('href')`); !strings.HasSuffix(got, ids[emails[4]]) {
+			t.Errorf("previous entry leads to %s, want %s's entry", got, emails[4])
+		}
+		owScreenshot(t, ctx, "entry-phone-pager-"+mode)
+		owLoad(t, ctx, "next entry", chromedp.Click(chromedp.CSS(`[data-testid="entry-next"]`)))
+		if got := owEval[string](t, ctx, `location.pathname`); !strings.HasSuffix(got, ids[emails[6]]) {
+			t.Errorf("next entry led to %s, want %s's entry", got, emails[6])
+		}
+		owLoad(t, ctx, "open the first entry", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/entries/"+ids[emails[0]]))
+		if owCountIn(t, ctx, `[data-testid="entry-prev"]`) != 0 || owCountIn(t, ctx, `[data-testid="entry-next"]`) != 1 {
+			t.Errorf("the first entry offers a previous entry, or no next one")
+		}
+	})
+}

@@ -355,6 +355,9 @@ type EntryPageView struct {
 	ActionError string
 	Reason      string
 	Flash       string
+	// PrevURL and NextURL are the entries just before and after this one
+	// in the queue's join order, "" at either end.
+	PrevURL, NextURL string
 }
 
 // IssuedView shows a new invitation code, once.

@@ -55,11 +55,9 @@ type ProgramForm struct {
 
 // ProgramSummary is what every owner page shows about a program.
 type ProgramSummary struct {
-	ID   string
-	Slug string
-	Name string
-	// WorkspaceName is the display name of the workspace that runs it.
-	WorkspaceName        string
+	ID                   string
+	Slug                 string
+	Name                 string
 	Purpose              string
 	SignupOpen           bool
 	AccessEnabled        bool
@@ -77,6 +75,8 @@ type ProgramSummary struct {
 	CreatedAt            time.Time
 	// Retirement is how far a retired program's bookkeeping has gone.
 	Retirement RetirementView
+	// WorkspaceName is the display name of the workspace that runs it.
+	WorkspaceName string
 }
 
 // SettingsForm is the program settings form, checked against the program's

@@ -1,7 +1,7 @@
 // owner.js: the owner console's enhancements. Every page works without it;
 // with it:
 //  - the queue's "choose all" becomes a checkbox that chooses every entry on
-//    the page in place;
+//    the page in place, and the bulk bar counts the chosen entries;
 //  - after htmx replaces the queue (a tab, a search, a page, an action),
 //    focus and scroll return to the results, never to <body>;
 //  - a dangerous action's confirmation (a GET page, or the queue decline's
@@ -22,6 +22,7 @@
     root.querySelectorAll("[data-select-all-link]").forEach(function (a) {
       a.hidden = true;
     });
+    syncCount(root);
     if (navigator.clipboard || document.queryCommandSupported && document.queryCommandSupported("copy")) {
       root.querySelectorAll("[data-copy]").forEach(function (b) {
         b.hidden = false;
@@ -42,6 +43,17 @@
     box.indeterminate = n > 0 && n < boxes.length;
   }
 
+  // syncCount says in the queue's bulk bar how many entries are chosen.
+  function syncCount(root) {
+    root.querySelectorAll("[data-bulk-count]").forEach(function (p) {
+      var form = p.closest("form");
+      var n = form ? form.querySelectorAll('input[name="entryIds"]:checked').length : 0;
+      var text = n === 0 ? "No entry chosen" : n === 1 ? "1 entry chosen" : n + " entries chosen";
+      if (p.textContent !== text) p.textContent = text;
+      p.hidden = false;
+    });
+  }
+
   document.addEventListener("change", function (e) {
     var t = e.target;
     if (t.matches("[data-select-all]")) {
@@ -51,6 +63,7 @@
       var all = table && table.querySelector("[data-select-all]");
       if (all) syncSelectAll(all);
     }
+    if (t.matches('[data-select-all], input[name="entryIds"]')) syncCount(document);
   });
 
   // focusQueue puts the keyboard back where the owner was working: the

@@ -133,6 +133,7 @@ func TestBrowser_SignInReturnsToThePageAndActionsConfirm(t *testing.T) {
 			if want := app.URL + "/privacy"; resp.URL != want {
 				t.Fatalf("after sign-in at %s, want %s", resp.URL, want)
 			}
+			openNavMenu(t, ctx)
 			if got := mustText(t, ctx, `[data-testid="signed-in-as"]`); !strings.Contains(got, email) {
 				t.Fatalf("the navigation says %q, want the signed-in address", got)
 			}
@@ -151,6 +152,7 @@ func TestBrowser_SignInReturnsToThePageAndActionsConfirm(t *testing.T) {
 			}
 
 			// Sign out: said on the start page, once.
+			openNavMenu(t, ctx)
 			resp = mustNavigate(t, ctx, "sign out", chromedp.Click(chromedp.CSS(`#sign-out-form button`)))
 			if resp.URL != app.URL+"/" {
 				t.Fatalf("sign-out led to %s", resp.URL)

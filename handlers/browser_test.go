@@ -62,6 +62,25 @@ func mustText(tb testing.TB, ctx context.Context, selector string) string {
 	return s
 }
 
+// openNavMenu opens the signed-in navigation's menu when it is folded, as
+// on a phone, so that its links can be read and followed.
+func openNavMenu(tb testing.TB, ctx context.Context) {
+	tb.Helper()
+	folded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		const m = document.querySelector('[data-testid="nav-menu"]');
+		return !!m && !m.open && m.querySelector('summary').getBoundingClientRect().width > 0;
+	})()`))
+	if err != nil {
+		tb.Fatalf("find the menu: %v", err)
+	}
+	if !folded {
+		return
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="nav-menu-button"]`))); err != nil {
+		tb.Fatalf("open the menu: %v", err)
+	}
+}
+
 // jsString quotes s as a JavaScript string literal.
 func jsString(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
@@ -144,6 +163,7 @@ func TestBrowser_DevSignInWithoutJavaScriptReachesOwnerConsole(t *testing.T) {
 	if got, want := mustCount(t, ctx, `#sign-out-form`), 1; got != want {
 		t.Fatalf("sign-out forms=%d, want %d: not signed in", got, want)
 	}
+	openNavMenu(t, ctx)
 	if got := mustText(t, ctx, `a[href="/owner"]`); got != "Owner console" {
 		t.Fatalf("owner link text %q, want %q", got, "Owner console")
 	}

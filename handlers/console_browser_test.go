@@ -28,7 +28,7 @@ func TestBrowser_ProgramPageShowsNameCountsAndChartWithItsTable(t *testing.T) {
 		if got := owText(t, ctx, `[data-testid="program-name"]`); got != "admit demo" {
 			t.Fatalf("heading %q, want the program's name", got)
 		}
-		if got := owEval[string](t, ctx, `document.title`); !strings.HasPrefix(got, "admit demo") {
+		if got := owEval[string](t, ctx, `document.title`); !strings.HasPrefix(got, "Overview · admit demo") {
 			t.Fatalf("title %q", got)
 		}
 		for state, want := range map[string]string{"waiting": "1", "selected": "1", "invited": "0"} {

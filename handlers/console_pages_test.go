@@ -125,7 +125,7 @@ func TestProgramPage_ShowsTheProgramAtAGlance(t *testing.T) {
 	owWantStatus(t, "program page", r, http.StatusOK)
 	for _, want := range []string{
 		`<h1 data-testid="program-name">admit demo</h1>`,
-		`<title>admit demo · admit</title>`,
+		`<title>Overview · admit demo · admit</title>`,
 		`<dt>Waiting</dt><dd><a href="/owner/programs/` + app.Demo.ID + `/entries?state=waiting" aria-label="1 Waiting: open in the queue">1</a></dd>`,
 		`<dt>Active</dt><dd>`,
 		"<strong>49 left</strong> of 50",

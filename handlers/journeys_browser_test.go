@@ -182,7 +182,7 @@ func TestUnsentCode_BrowserJourneyFromIssueToRecordedSend(t *testing.T) {
 			owCountIn(t, owner, `[data-testid="issued"] [data-testid="delivery-form"] #reference`) != 1 {
 			t.Fatal("the code page does not offer to record the send")
 		}
-		if msg := owEval[string](t, owner, `document.querySelector('[data-testid="invitation-message"]').value`); !strings.Contains(msg, "You are invited to "+app.Demo.Name+" by "+app.Demo.WorkspaceName+".") {
+		if msg := owEval[string](t, owner, `document.querySelector('[data-testid="invitation-message"]').value`); !strings.Contains(msg, app.Demo.WorkspaceName+" invites you to the early access of "+app.Demo.Name+".") {
 			t.Errorf("the message does not name the program and who runs it:\n%s", msg)
 		}
 		if owCountIn(t, owner, `[data-testid="record-next"] a[href="#delivery-form"]`) != 1 {

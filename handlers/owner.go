@@ -100,6 +100,7 @@ func (s *Server) handlePatchWorkspaceAPI(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
+	s.forgetQuotes() // the display name may have changed
 	writeJSON(w, http.StatusOK, toWorkspaceJSON(ws))
 	return nil
 }

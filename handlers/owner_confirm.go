@@ -113,7 +113,7 @@ func (s *Server) withdrawConfirmView(r *http.Request) (views.ConfirmView, error)
 	}
 	who := views.EmailOrErased(e.Email)
 	return views.ConfirmView{Program: programSummary(p), Kind: "withdraw",
-		Title: "Withdraw " + who + " from " + p.Slug + "?",
+		Title: "Withdraw " + who + " from " + p.Name + "?",
 		Consequences: []string{
 			"Only when " + who + " asked to leave, in a way you can show. Any invitation code they hold stops working and any access they have ends at once. This cannot be undone.",
 			"Their address is erased after " + views.Duration(s.db.RetentionPolicy().Withdrawn) + ".",
@@ -161,9 +161,9 @@ func (s *Server) handleRevokeGrantConfirm(w http.ResponseWriter, r *http.Request
 	}
 	who := views.EmailOrErased(d.Entry.Email)
 	return s.renderConfirm(w, r, views.ConfirmView{Program: programSummary(p), Kind: "revoke-grant",
-		Title: "Revoke " + who + "'s access to " + p.Slug + "?",
+		Title: "Revoke " + who + "'s access to " + p.Name + "?",
 		Consequences: []string{
-			who + " can no longer read " + p.Slug + "'s private content, from their next request. This cannot be undone: to let them back in, they need a new invitation.",
+			who + " can no longer read " + p.Name + "'s private content, from their next request. This cannot be undone: to let them back in, they need a new invitation.",
 		},
 		Action: entryPath(r) + "/grants/" + grantID + "/revoke", Button: "Revoke access", Cancel: entryPath(r)})
 }

@@ -60,7 +60,33 @@ func (s *Server) entryPageView(r *http.Request, programID, entryID string) (*vie
 			return nil, err
 		}
 	}
+	if v.PrevURL, v.NextURL, err = s.entryNeighbours(r, p.ID, &e); err != nil {
+		return nil, err
+	}
 	return v, nil
+}
+
+// entryNeighbours are the entry pages just before and after e in the
+// queue's join order ("" at either end), so that an owner can work
+// through the queue one entry at a time.
+func (s *Server) entryNeighbours(r *http.Request, programID string, e *store.Entry) (prev, next string, err error) {
+	ctx, a := r.Context(), ownerActor(r)
+	at := store.EntryCursor(e)
+	before, err := s.db.Queue(ctx, a, programID, store.QueueFilter{Before: at, Limit: 1})
+	if err != nil {
+		return "", "", err
+	}
+	after, err := s.db.Queue(ctx, a, programID, store.QueueFilter{Cursor: at, Limit: 1})
+	if err != nil {
+		return "", "", err
+	}
+	if len(before.Entries) > 0 {
+		prev = views.OwnerURL("programs", programID, "entries", before.Entries[0].ID)
+	}
+	if len(after.Entries) > 0 {
+		next = views.OwnerURL("programs", programID, "entries", after.Entries[0].ID)
+	}
+	return prev, next, nil
 }
 
 // invitationRow is an invitation for the HTML views, in the state an owner
@@ -73,7 +99,7 @@ func invitationRow(inv *store.Invitation, now time.Time) views.InvitationRow {
 
 // renderEntry writes the entry page, or only its block for htmx.
 func (s *Server) renderEntry(w http.ResponseWriter, r *http.Request, status int, v *views.EntryPageView) error {
-	c := s.chrome(w, r, "Entry · "+v.Program.Slug)
+	c := s.chrome(w, r, "Entry · "+v.Program.Name)
 	if wantsBlock(r) {
 		return s.render(w, r, status, c, views.EntryBlock(c, *v))
 	}

@@ -150,7 +150,7 @@ func (s *Server) handleCodePage(w http.ResponseWriter, r *http.Request) error {
 	v := views.IssuedView{Program: programSummary(p), EntryID: d.Entry.ID, EntryEmail: d.Entry.Email,
 		Invitation: invitationRow(inv, s.db.Now()), Code: s.takeCode(w, r, inv.ID), RedeemURL: s.opts.PublicURL.JoinPath("redeem").String(),
 		Delivery: views.DeliveryForm{InvitationID: inv.ID, RequestKey: uuid.NewString()}}
-	c := s.chrome(w, r, "Invitation · "+p.Slug)
+	c := s.chrome(w, r, "Invitation · "+p.Name)
 	return s.render(w, r, http.StatusOK, c, views.IssuedPage(c, v))
 }
 

@@ -146,7 +146,7 @@ func canonicalQuery(rawQuery string) bool {
 
 // renderQueue writes the queue page, or only its block for htmx.
 func (s *Server) renderQueue(w http.ResponseWriter, r *http.Request, status int, v *views.QueueView) error {
-	c := s.chrome(w, r, "Queue · "+v.Program.Slug)
+	c := s.chrome(w, r, "Queue · "+v.Program.Name)
 	if wantsBlock(r) {
 		// The address bar shows the page's own URL, without empty filters.
 		if r.Method == http.MethodGet {
@@ -316,7 +316,7 @@ func (s *Server) confirmBulkDecline(w http.ResponseWriter, r *http.Request, b bu
 		v.Entries = append(v.Entries, views.QueueRow{ID: e.ID, Email: e.Email, State: e.State, CreatedAt: e.CreatedAt,
 			NoticeVersion: e.NoticeVersion})
 	}
-	c := s.chrome(w, r, "Decline entries · "+p.Slug)
+	c := s.chrome(w, r, "Decline entries · "+p.Name)
 	if wantsBlock(r) {
 		return s.render(w, r, http.StatusOK, c, views.BulkDeclineConfirmBlock(c, v))
 	}

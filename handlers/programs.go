@@ -10,13 +10,13 @@ import (
 
 // programSummary is what every owner page shows about a program.
 func programSummary(p *store.Program) views.ProgramSummary {
-	return views.ProgramSummary{ID: p.ID, Slug: p.Slug, Name: p.Name, Purpose: p.Purpose, SignupOpen: p.SignupOpen, RetiredAt: p.RetiredAt, EntriesErasedBy: p.EntriesErasedBy,
+	return views.ProgramSummary{ID: p.ID, Slug: p.Slug, Name: p.Name, WorkspaceName: p.WorkspaceName, Purpose: p.Purpose, SignupOpen: p.SignupOpen, RetiredAt: p.RetiredAt, EntriesErasedBy: p.EntriesErasedBy,
 		AccessEnabled: p.AccessEnabled, Retired: p.RetiredAt != nil, HasContent: p.HasContent, QueueCap: p.QueueCap,
 		HourlyCap: p.HourlyCap, SeatCap: p.SeatCap, MaxInvitationDays: p.MaxInvitationDays, Occupied: p.Occupied,
 		Revision: p.Revision, CurrentNoticeVersion: p.CurrentNoticeVersion, CreatedAt: p.CreatedAt,
 		Retirement: views.RetirementView{Pending: p.Retirement.Pending, Done: p.Retirement.Done,
 			Total: p.Retirement.Total, ErasedBy: p.EntriesErasedBy},
-		Limits: signupLimits(p), WorkspaceName: p.WorkspaceName}
+		Limits: signupLimits(p)}
 }
 
 // signupLimits says which cap refuses signups right now.
@@ -147,6 +147,7 @@ func (s *Server) handlePatchProgramAPI(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
+	s.forgetQuotes() // the name may have changed
 	writeJSON(w, http.StatusOK, toProgramJSON(p))
 	return nil
 }
@@ -189,7 +190,7 @@ func settingsFormOf(p *store.Program) views.SettingsForm {
 
 // renderProgramPage writes the program page with the given status.
 func (s *Server) renderProgramPage(w http.ResponseWriter, r *http.Request, status int, v *views.ProgramPageView) error {
-	c := s.chrome(w, r, v.Program.Name)
+	c := s.chrome(w, r, "Overview · "+v.Program.Name)
 	return s.render(w, r, status, c, views.ProgramPage(c, *v))
 }
 
@@ -286,6 +287,7 @@ func (s *Server) handleProgramSettings(w http.ResponseWriter, r *http.Request) e
 	if _, err := s.db.UpdateProgram(r.Context(), ownerActor(r), r.PathValue("id"), set); err != nil {
 		return failed(err)
 	}
+	s.forgetQuotes() // the name may have changed
 	s.setFlash(w, r, "Settings saved.")
 	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
 }

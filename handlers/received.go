@@ -85,21 +85,22 @@ func (s *Server) handleReceived(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		c := s.chrome(w, r, "Request received")
-		return s.render(w, r, http.StatusOK, c, views.ReceivedShown(c, views.ReceivedView{Slug: p.Slug, Purpose: p.Purpose,
-			SignInURL: signInURL("/me")}))
+		c := s.chrome(w, r, "Request received · "+p.Name)
+		return s.render(w, r, http.StatusOK, c, views.ReceivedShown(c, views.ReceivedView{Slug: p.Slug, Name: p.Name,
+			WorkspaceName: p.WorkspaceName, Purpose: p.Purpose, SignInURL: signInURL("/me")}))
 	}
 	q, err := s.quote(r.Context(), slug, st.NoticeVersion)
 	if err != nil {
 		return err
 	}
-	c := s.chrome(w, r, "Request received")
+	c := s.chrome(w, r, "Request received · "+q.Name)
 	return s.render(w, r, http.StatusOK, c, views.Received(c, s.receivedView(q, st)))
 }
 
 // receivedView is the received page for an accepted signup.
 func (s *Server) receivedView(q noticeQuote, st receivedState) views.ReceivedView {
-	rv := views.ReceivedView{Slug: q.Slug, Purpose: q.Purpose, NoticeVersion: st.NoticeVersion, RetentionText: q.RetentionText}
+	rv := views.ReceivedView{Slug: q.Slug, Name: q.Name, WorkspaceName: q.WorkspaceName, Purpose: q.Purpose,
+		NoticeVersion: st.NoticeVersion, ContactText: q.ContactText, RetentionText: q.RetentionText}
 	if st.Token != "" {
 		rv.RemovalToken = st.Token
 		rv.RemovalURL = s.removalURL(st.Token)

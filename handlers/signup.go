@@ -136,7 +136,7 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	c := s.chrome(w, r, "Request received")
+	c := s.chrome(w, r, "Request received · "+q.Name)
 	return s.render(w, r, http.StatusAccepted, c, views.Received(c, s.receivedView(q, st)))
 }
 

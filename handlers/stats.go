@@ -77,7 +77,9 @@ func glanceView(st *store.ProgramStats) views.GlanceView {
 		g.Days = append(g.Days, views.DayView{Day: d.Day, Signups: d.Signups})
 	}
 	f := st.Funnel
-	g.Funnel = []views.FunnelStep{{Label: "Joined", N: f.Joined}, {Label: "Selected", N: f.Selected},
-		{Label: "Invited", N: f.Invited}, {Label: "Redeemed", N: f.Redeemed}}
+	// The funnel counts entries that ever reached a step; its labels say
+	// so, so that they do not read as the counts by state above them.
+	g.Funnel = []views.FunnelStep{{Label: "Joined", N: f.Joined}, {Label: "Ever selected", N: f.Selected},
+		{Label: "Ever invited", N: f.Invited}, {Label: "Redeemed", N: f.Redeemed}}
 	return g
 }

@@ -52,6 +52,7 @@ func (s *Server) handleWorkspaceSettings(w http.ResponseWriter, r *http.Request)
 		display, contact := form.DisplayName, form.Contact
 		_, err = s.db.UpdateWorkspace(r.Context(), ownerActor(r), ws.ID,
 			store.WorkspaceSettings{DisplayName: &display, Contact: &contact})
+		s.forgetQuotes() // the display name may have changed
 	} else {
 		err = f.err
 	}

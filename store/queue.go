@@ -164,6 +164,10 @@ func encodeCursor(createdAt int64, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(createdAt, 10) + "." + id))
 }
 
+// EntryCursor is e's position in the queue's join order, for a
+// QueueFilter's Cursor (the entries after it) or Before (those before it).
+func EntryCursor(e *Entry) string { return encodeCursor(e.CreatedAt.UnixMilli(), e.ID) }
+
 // encodeSearchCursor makes an opaque cursor from a position in a search's
 // address order: only the entry ID, never the address.
 func encodeSearchCursor(id string) string {

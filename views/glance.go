@@ -56,6 +56,26 @@ func chartMax(days []DayView) int {
 	return m
 }
 
+// chartTopLabel is the number written at the top of the chart's axis: the
+// busiest day's signups, 0 when there were none (the bars are drawn against
+// chartMax, which is at least 1).
+func chartTopLabel(days []DayView) int {
+	m := 0
+	for _, d := range days {
+		m = max(m, d.Signups)
+	}
+	return m
+}
+
+// totalCount adds up counts by state.
+func totalCount(counts []StateCount) int64 {
+	var n int64
+	for _, sc := range counts {
+		n += int64(sc.N)
+	}
+	return n
+}
+
 // chartBars lays the days out left to right, oldest first.
 func chartBars(days []DayView) []ChartBar {
 	if len(days) == 0 {

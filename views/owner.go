@@ -388,6 +388,9 @@ type EntryPageView struct {
 	ActionField string
 	Reason      string
 	Flash       string
+	// PrevURL and NextURL are the entries just before and after this one
+	// in the queue's join order, "" at either end.
+	PrevURL, NextURL string
 }
 
 // IssuedView shows a new invitation code, once.
@@ -408,7 +411,7 @@ type IssuedView struct {
 // when it expires.
 func (v IssuedView) Message() string {
 	return "Hello,\n\n" +
-		"You are invited to " + v.Program.invitedTo() + ". To accept:\n\n" +
+		v.Program.invitation() + " To accept:\n\n" +
 		"1. Open " + v.RedeemURL + "\n" +
 		"2. Sign in with this email address: " + emailOrErased(v.EntryEmail) + "\n" +
 		"3. Enter this code: " + v.Code + "\n\n" +
@@ -416,17 +419,17 @@ func (v IssuedView) Message() string {
 		"If you did not expect this message, you can ignore it.\n"
 }
 
-// invitedTo names the program as an invitation does: its name, and who
+// invitation names the program as an invitation does: its name, and who
 // runs it when the workspace has a display name.
-func (p ProgramSummary) invitedTo() string {
+func (p ProgramSummary) invitation() string {
 	name := p.Name
 	if name == "" {
 		name = p.Slug
 	}
 	if p.WorkspaceName == "" {
-		return name
+		return "You are invited to the early access of " + name + "."
 	}
-	return name + " by " + p.WorkspaceName
+	return p.WorkspaceName + " invites you to the early access of " + name + "."
 }
 
 // EventsView is a page of a program's audit log.

@@ -49,6 +49,9 @@ type WithdrawView struct {
 	State   string
 }
 
+// StateWords says the entry's state in the words /me uses.
+func (v WithdrawView) StateWords() string { return MyEntry{State: v.State}.StateWords() }
+
 // Paragraphs splits text into paragraphs on blank lines (lines holding only
 // white space); each paragraph keeps its single line breaks as separate
 // lines. Nothing is interpreted: the text stays text.

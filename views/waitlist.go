@@ -44,9 +44,14 @@ type WaitlistView struct {
 
 // ReceivedView is the page after a signup was accepted (202).
 type ReceivedView struct {
-	Slug          string
+	Slug string
+	// Name and WorkspaceName say which program was joined and who runs it.
+	Name          string
+	WorkspaceName string
 	Purpose       string
 	NoticeVersion int
+	// ContactText is the notice's "how we will contact you".
+	ContactText   string
 	RetentionText string
 	// RemovalURL and RemovalToken are empty on a same-key replay: a secret
 	// is shown once.

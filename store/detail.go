@@ -19,6 +19,16 @@ type EntryDetail struct {
 	Invitations []Invitation
 	Grant       *Grant
 	Events      []Event
+	// CaseTwins are the program's other entries whose address differs from
+	// this one only in the letter case of the part before the @ (addresses
+	// keep it as typed, so they are other entries), in address order.
+	CaseTwins []CaseTwin
+}
+
+// CaseTwin is another entry of the same program whose address differs
+// only in letter case.
+type CaseTwin struct {
+	ID, Email, State string
 }
 
 func scanEvents(rows *sql.Rows) ([]Event, error) {
@@ -108,13 +118,50 @@ func (db *DB) EntryDetail(ctx context.Context, a Actor, programID, entryID strin
 		if err != nil {
 			return fmt.Errorf("list events: %w", err)
 		}
-		d.Events, err = scanEvents(evRows)
+		if d.Events, err = scanEvents(evRows); err != nil {
+			return err
+		}
+		if e.Email == "" {
+			return nil
+		}
+		d.CaseTwins, err = caseTwins(ctx, tx, p.ID, e)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &d, nil
+}
+
+// caseTwins lists the program's other unerased entries with e's address in
+// another letter case. rule: it reads entries_state_search_idx (migration
+// 00007), one seek per state, like the owner's search.
+func caseTwins(ctx context.Context, tx *Tx, programID string, e *Entry) ([]CaseTwin, error) {
+	args := []any{programID}
+	for _, st := range EntryStates {
+		args = append(args, st)
+	}
+	args = append(args, strings.ToLower(e.Email), e.ID)
+	rows, err := tx.QueryContext(ctx, `SELECT id, email_key, state FROM entries INDEXED BY entries_state_search_idx
+		WHERE program_id = ? AND state IN (?`+strings.Repeat(", ?", len(EntryStates)-1)+`)
+		AND lower(email_key) = ? AND id <> ? AND erased_at IS NULL
+		ORDER BY email_key, id LIMIT 20`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list case twins: %w", err)
+	}
+	defer rows.Close()
+	var out []CaseTwin
+	for rows.Next() {
+		var t CaseTwin
+		if err := rows.Scan(&t.ID, &t.Email, &t.State); err != nil {
+			return nil, fmt.Errorf("list case twins: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list case twins: %w", err)
+	}
+	return out, nil
 }
 
 // EventPage is a page of a program's audit log, newest first.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -28,6 +29,9 @@ type OwnEntry struct {
 	State         string
 	JoinedAt      time.Time
 	NoticeVersion int
+	// EraseAfter is when the address is due to be erased, nil while the
+	// state keeps it (docs/erasure.md).
+	EraseAfter *time.Time
 }
 
 // placeholders returns "?, ?, …" for n arguments.
@@ -69,7 +73,7 @@ func ownEntriesQuery(emails int, oneProgram bool) string {
 	q := `SELECT p.id, p.public_slug, p.name, p.purpose, p.access_enabled,
 			CASE WHEN p.retired_at IS NULL THEN e.state WHEN e.state = 'invited' THEN 'selected'
 				WHEN e.state = 'active' THEN 'revoked' ELSE e.state END,
-			e.created_at, n.version
+			e.created_at, n.version, e.erase_after
 		FROM programs p
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
 		CROSS JOIN entries e ON e.program_id = p.id
@@ -105,10 +109,15 @@ func (db *DB) ownEntries(ctx context.Context, slug string, emails []string) ([]O
 		for rows.Next() {
 			var o OwnEntry
 			var joined int64
-			if err := rows.Scan(&o.ProgramID, &o.Slug, &o.Name, &o.Purpose, &o.AccessEnabled, &o.State, &joined, &o.NoticeVersion); err != nil {
+			var eraseAfter sql.NullInt64
+			if err := rows.Scan(&o.ProgramID, &o.Slug, &o.Name, &o.Purpose, &o.AccessEnabled, &o.State, &joined, &o.NoticeVersion, &eraseAfter); err != nil {
 				return err
 			}
 			o.JoinedAt = FromMillis(joined)
+			if eraseAfter.Valid {
+				t := FromMillis(eraseAfter.Int64)
+				o.EraseAfter = &t
+			}
 			out = append(out, o)
 		}
 		return rows.Err()

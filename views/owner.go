@@ -353,6 +353,14 @@ type EntryPageView struct {
 	ActionError string
 	Reason      string
 	Flash       string
+	// CaseTwins are the program's other entries whose address differs from
+	// this one only in letter case before the @.
+	CaseTwins []CaseTwinRow
+}
+
+// CaseTwinRow links to another entry whose address differs only in case.
+type CaseTwinRow struct {
+	ID, Email, State string
 }
 
 // IssuedView shows a new invitation code, once.

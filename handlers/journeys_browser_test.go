@@ -121,3 +121,89 @@ func TestBrowser_MeSaysWhenAWithdrawnEntryCanJoinAgain(t *testing.T) {
 		})
 	}
 }
+
+func TestBrowser_CreatingAProgramExplainsCapsMakesTheAddressAndPublishingSaysWhatOpensSignup(t *testing.T) {
+	jsModes(t, func(t *testing.T, js bool) {
+		app := MustStartApp(t, withClerk())
+		ctx := owBrowserMode(t, app, js)
+		owLoad(t, ctx, "open the console", chromedp.Navigate(app.URL+"/owner"))
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#create-title`))); err != nil {
+			t.Fatalf("open the create form: %v", err)
+		}
+		// The caps say what holds a place: declined entries too.
+		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="create-caps"]').textContent`); !strings.Contains(got, "declined entries too") {
+			t.Errorf("the caps say %q: want that declined entries keep their places", got)
+		}
+		// The address name comes from the name: typed in with script, made
+		// by the server from an empty field without.
+		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid="create-program"] #name`), "Nimbus Beta!")); err != nil {
+			t.Fatalf("type the name: %v", err)
+		}
+		slug := owEval[string](t, ctx, `document.querySelector('[data-testid="create-slug"]').value`)
+		if js && slug != "nimbus-beta" {
+			t.Errorf("with script the address name reads %q after typing the name, want nimbus-beta", slug)
+		}
+		if !js && slug != "" {
+			t.Errorf("without script the address name reads %q", slug)
+		}
+		if got := owEval[string](t, ctx, `document.querySelector('#slug-help').textContent`); !strings.Contains(got, "Leave it empty to make it from the program name") {
+			t.Errorf("the address hint says %q", got)
+		}
+		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid="create-program"] #purpose`), "Early access to Nimbus.")); err != nil {
+			t.Fatalf("type the purpose: %v", err)
+		}
+		owScreenshot(t, ctx, "owner-create-program")
+		url := owLoad(t, ctx, "create", chromedp.Click(chromedp.CSS(`[data-testid="create-program"] button[type="submit"]`)))
+		p, err := programAt(t, app, "nimbus-beta")
+		if err != nil {
+			t.Fatalf("no program at nimbus-beta after creating (%s): %v", url, err)
+		}
+		if want := app.URL + "/owner/programs/" + p.ID; url != want {
+			t.Fatalf("creating led to %s, want %s", url, want)
+		}
+		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="flash"]').textContent`); !strings.Contains(got, "then switch on \u201cSignup open\u201d") {
+			t.Errorf("after creating the page says %q", got)
+		}
+
+		// The notice form does not ask for the purpose again: it shows it.
+		if got := owCountIn(t, ctx, `[data-testid="notice-form"] [name="purpose"]`); got != 0 {
+			t.Errorf("the notice form still asks for the purpose (%d fields)", got)
+		}
+		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="notice-purpose"]').textContent`); !strings.Contains(got, "Early access to Nimbus.") {
+			t.Errorf("the notice form shows the purpose as %q", got)
+		}
+		for sel, text := range map[string]string{"#contactText": "By hand, once.", "#retentionText": "Until the program ends."} {
+			if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid="notice-form"] `+sel), text)); err != nil {
+				t.Fatalf("type %s: %v", sel, err)
+			}
+		}
+		owLoad(t, ctx, "publish", chromedp.Click(chromedp.CSS(`[data-testid="notice-form"] button[type="submit"]`)))
+		got := owEval[string](t, ctx, `document.querySelector('[data-testid="flash"]').textContent`)
+		if strings.Contains(got, "from now on") || !strings.Contains(got, "Signup is still closed") || !strings.Contains(got, "\u201cSignup open\u201d") {
+			t.Errorf("publishing on a closed program says %q: want what is still needed to open", got)
+		}
+		owScreenshot(t, ctx, "owner-published-closed")
+		if p, err = programAt(t, app, "nimbus-beta"); err != nil || p.CurrentNoticeVersion != 1 || p.Purpose != "Early access to Nimbus." {
+			t.Fatalf("after publishing: %+v, %v", p, err)
+		}
+
+		// On an open program the same form says new signups see it.
+		owLoad(t, ctx, "open the demo", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID))
+		owLoad(t, ctx, "publish on the demo", chromedp.Click(chromedp.CSS(`[data-testid="notice-form"] button[type="submit"]`)))
+		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="flash"]').textContent`); !strings.Contains(got, "New signups see it from now on") {
+			t.Errorf("publishing on an open program says %q", got)
+		}
+	})
+}
+
+// programAt is the program at slug, as its owner reads it.
+func programAt(tb testing.TB, app *testApp, slug string) (*store.Program, error) {
+	tb.Helper()
+	var id string
+	if err := app.DB.View(tb.Context(), func(tx *store.Tx) error {
+		return tx.QueryRow(`SELECT id FROM programs WHERE public_slug = ?`, slug).Scan(&id)
+	}); err != nil {
+		return nil, err
+	}
+	return app.DB.ProgramByID(tb.Context(), ownerActorOf(app.OwnerID), id)
+}

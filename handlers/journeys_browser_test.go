@@ -196,6 +196,52 @@ func TestBrowser_CreatingAProgramExplainsCapsMakesTheAddressAndPublishingSaysWha
 	})
 }
 
+func TestBrowser_AuditLogFilterThatFindsNoEntryShowsNoEvents(t *testing.T) {
+	jsModes(t, func(t *testing.T, js bool) {
+		app := MustStartApp(t, withClerk())
+		k := newAccessKit(app)
+		k.entry(t, app.Demo, "Liam@example.test")
+		k.entry(t, app.Demo, "grace@example.test")
+		ctx := owBrowserMode(t, app, js)
+		owLoad(t, ctx, "open the audit log", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/events"))
+		if n := owCountIn(t, ctx, `[data-testid="event"]`); n < 2 {
+			t.Fatalf("the unfiltered log shows %d events, want the two signups at least", n)
+		}
+		// A prefix, and the address in another letter case: each is refused
+		// with its reason and no events under it.
+		for _, typed := range []string{"Liam", "liam@example.test"} {
+			if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`[data-testid="filter-entry"]`), typed)); err != nil {
+				t.Fatalf("type %q: %v", typed, err)
+			}
+			resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`[data-testid="event-filter"] [data-testid="filter-submit"]`)))
+			if err != nil || resp == nil || resp.Status != 400 {
+				t.Fatalf("filter by %q: %+v, %v; want the form again with 400", typed, resp, err)
+			}
+			if got := owEval[string](t, ctx, `document.querySelector('[data-testid="event-filter"] [data-testid="form-error"]').textContent`); got == "" {
+				t.Fatalf("filter by %q: no error shown", typed)
+			}
+			if n := owCountIn(t, ctx, `[data-testid="event"]`); n != 0 {
+				t.Errorf("filter by %q shows the error and %d events of the unfiltered log, want none", typed, n)
+			}
+			if got := owEval[string](t, ctx, `document.querySelector('[data-testid="no-events"]').textContent`); !strings.Contains(got, "could not be applied") {
+				t.Errorf("filter by %q: the results say %q", typed, got)
+			}
+			if got := owEval[string](t, ctx, `document.querySelector('[data-testid="filter-entry"]').value`); got != typed {
+				t.Errorf("the field reads %q after the refusal, want %q", got, typed)
+			}
+		}
+		owScreenshot(t, ctx, "owner-audit-filter-refused")
+		// The address as typed at signup finds its events.
+		if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`[data-testid="filter-entry"]`), "Liam@example.test")); err != nil {
+			t.Fatal(err)
+		}
+		owLoad(t, ctx, "filter by the exact address", chromedp.Click(chromedp.CSS(`[data-testid="event-filter"] [data-testid="filter-submit"]`)))
+		if n := owCountIn(t, ctx, `[data-testid="event"]`); n != 1 {
+			t.Errorf("the exact address shows %d events, want its one signup", n)
+		}
+	})
+}
+
 // programAt is the program at slug, as its owner reads it.
 func programAt(tb testing.TB, app *testApp, slug string) (*store.Program, error) {
 	tb.Helper()

@@ -259,7 +259,7 @@ func (db *DB) FilteredEvents(ctx context.Context, a Actor, programID string, f E
 // carry an address in a URL.
 func (db *DB) EntryIDFor(ctx context.Context, a Actor, programID, idOrAddress string) (string, error) {
 	v := strings.TrimSpace(idOrAddress)
-	notFound := Errorf(EINVALID, "No entry of this program has that ID or address.")
+	notFound := Errorf(EINVALID, "No entry of this program has that ID or address. An address must be whole and match letter for letter, capitals before the @ included; the queue's search finds an address by its start, in any letter case.")
 	var id string
 	err := db.View(ctx, func(tx *Tx) error {
 		p, err := ownedProgram(ctx, tx, a, programID)

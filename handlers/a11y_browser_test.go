@@ -301,7 +301,7 @@ var a11yPages = []a11yPage{
 		e.Kit.entry(tb, p, "waiting@example.com")
 		mustInsertEntry(tb, e.App.DB, p, "chosen@example.com", store.StateSelected)
 		return "/owner/programs/" + p.ID + "/entries?choose=all"
-	}, Fill: []a11yField{{"#bulk-decline-reason", "capacity"}}, Submit: `[data-testid="bulk-decline-submit"]`},
+	}, Submit: `[data-testid="bulk-decline-submit"]`},
 	{Name: "decline confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-confirm-decline")
 		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "waiting@example.com") + "/decline"

@@ -242,6 +242,82 @@ func TestBrowser_AuditLogFilterThatFindsNoEntryShowsNoEvents(t *testing.T) {
 	})
 }
 
+func TestBrowser_DecliningAsksForTheReasonInTheConfirmationForOneEntryAndForMany(t *testing.T) {
+	jsModes(t, func(t *testing.T, js bool) {
+		app := MustStartApp(t, withClerk())
+		w := owEntriesInOrder(t, app, store.StateWaiting, "w0@example.com", "w1@example.com", "one@example.com")
+		ctx := owBrowserMode(t, app, js)
+		queue := app.URL + "/owner/programs/" + app.Demo.ID + "/entries"
+		owLoad(t, ctx, "open the queue", chromedp.Navigate(queue))
+		// The queue's footer no longer asks for a reason to decline.
+		if n := owCountIn(t, ctx, `[data-testid="bulk-decline"] select`); n != 0 {
+			t.Fatalf("the footer's decline has %d reason fields, want none", n)
+		}
+		for _, e := range []string{"w0@example.com", "w1@example.com"} {
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`input[name="entryIds"][value="`+w[e]+`"]`))); err != nil {
+				t.Fatalf("choose %s: %v", e, err)
+			}
+		}
+		// The confirmation asks for it: in the dialog with script, on its
+		// page without.
+		where := `[data-testid="confirm"]`
+		if js {
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="bulk-decline-submit"]`))); err != nil {
+				t.Fatalf("decline: %v", err)
+			}
+			where = `dialog[open] [data-testid="confirm"]`
+			owWaitFor(t, ctx, "the confirmation dialog", `!!document.querySelector('`+where+` [data-testid="confirm-reason"]')`)
+		} else {
+			owLoad(t, ctx, "decline", chromedp.Click(chromedp.CSS(`[data-testid="bulk-decline-submit"]`)))
+		}
+		if n := owCountIn(t, ctx, where+` select[name="declineReason"][required]`); n != 1 {
+			t.Fatalf("the confirmation has %d required reason fields, want 1", n)
+		}
+		owScreenshot(t, ctx, "owner-bulk-decline-reason")
+		// Sent without one (the browser's own check set aside), it is asked
+		// again, with the message in the confirmation and nothing changed.
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('`+where+` [data-testid="confirm-reason"]').removeAttribute('required'), true`)); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(where+` [data-testid="confirm-submit"]`)))
+		if err != nil || resp == nil || resp.Status != 400 {
+			t.Fatalf("confirm without a reason: %+v, %v; want the confirmation again with 400", resp, err)
+		}
+		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="confirm"] [data-testid="form-error"]').textContent`); !strings.Contains(got, "Choose a reason for declining") {
+			t.Fatalf("the confirmation says %q", got)
+		}
+		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="confirm-entries"]').textContent`); !strings.Contains(got, "w0@example.com") || !strings.Contains(got, "w1@example.com") {
+			t.Fatalf("the confirmation asked again names %q", got)
+		}
+		for _, e := range []string{"w0@example.com", "w1@example.com"} {
+			if got := owEntryState(t, app, w[e]); got != store.StateWaiting {
+				t.Fatalf("%s is %s after a confirmation without a reason", e, got)
+			}
+		}
+		if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`[data-testid="confirm-reason"]`), "capacity")); err != nil {
+			t.Fatal(err)
+		}
+		owLoad(t, ctx, "confirm with a reason", chromedp.Click(chromedp.CSS(`[data-testid="confirm-submit"]`)))
+		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="flash"]').textContent`); !strings.Contains(got, "Declined 2 entries") {
+			t.Fatalf("flash %q", got)
+		}
+
+		// One entry: the same question in the same place.
+		owLoad(t, ctx, "open one entry", chromedp.Navigate(queue+"/"+w["one@example.com"]))
+		if js {
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="decline-start"]`))); err != nil {
+				t.Fatal(err)
+			}
+			owWaitFor(t, ctx, "the confirmation dialog", `!!document.querySelector('dialog[open] [data-testid="confirm-reason"]')`)
+		} else {
+			owLoad(t, ctx, "decline one", chromedp.Click(chromedp.CSS(`[data-testid="decline-start"]`)))
+		}
+		if n := owCountIn(t, ctx, where+` select[data-testid="confirm-reason"][required]`); n != 1 {
+			t.Fatalf("one entry's confirmation has %d required reason fields, want 1", n)
+		}
+	})
+}
+
 // programAt is the program at slug, as its owner reads it.
 func programAt(tb testing.TB, app *testApp, slug string) (*store.Program, error) {
 	tb.Helper()

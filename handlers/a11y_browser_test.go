@@ -265,6 +265,11 @@ var a11yPages = []a11yPage{
 		p := e.program(tb, "a11y-entry-waiting")
 		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "waiting@example.com")
 	}},
+	{Name: "entry with the same address in another letter case", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-entry-case")
+		e.Kit.entry(tb, p, "liam@example.com")
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "Liam@example.com")
+	}},
 	{Name: "entry, invited, send not recorded", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-entry-invited")
 		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.invite(tb, p, "invited@example.com", false).EntryID

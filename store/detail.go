@@ -270,7 +270,7 @@ func (db *DB) EntryIDFor(ctx context.Context, a Actor, programID, idOrAddress st
 		if _, err := uuid.Parse(v); err != nil || len(v) != 36 {
 			email, err := NormalizeEmail(v)
 			if err != nil {
-				return Errorf(EINVALID, "Give an entry's ID or its email address.")
+				return Errorf(EINVALID, "Give an entry's ID or its whole email address; the queue's search finds an address by its start.")
 			}
 			// An erased entry is found by its ID only.
 			q, arg = `SELECT id FROM entries WHERE program_id = ? AND email_key = ? AND erased_at IS NULL`, email

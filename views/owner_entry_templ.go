@@ -1759,7 +1759,7 @@ func caseTwins(v EntryPageView) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 151, "<aside class=\"notice\" role=\"note\" aria-labelledby=\"case-twins-title\" data-testid=\"case-twins\"><p id=\"case-twins-title\"><strong>The same address in another letter case</strong></p><p>Addresses keep the part before the ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 151, "<div class=\"notice\" role=\"note\" aria-labelledby=\"case-twins-title\" data-testid=\"case-twins\"><p id=\"case-twins-title\"><strong>The same address in another letter case</strong></p><p>Addresses keep the part before the ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1861,7 +1861,7 @@ func caseTwins(v EntryPageView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 160, "</ul></aside>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 160, "</ul></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

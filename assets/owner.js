@@ -8,10 +8,7 @@
 //    first step) opens in a modal dialog: focus moves into it, Escape or
 //    Cancel closes it and returns focus to the button that opened it;
 //  - copy buttons copy an invitation code or message, and a secret shown
-//    once is wiped when the page is left;
-//  - a new program's address name ([data-slug-from]) follows its name as
-//    the owner types, until the owner edits it (without script the server
-//    makes it from the name when it is left empty).
+//    once is wiped when the page is left.
 // docs/console.md describes each.
 (function () {
   "use strict";
@@ -187,28 +184,6 @@
     var ok = false;
     try { ok = document.execCommand("copy"); } catch (err) { ok = false; }
     done(ok);
-  });
-
-  // slugFromName is store.SlugFromName: ASCII letters and digits,
-  // lowercased, each run of anything else one hyphen, at most 60; "" when
-  // fewer than 3 are left.
-  function slugFromName(name) {
-    var s = name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
-    if (s.length > 60) s = s.slice(0, 60).replace(/-+$/, "");
-    return s.length >= 3 ? s : "";
-  }
-
-  document.addEventListener("input", function (e) {
-    var t = e.target;
-    if (t.matches("[data-slug-from]")) {
-      // The owner typed an address name: it no longer follows the name.
-      t.dataset.edited = t.value === "" ? "" : "yes";
-      return;
-    }
-    if (!t.id || !t.form) return;
-    t.form.querySelectorAll('[data-slug-from="' + t.id + '"]').forEach(function (slug) {
-      if (slug.dataset.edited !== "yes") slug.value = slugFromName(t.value);
-    });
   });
 
   // A secret shown once ([data-once]) never comes back from the browser's

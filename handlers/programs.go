@@ -44,7 +44,7 @@ func readProgramForm(r *http.Request) (views.ProgramForm, store.NewProgram, erro
 	np := store.NewProgram{WorkspaceID: v.WorkspaceID, Slug: strings.TrimSpace(v.Slug), Name: v.Name, Purpose: v.Purpose}
 	if np.Slug == "" {
 		// The form's address name may be left empty: it is made from the
-		// name, as owner.js suggests while the owner types.
+		// name.
 		if np.Slug = store.SlugFromName(v.Name); np.Slug == "" {
 			return v, np, store.Errorf(store.EINVALID, "Choose an address name: the program name has too few letters or digits to make one.")
 		}

@@ -66,8 +66,7 @@ func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
 
 // SlugFromName makes an address name from a program's name: its ASCII
 // letters and digits, lowercased, each run of anything else one hyphen, at
-// most 60 characters; "" when fewer than 3 are left. assets/owner.js makes
-// the same suggestion as the owner types.
+// most 60 characters; "" when fewer than 3 are left.
 func SlugFromName(name string) string {
 	var b strings.Builder
 	gap := false

@@ -388,7 +388,7 @@ func CreateProgramForm(c Chrome, v OwnerHomeView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "\" aria-describedby=\"slug-help\" data-slug-from=\"name\" data-testid=\"create-slug\"> <small id=\"slug-help\">The signup page's address: /waitlist/&lt;address name&gt;. Leave it empty to make it from the program name (“Nimbus Beta” becomes nimbus-beta), or type 3–60 lowercase letters, digits or hyphens. It cannot be changed later.</small> <label for=\"purpose\">Purpose</label> <textarea id=\"purpose\" name=\"purpose\" required maxlength=\"1000\" rows=\"3\" aria-describedby=\"purpose-help\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "\" aria-describedby=\"slug-help\" data-testid=\"create-slug\"> <small id=\"slug-help\">The signup page's address: /waitlist/&lt;address name&gt;. Leave it empty to make it from the program name (“Nimbus Beta” becomes nimbus-beta), or type 3–60 lowercase letters, digits or hyphens. It cannot be changed later.</small> <label for=\"purpose\">Purpose</label> <textarea id=\"purpose\" name=\"purpose\" required maxlength=\"1000\" rows=\"3\" aria-describedby=\"purpose-help\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -316,6 +316,11 @@ var a11yPages = []a11yPage{
 		p := e.program(tb, "a11y-entry-waiting")
 		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "waiting@example.com")
 	}},
+	{Name: "entry with the same address in another letter case", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-entry-case")
+		e.Kit.entry(tb, p, "liam@example.com")
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "Liam@example.com")
+	}},
 	{Name: "entry, invited, send not recorded", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-entry-invited")
 		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.invite(tb, p, "invited@example.com", false).EntryID
@@ -352,7 +357,7 @@ var a11yPages = []a11yPage{
 		e.Kit.entry(tb, p, "waiting@example.com")
 		mustInsertEntry(tb, e.App.DB, p, "chosen@example.com", store.StateSelected)
 		return "/owner/programs/" + p.ID + "/entries?choose=all"
-	}, Fill: []a11yField{{"#bulk-decline-reason", "capacity"}}, Submit: `[data-testid="bulk-decline-submit"]`},
+	}, Submit: `[data-testid="bulk-decline-submit"]`},
 	{Name: "decline confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-confirm-decline")
 		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "waiting@example.com") + "/decline"

@@ -143,11 +143,14 @@ func (s *Server) handleEventsFilter(w http.ResponseWriter, r *http.Request) erro
 		if !ok {
 			return err
 		}
-		v, lerr := s.eventsView(r, store.EventFilter{Type: validTypeOrEmpty(typ)})
+		// A filter that could not be applied shows no events, never the
+		// whole log as if it matched.
+		p, lerr := s.db.ProgramByID(r.Context(), ownerActor(r), r.PathValue("id"))
 		if lerr != nil {
 			return lerr
 		}
-		v.Error, v.FilterEntry = msg, entry
+		v := &views.EventsView{Program: programSummary(p), Type: validTypeOrEmpty(typ), Error: msg, FilterEntry: entry,
+			ClearURL: eventsURL(p.ID, store.EventFilter{})}
 		return s.renderEvents(w, r, status, v)
 	}
 	return redirect(w, r, eventsURL(r.PathValue("id"), f))

@@ -17,8 +17,12 @@ func readNoticeForm(r *http.Request) (views.NoticeForm, store.NewNotice, error) 
 	return form, store.NewNotice{Purpose: form.Purpose, ContactText: form.ContactText, RetentionText: form.RetentionText}, f.err
 }
 
-// handlePublishNotice is the publish-notice form.
+// handlePublishNotice is the publish-notice form. The form does not ask for
+// the purpose: every notice of a program states the program's own purpose
+// (docs/API.md), so it is taken from the program. A posted purpose (a page
+// from before the form stopped asking) is still checked by the store.
 func (s *Server) handlePublishNotice(w http.ResponseWriter, r *http.Request) error {
+	ctx, a, id := r.Context(), ownerActor(r), r.PathValue("id")
 	form, nn, err := readNoticeForm(r)
 	failed := func(err error) error {
 		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) {
@@ -34,12 +38,36 @@ func (s *Server) handlePublishNotice(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return failed(err)
 	}
-	n, err := s.db.PublishNotice(r.Context(), ownerActor(r), r.PathValue("id"), nn)
+	if nn.Purpose == "" {
+		p, err := s.db.ProgramByID(ctx, a, id)
+		if err != nil {
+			return err
+		}
+		nn.Purpose = p.Purpose
+	}
+	n, err := s.db.PublishNotice(ctx, a, id, nn)
 	if err != nil {
 		return failed(err)
 	}
-	s.setFlash(w, r, "Notice version "+strconv.Itoa(n.Version)+" published; new signups see it from now on.")
-	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
+	p, err := s.db.ProgramByID(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	s.setFlash(w, r, publishedNote(n.Version, p))
+	return redirect(w, r, views.OwnerURL("programs", id))
+}
+
+// publishedNote confirms a published notice and says who sees it: new
+// signups only while signup is open; otherwise what is still needed.
+func publishedNote(version int, p *store.Program) string {
+	done := "Notice version " + strconv.Itoa(version) + " published. "
+	switch {
+	case p.RetiredAt != nil:
+		return done + "The program is retired: signup stays closed."
+	case !p.SignupOpen:
+		return done + "Signup is still closed: to let people join, switch on “Signup open” under Settings and save. They will see this notice."
+	}
+	return done + "New signups see it from now on."
 }
 
 // handlePublishNoticeAPI publishes the next notice version from the store's

@@ -102,11 +102,12 @@ func TestOwnerAPI_NoticePurposeMismatchIs409AndWritesNoNotice(t *testing.T) {
 	if p := mustOwnerProgram(t, app, app.Demo.ID); p.CurrentNoticeVersion != 1 || p.Revision != app.Demo.Revision {
 		t.Fatalf("program after refused notice: version %d revision %d", p.CurrentNoticeVersion, p.Revision)
 	}
-	// The page says why and what to do instead, keeping the typed texts.
+	// The form no longer asks for the purpose; one posted from an older page
+	// is still refused, and the page says why, keeping the typed texts.
 	page := owner.postOwnerForm(t, "/owner/programs/"+app.Demo.ID+"/notices", map[string][]string{
 		"purpose": {"A different purpose."}, "contactText": {"Typed contact."}, "retentionText": {"Typed retention."}})
 	owWantStatus(t, "form with mismatched purpose", page, http.StatusConflict)
-	for _, want := range []string{"create a new program", "A different purpose.", "Typed contact.", "Typed retention."} {
+	for _, want := range []string{"create a new program", "Typed contact.", "Typed retention."} {
 		if !strings.Contains(page.Body, want) {
 			t.Fatalf("re-rendered notice form lacks %q", want)
 		}

@@ -31,6 +31,9 @@ func (s *Server) entryPageView(r *http.Request, programID, entryID string) (*vie
 		Events:        eventRows(d.Events),
 		SelectReasons: store.SelectReasons, DeclineReasons: store.DeclineReasons,
 		Issue: newIssueForm(p, now)}
+	for _, t := range d.CaseTwins {
+		v.CaseTwins = append(v.CaseTwins, views.CaseTwinRow{ID: t.ID, Email: t.Email, State: t.State})
+	}
 	issued, lapsed := false, false
 	for i := range d.Invitations {
 		inv := &d.Invitations[i]

@@ -272,8 +272,15 @@ func (s *Server) handleBulk(act bulkAction) handlerFunc {
 		if err != nil {
 			return failed(err)
 		}
+		// rule: the reason for declining is asked in the confirmation, as
+		// for one entry (docs/console.md#dangerous-actions): the first step
+		// needs only the chosen entries, and a confirmation without a
+		// reason is asked again.
 		if act.confirm && !b.confirmed {
-			return s.confirmBulkDecline(w, r, b, failed)
+			return s.confirmBulkDecline(w, r, b, "", failed)
+		}
+		if act.confirm && !slices.Contains(store.DeclineReasons, b.in.Reason) {
+			return s.confirmBulkDecline(w, r, b, "Choose a reason for declining.", failed)
 		}
 		done, err := act.do(s.db, r, b.in)
 		if err != nil {
@@ -294,13 +301,11 @@ func countText(n int, verb string) string {
 }
 
 // confirmBulkDecline answers the queue's decline with the confirmation
-// page: the chosen entries, the reason and what declining does. The reason
-// and the choice are checked first, so the page never asks to confirm
-// something that cannot be sent.
-func (s *Server) confirmBulkDecline(w http.ResponseWriter, r *http.Request, b bulkForm, failed func(error) error) error {
-	if !slices.Contains(store.DeclineReasons, b.in.Reason) {
-		return failed(store.Errorf(store.EINVALID, "Choose a reason for declining.").On("reason"))
-	}
+// page: the chosen entries, what declining does and the reason to choose.
+// The choice is checked first, so the page never asks to confirm something
+// that cannot be sent. refused, when set, is why the last confirmation was
+// not applied (400).
+func (s *Server) confirmBulkDecline(w http.ResponseWriter, r *http.Request, b bulkForm, refused string, failed func(error) error) error {
 	ctx, a := r.Context(), ownerActor(r)
 	entries, err := s.db.EntriesByID(ctx, a, r.PathValue("id"), b.in.EntryIDs)
 	if err != nil {
@@ -310,17 +315,30 @@ func (s *Server) confirmBulkDecline(w http.ResponseWriter, r *http.Request, b bu
 	if err != nil {
 		return err
 	}
-	v := views.BulkDeclineConfirmView{Program: programSummary(p), Reason: b.in.Reason, Next: b.next,
-		Action: views.OwnerURL("programs", p.ID, "entries", "decline"), Retention: views.Duration(s.db.RetentionPolicy().Declined)}
+	v := views.BulkDeclineConfirmView{Program: programSummary(p), Reason: validDeclineReason(b.in.Reason), Next: b.next,
+		Action: views.OwnerURL("programs", p.ID, "entries", "decline"), Retention: views.Duration(s.db.RetentionPolicy().Declined),
+		Reasons: store.DeclineReasons, Error: refused}
 	for _, e := range entries {
 		v.Entries = append(v.Entries, views.QueueRow{ID: e.ID, Email: e.Email, State: e.State, CreatedAt: e.CreatedAt,
 			NoticeVersion: e.NoticeVersion})
 	}
+	status := http.StatusOK
+	if refused != "" {
+		status = http.StatusBadRequest
+	}
 	c := s.chrome(w, r, "Decline entries · "+p.Name)
 	if wantsBlock(r) {
-		return s.render(w, r, http.StatusOK, c, views.BulkDeclineConfirmBlock(c, v))
+		return s.render(w, r, status, c, views.BulkDeclineConfirmBlock(c, v))
 	}
-	return s.render(w, r, http.StatusOK, c, views.BulkDeclineConfirmPage(c, v))
+	return s.render(w, r, status, c, views.BulkDeclineConfirmPage(c, v))
+}
+
+// validDeclineReason is reason when it is one of the decline reasons, else "".
+func validDeclineReason(reason string) string {
+	if slices.Contains(store.DeclineReasons, reason) {
+		return reason
+	}
+	return ""
 }
 
 // handleBulkAPI is the JSON form of a bulk action, all or none: 200

@@ -52,6 +52,13 @@ func readProgramForm(r *http.Request) (views.ProgramForm, store.NewProgram, erro
 		return v, store.NewProgram{}, f.err
 	}
 	np := store.NewProgram{WorkspaceID: v.WorkspaceID, Slug: strings.TrimSpace(v.Slug), Name: v.Name, Purpose: v.Purpose}
+	if np.Slug == "" {
+		// The form's address name may be left empty: it is made from the
+		// name.
+		if np.Slug = store.SlugFromName(v.Name); np.Slug == "" {
+			return v, np, store.Errorf(store.EINVALID, "Choose an address name: the program name has too few letters or digits to make one.")
+		}
+	}
 	for _, n := range []struct {
 		dst         *int
 		v           string
@@ -76,7 +83,7 @@ func (s *Server) handleCreateProgram(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return s.rerenderOwnerHome(w, r, err, form)
 	}
-	s.setFlash(w, r, "Program created. It is closed: publish a notice to open signup.")
+	s.setFlash(w, r, "Program created. It is closed: publish a notice, then switch on “Signup open” under Settings.")
 	return redirect(w, r, views.OwnerURL("programs", p.ID))
 }
 

@@ -139,10 +139,8 @@ func TestBrowser_QueueChooseAllAndBulkDeclineChangeExactlyTheChosenWaitingEntrie
 		if got := owEval[int](t, ctx, `document.querySelectorAll('input[name="entryIds"]:checked').length`); got != 3 {
 			t.Fatalf("chosen after 'all': %d, want the page's 3", got)
 		}
-		if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`[data-testid="bulk-decline-reason"]`), "capacity")); err != nil {
-			t.Fatalf("reason: %v", err)
-		}
-		// Decline asks first, naming the three entries; nothing changes yet.
+		// Decline asks first, naming the three entries, and asks for the
+		// reason there; nothing changes yet.
 		if js {
 			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="bulk-decline-submit"]`))); err != nil {
 				t.Fatalf("decline: %v", err)
@@ -164,6 +162,9 @@ func TestBrowser_QueueChooseAllAndBulkDeclineChangeExactlyTheChosenWaitingEntrie
 			t.Fatalf("before confirming, w0 is %s", got)
 		}
 		owScreenshot(t, ctx, "owner-bulk-decline-confirm")
+		if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`[data-testid="confirm-form"] [data-testid="confirm-reason"]`), "capacity")); err != nil {
+			t.Fatalf("reason: %v", err)
+		}
 		owLoad(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`[data-testid="confirm-submit"]`)))
 		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="flash"]').textContent`); !strings.Contains(got, "Declined 3 entries") {
 			t.Fatalf("flash %q", got)

@@ -18,7 +18,7 @@ func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
 	rows := make([]views.MyEntry, 0, len(own))
 	for _, o := range own {
 		rows = append(rows, views.MyEntry{Slug: o.Slug, Name: o.Name, Purpose: o.Purpose, State: o.State, JoinedAt: o.JoinedAt,
-			NoticeVersion: o.NoticeVersion, AccessEnabled: o.AccessEnabled, InvitationSent: o.InvitationSent})
+			NoticeVersion: o.NoticeVersion, AccessEnabled: o.AccessEnabled, InvitationSent: o.InvitationSent, EraseAfter: o.EraseAfter})
 	}
 	c := s.chrome(w, r, "My waitlists")
 	return s.render(w, r, http.StatusOK, c, views.Me(c, emails, rows))

@@ -19,6 +19,16 @@ type EntryDetail struct {
 	Invitations []Invitation
 	Grant       *Grant
 	Events      []Event
+	// CaseTwins are the program's other entries whose address differs from
+	// this one only in the letter case of the part before the @ (addresses
+	// keep it as typed, so they are other entries), in address order.
+	CaseTwins []CaseTwin
+}
+
+// CaseTwin is another entry of the same program whose address differs
+// only in letter case.
+type CaseTwin struct {
+	ID, Email, State string
 }
 
 func scanEvents(rows *sql.Rows) ([]Event, error) {
@@ -110,13 +120,50 @@ func (db *DB) EntryDetail(ctx context.Context, a Actor, programID, entryID strin
 		if err != nil {
 			return fmt.Errorf("list events: %w", err)
 		}
-		d.Events, err = scanEvents(evRows)
+		if d.Events, err = scanEvents(evRows); err != nil {
+			return err
+		}
+		if e.Email == "" {
+			return nil
+		}
+		d.CaseTwins, err = caseTwins(ctx, tx, p.ID, e)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &d, nil
+}
+
+// caseTwins lists the program's other unerased entries with e's address in
+// another letter case. rule: it reads entries_state_search_idx (migration
+// 00007), one seek per state, like the owner's search.
+func caseTwins(ctx context.Context, tx *Tx, programID string, e *Entry) ([]CaseTwin, error) {
+	args := []any{programID}
+	for _, st := range EntryStates {
+		args = append(args, st)
+	}
+	args = append(args, strings.ToLower(e.Email), e.ID)
+	rows, err := tx.QueryContext(ctx, `SELECT id, email_key, state FROM entries INDEXED BY entries_state_search_idx
+		WHERE program_id = ? AND state IN (?`+strings.Repeat(", ?", len(EntryStates)-1)+`)
+		AND lower(email_key) = ? AND id <> ? AND erased_at IS NULL
+		ORDER BY email_key, id LIMIT 20`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list case twins: %w", err)
+	}
+	defer rows.Close()
+	var out []CaseTwin
+	for rows.Next() {
+		var t CaseTwin
+		if err := rows.Scan(&t.ID, &t.Email, &t.State); err != nil {
+			return nil, fmt.Errorf("list case twins: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list case twins: %w", err)
+	}
+	return out, nil
 }
 
 // EventPage is a page of a program's audit log, newest first.
@@ -214,7 +261,7 @@ func (db *DB) FilteredEvents(ctx context.Context, a Actor, programID string, f E
 // carry an address in a URL.
 func (db *DB) EntryIDFor(ctx context.Context, a Actor, programID, idOrAddress string) (string, error) {
 	v := strings.TrimSpace(idOrAddress)
-	notFound := Errorf(EINVALID, "No entry of this program has that ID or address.")
+	notFound := Errorf(EINVALID, "No entry of this program has that ID or address. An address must be whole and match letter for letter, capitals before the @ included; the queue's search finds an address by its start, in any letter case.")
 	var id string
 	err := db.View(ctx, func(tx *Tx) error {
 		p, err := ownedProgram(ctx, tx, a, programID)
@@ -225,7 +272,7 @@ func (db *DB) EntryIDFor(ctx context.Context, a Actor, programID, idOrAddress st
 		if _, err := uuid.Parse(v); err != nil || len(v) != 36 {
 			email, err := NormalizeEmail(v)
 			if err != nil {
-				return Errorf(EINVALID, "Give an entry's ID or its email address.")
+				return Errorf(EINVALID, "Give an entry's ID or its whole email address; the queue's search finds an address by its start.")
 			}
 			// An erased entry is found by its ID only.
 			q, arg = `SELECT id FROM entries WHERE program_id = ? AND email_key = ? AND erased_at IS NULL`, email

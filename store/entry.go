@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -31,6 +32,9 @@ type OwnEntry struct {
 	// InvitationSent says the owner recorded the send of the entry's
 	// issued invitation: until then its code cannot be redeemed.
 	InvitationSent bool
+	// EraseAfter is when the address is due to be erased, nil while the
+	// state keeps it (docs/erasure.md).
+	EraseAfter *time.Time
 }
 
 // placeholders returns "?, ?, …" for n arguments.
@@ -74,7 +78,8 @@ func ownEntriesQuery(emails int, oneProgram bool) string {
 				WHEN e.state = 'active' THEN 'revoked' ELSE e.state END,
 			e.created_at, n.version,
 			EXISTS (SELECT 1 FROM invitations i WHERE i.entry_id = e.id AND i.program_id = e.program_id
-				AND i.state = 'issued' AND i.delivery_recorded_at IS NOT NULL)
+				AND i.state = 'issued' AND i.delivery_recorded_at IS NOT NULL),
+			e.erase_after
 		FROM programs p
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
 		CROSS JOIN entries e ON e.program_id = p.id
@@ -110,10 +115,15 @@ func (db *DB) ownEntries(ctx context.Context, slug string, emails []string) ([]O
 		for rows.Next() {
 			var o OwnEntry
 			var joined int64
-			if err := rows.Scan(&o.ProgramID, &o.Slug, &o.Name, &o.Purpose, &o.AccessEnabled, &o.State, &joined, &o.NoticeVersion, &o.InvitationSent); err != nil {
+			var eraseAfter sql.NullInt64
+			if err := rows.Scan(&o.ProgramID, &o.Slug, &o.Name, &o.Purpose, &o.AccessEnabled, &o.State, &joined, &o.NoticeVersion, &o.InvitationSent, &eraseAfter); err != nil {
 				return err
 			}
 			o.JoinedAt = FromMillis(joined)
+			if eraseAfter.Valid {
+				t := FromMillis(eraseAfter.Int64)
+				o.EraseAfter = &t
+			}
 			out = append(out, o)
 		}
 		return rows.Err()

@@ -94,6 +94,33 @@ var slugPattern = regexp.MustCompile(`^[a-z0-9-]{3,60}$`)
 // ValidSlug reports whether s is a valid public program slug.
 func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
 
+// SlugFromName makes an address name from a program's name: its ASCII
+// letters and digits, lowercased, each run of anything else one hyphen, at
+// most 60 characters; "" when fewer than 3 are left.
+func SlugFromName(name string) string {
+	var b strings.Builder
+	gap := false
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if gap && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			gap = false
+			b.WriteRune(r)
+			continue
+		}
+		gap = true
+	}
+	s := b.String()
+	if len(s) > 60 {
+		s = strings.TrimRight(s[:60], "-")
+	}
+	if len(s) < 3 {
+		return ""
+	}
+	return s
+}
+
 // NewProgram holds the fields of a program being created; its JSON form is
 // the body of POST /api/owner/programs (docs/API.md).
 type NewProgram struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -512,5 +513,24 @@ func TestProgramPage_ReadsEverythingThePageShowsForItsOwnerOnly(t *testing.T) {
 	other, _ := mustOwner(t, f.db)
 	if _, err := f.db.ProgramPage(ctx, other, p.ID); ErrorCode(err) != ENOTFOUND {
 		t.Errorf("another workspace's owner: err=%v, want %s", err, ENOTFOUND)
+	}
+}
+
+func TestSlugFromName_MakesAValidAddressNameOrNone(t *testing.T) {
+	for name, want := range map[string]string{
+		"Nimbus Beta!":             "nimbus-beta",
+		"  Early -- access 2027 ":  "early-access-2027",
+		"Café Olé":                 "caf-ol",
+		"ab":                       "",
+		"¡¿!":                      "",
+		strings.Repeat("abc ", 30): strings.TrimRight(strings.Repeat("abc-", 15), "-"),
+	} {
+		got := SlugFromName(name)
+		if got != want {
+			t.Errorf("SlugFromName(%q) = %q, want %q", name, got, want)
+		}
+		if got != "" && !ValidSlug(got) {
+			t.Errorf("SlugFromName(%q) = %q is not a valid address name", name, got)
+		}
 	}
 }

@@ -126,9 +126,12 @@ type QueueFilter struct {
 	State string
 	// From and To bound the join time: From ≤ created < To; zero is unbounded.
 	From, To time.Time
-	// Query is a search: a whole address, matched exactly after the signup
-	// grammar's normalisation, or the start of the part before the @, in
-	// any letter case. "" matches every entry. Erased entries never match.
+	// Query is a search: a whole address, normalised as at signup and then
+	// matched with the part before the @ in any letter case (addresses keep
+	// that part as typed, so Liam@ and liam@ are two entries and an owner
+	// looking for one must see both), or the start of the part before the
+	// @, in any letter case. "" matches every entry. Erased entries never
+	// match.
 	Query string
 	// Cursor is the opaque position returned as NextCursor, or "".
 	Cursor string
@@ -218,9 +221,9 @@ func (f *QueueFilter) Validate() error {
 // MaxSearchLength bounds a queue search, in bytes: the longest address.
 const MaxSearchLength = 254
 
-// search reads the filter's query: an exact address (exact true) in the
-// signup grammar's normal form, or a lowercased local-part prefix; "" for
-// no search.
+// search reads the filter's query, lowercased: a whole address (exact
+// true) in the signup grammar's normal form, or a local-part prefix; ""
+// for no search.
 func (f *QueueFilter) search() (term string, exact bool, err error) {
 	q := strings.Trim(f.Query, " ")
 	switch {
@@ -233,7 +236,7 @@ func (f *QueueFilter) search() (term string, exact bool, err error) {
 		if err != nil {
 			return "", false, Errorf(EINVALID, "Search for a whole address (name@example.com) or for the start of the part before the @.")
 		}
-		return addr, true, nil
+		return strings.ToLower(addr), true, nil
 	}
 	for i := 0; i < len(q); i++ {
 		c := q[i]
@@ -277,7 +280,7 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 		}
 		defer rows.Close()
 		scan := scanEntry
-		if term, exact, _ := f.search(); term != "" && !exact {
+		if term, _, _ := f.search(); term != "" {
 			scan = scanSearchEntry
 		}
 		for rows.Next() {
@@ -309,7 +312,7 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 		return page, nil
 	}
 	cursor := func(e Entry) string {
-		if term, exact, _ := f.search(); term != "" && !exact {
+		if term, _, _ := f.search(); term != "" {
 			return encodeSearchCursor(e.ID)
 		}
 		return encodeCursor(Millis(e.CreatedAt), e.ID)
@@ -349,18 +352,14 @@ func queueQuery(programID string, f QueueFilter, keyOf func(entryID string) (str
 	if err != nil {
 		return "", nil, err
 	}
-	if term != "" && !exact {
-		return searchQuery(programID, f, term, keyOf)
+	if term != "" {
+		return searchQuery(programID, f, term, exact, keyOf)
 	}
 	q := `SELECT ` + entryColumns + entryFrom + `WHERE e.program_id = ?`
 	args := []any{programID}
 	if f.State != "" {
 		q += ` AND e.state = ?`
 		args = append(args, f.State)
-	}
-	if exact {
-		q += ` AND e.email_key = ? AND e.erased_at IS NULL`
-		args = append(args, term)
 	}
 	q += joinTimeRange(f, &args)
 	order, dir := ` ORDER BY e.created_at, e.id`, ">"
@@ -396,7 +395,8 @@ func joinTimeRange(f QueueFilter, args *[]any) string {
 	return q
 }
 
-// searchQuery is the SQL for a page of a prefix search. rule: a search
+// searchQuery is the SQL for a page of a search: every lowercased address
+// that starts with term or, when exact, equals it. rule: a search
 // reads entries_state_search_idx (migration 00007), which keeps each
 // state's entries of a program in address order: one range per state (only
 // the filter's state, when it names one), each read in that order, merged
@@ -405,9 +405,14 @@ func joinTimeRange(f QueueFilter, args *[]any) string {
 // would cost each signup one more randomly placed page (migration 00010,
 // docs/PERFORMANCE.md#cpu-per-signup). Each row carries its lowercased address
 // as one more column, the merge's key (see scanSearchEntry).
-func searchQuery(programID string, f QueueFilter, term string, keyOf func(entryID string) (string, error)) (string, []any, error) {
+func searchQuery(programID string, f QueueFilter, term string, exact bool, keyOf func(entryID string) (string, error)) (string, []any, error) {
 	lo, hi := term, prefixEnd(term)
 	loOp, hiOp := ">=", "<"
+	if exact {
+		// rule: a whole address matches its part before the @ in any
+		// letter case: the range is that one lowercased address.
+		hi, hiOp = term, "<="
+	}
 	var after string
 	var afterArgs []any
 	if pos := f.Cursor + f.Before; pos != "" {

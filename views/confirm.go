@@ -54,6 +54,10 @@ type BulkDeclineConfirmView struct {
 	Action string
 	// Retention is how long a declined entry keeps its address.
 	Retention string
+	// Reasons are the decline reasons to choose from; Error says why the
+	// last confirmation was refused.
+	Reasons []string
+	Error   string
 }
 
 // errorField is the input the confirmation's error summary links to.

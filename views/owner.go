@@ -391,6 +391,14 @@ type EntryPageView struct {
 	// PrevURL and NextURL are the entries just before and after this one
 	// in the queue's join order, "" at either end.
 	PrevURL, NextURL string
+	// CaseTwins are the program's other entries whose address differs from
+	// this one only in letter case before the @.
+	CaseTwins []CaseTwinRow
+}
+
+// CaseTwinRow links to another entry whose address differs only in case.
+type CaseTwinRow struct {
+	ID, Email, State string
 }
 
 // IssuedView shows a new invitation code, once.

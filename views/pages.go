@@ -39,6 +39,8 @@ type MyEntry struct {
 	// InvitationSent says the owner recorded sending the invitation code;
 	// until then the entry is invited but its code cannot be redeemed.
 	InvitationSent bool
+	// EraseAfter is when the address is due to be erased, or nil.
+	EraseAfter *time.Time
 }
 
 // Program is the entry's program as people know it: its name, or its
@@ -94,6 +96,13 @@ func (e MyEntry) Next() string {
 	case "declined":
 		return "The owner did not select this entry. Nothing more will happen; your address is erased on the schedule on the privacy page."
 	case "withdrawn":
+		if e.EraseAfter != nil {
+			// rule: the public signup answers the same whatever the
+			// address, so a repeat signup says "received"; only here can
+			// we say that it changed nothing (docs/erasure.md).
+			return "You left this waitlist. This address cannot join it again until the address is erased on " +
+				e.EraseAfter.UTC().Format("2 January 2006") + ": joining before then changes nothing, even though the form says the request was received. After that date you can join again as a new entry."
+		}
 		return "You left this waitlist. Nothing more will happen; your address is erased on the schedule on the privacy page."
 	case "revoked":
 		return "The owner ended your access. Nothing more will happen."

@@ -214,7 +214,7 @@ func TestBrowser_AuditLogFilterThatFindsNoEntryShowsNoEvents(t *testing.T) {
 			if err != nil || resp == nil || resp.Status != 400 {
 				t.Fatalf("filter by %q: %+v, %v; want the form again with 400", typed, resp, err)
 			}
-			if got := owEval[string](t, ctx, `document.querySelector('[data-testid="event-filter"] [data-testid="form-error"]').textContent`); got == "" {
+			if got := owEval[string](t, ctx, `document.querySelector('[data-testid="event-filter"] [data-testid="error-summary"]').textContent`); got == "" {
 				t.Fatalf("filter by %q: no error shown", typed)
 			}
 			if n := owCountIn(t, ctx, `[data-testid="event"]`); n != 0 {
@@ -280,7 +280,7 @@ func TestBrowser_DecliningAsksForTheReasonInTheConfirmationForOneEntryAndForMany
 		if err != nil || resp == nil || resp.Status != 400 {
 			t.Fatalf("confirm without a reason: %+v, %v; want the confirmation again with 400", resp, err)
 		}
-		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="confirm"] [data-testid="form-error"]').textContent`); !strings.Contains(got, "Choose a reason for declining") {
+		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="confirm"] [data-testid="error-summary"]').textContent`); !strings.Contains(got, "Choose a reason for declining") {
 			t.Fatalf("the confirmation says %q", got)
 		}
 		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="confirm-entries"]').textContent`); !strings.Contains(got, "w0@example.com") || !strings.Contains(got, "w1@example.com") {

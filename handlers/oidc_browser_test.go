@@ -70,6 +70,7 @@ func TestOIDC_BrowserFlowWithAndWithoutJavaScript(t *testing.T) {
 
 			// Sign out: admit's session ends and the provider signs out too,
 			// then returns to the start page.
+			openNavMenu(t, ctx)
 			mustNavigate(t, ctx, "sign out", chromedp.Click(chromedp.CSS(`#sign-out-form button[type="submit"]`)))
 			shot("signed-out")
 			resp = mustNavigate(t, ctx, "sign out at the provider too", chromedp.Click(chromedp.CSS(`[data-testid="provider-sign-out"]`)))
@@ -129,6 +130,7 @@ func TestA11y_OIDCPages(t *testing.T) {
 		},
 	}
 	open["signed out, provider's sign-out offered"] = func() {
+		openNavMenu(t, ctx)
 		mustNavigate(t, ctx, "sign out", chromedp.Click(chromedp.CSS(`#sign-out-form button[type="submit"]`)))
 	}
 	for _, name := range []string{"sign-in (OpenID Connect)", "sign-in failed", "account (OpenID Connect)",

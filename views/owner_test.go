@@ -12,7 +12,9 @@ import (
 
 // capInputRE matches a cap's number input and captures its name, min and
 // max.
-var capInputRE = regexp.MustCompile(`<input name="(queueCap|hourlyCap|seatCap)" type="number"[^>]*? min="([^"]*)" max="([^"]*)"`)
+// capInputRE finds a cap's number input, whatever the order of its
+// attributes: its name, then its min and max.
+var capInputRE = regexp.MustCompile(`<input [^>]*?name="(queueCap|hourlyCap|seatCap)" type="number"[^>]*? min="([^"]*)" max="([^"]*)"`)
 
 // TestCapInputs_OfferTheStoresRange holds both owner forms that set a
 // program's caps (create and settings) to the store's range, so the

@@ -1,7 +1,8 @@
 // Package identity authenticates admit's requests and looks up a signed-in
 // user's verified email addresses (docs/ARCHITECTURE.md#identity). The HTTP
 // layer works with the Identity interface and the types around it; main
-// picks the implementation: Clerk, or the development sign-in. It also holds
+// picks the implementation: Clerk, OpenID Connect or the development sign-in.
+// It also holds
 // the encoding of admit's own session cookie. It knows nothing of routes or
 // of the store's operations.
 package identity

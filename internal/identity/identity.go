@@ -2,9 +2,8 @@
 // user's verified email addresses (docs/ARCHITECTURE.md#identity). The HTTP
 // layer works with the Identity interface and the types around it; main
 // picks the implementation: Clerk, OpenID Connect or the development sign-in.
-// It also holds
-// the encoding of admit's own session cookie. It knows nothing of routes or
-// of the store's operations.
+// It also holds admit's server-side sessions and the encoding of its session
+// cookie. It knows nothing of routes or of the store's operations.
 package identity
 
 import (

@@ -185,7 +185,7 @@ func SignIn(c Chrome, v SignInView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else if v.Dev {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "<p>Development sign-in: any address is treated as verified. This form exists only when admit runs without Clerk on a loopback address.</p><form method=\"post\" action=\"/dev/sign-in\" data-testid=\"dev-sign-in\" novalidate><input type=\"hidden\" name=\"redirect_url\" value=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "<p>Development sign-in: any address is treated as verified. This form exists only when admit runs without Clerk or OpenID Connect, and only for a browser on this machine.</p><form method=\"post\" action=\"/dev/sign-in\" data-testid=\"dev-sign-in\" novalidate><input type=\"hidden\" name=\"redirect_url\" value=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

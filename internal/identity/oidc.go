@@ -46,6 +46,13 @@ const (
 	oidcDiscoveryMaxWait = 30 * time.Second
 )
 
+// OIDCRecheckEvery is how long a session goes without asking the provider
+// whether the person may still be signed in: a signed-in request re-validates
+// the session (refresh when its access token has expired, then userinfo)
+// once this much time has passed since the last check, or sooner when the
+// access token has expired (docs/DEPLOY.md#openid-connect).
+const OIDCRecheckEvery = 5 * time.Minute
+
 // SignInError is a sign-in at the provider that failed: wrong or expired
 // state, a replayed or refused code, a token that does not verify, an
 // error from the provider. Reason is a fixed sentence, safe to show and to
@@ -353,6 +360,9 @@ type oidcTokens struct {
 	AccessToken  string    `json:"at"`
 	RefreshToken string    `json:"rt,omitempty"`
 	Expiry       time.Time `json:"exp,omitzero"`
+	// Checked is when the provider last confirmed the session: the
+	// sign-in, or a re-validation.
+	Checked time.Time `json:"chk,omitzero"`
 }
 
 // FinishSignIn implements RedirectSignIn. The flow cookie is cleared
@@ -397,7 +407,7 @@ func (o *OIDCIdentity) FinishSignIn(w http.ResponseWriter, r *http.Request) (*Pr
 		return nil, "", err
 	}
 	data, err := json.Marshal(oidcTokens{Sub: idt.Subject, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
-		Expiry: tokenExpiry(tok, o.now())})
+		Expiry: tokenExpiry(tok, o.now()), Checked: o.now()})
 	if err != nil {
 		return nil, "", err
 	}
@@ -448,15 +458,75 @@ func tokenExpiry(tok *oauth2.Token, now time.Time) time.Time {
 	return tok.Expiry
 }
 
-// Authenticate implements Identity: the cookie must name a live session.
+// Authenticate implements Identity: the cookie must name a live session,
+// re-validated with the provider when a check is due (recheck).
 func (o *OIDCIdentity) Authenticate(r *http.Request) (*Principal, error) {
 	l, err := o.sessions.load(r)
 	if err != nil {
 		return nil, err
 	}
+	if err := o.recheck(r.Context(), l); err != nil {
+		return nil, err
+	}
 	p := l.principal()
 	p.live = l
 	return p, nil
+}
+
+// recheck re-validates the session with the provider when OIDCRecheckEvery
+// has passed since the last check or its access token has expired: the
+// tokens are refreshed if needed, then userinfo must still answer for the
+// session's subject. A refused refresh or token ends the session
+// (ErrSignedOut); a provider that cannot be reached is
+// ErrIdentityUnavailable, and the next request tries again. Otherwise it
+// makes no call.
+func (o *OIDCIdentity) recheck(ctx context.Context, l *liveSession) error {
+	var t oidcTokens
+	if err := json.Unmarshal(l.data, &t); err != nil || t.AccessToken == "" {
+		return ErrSignedOut
+	}
+	now := o.now()
+	if now.Sub(t.Checked) < OIDCRecheckEvery && !o.expired(&t) {
+		return nil
+	}
+	_, _, endpoint, err := o.current()
+	if err != nil {
+		return err
+	}
+	tokens, err := o.freshTokens(ctx, l)
+	if err != nil {
+		return err
+	}
+	if _, err := o.userinfoClaims(ctx, l, endpoint, tokens); err != nil {
+		return err
+	}
+	return o.markChecked(ctx, l, now)
+}
+
+// markChecked records that the provider confirmed the session at at. It
+// re-reads the row under the session's refresh lock, so it never writes
+// back tokens another request has just rotated. A failed write only means
+// the next request checks again.
+func (o *OIDCIdentity) markChecked(ctx context.Context, l *liveSession, at time.Time) error {
+	mu := o.refreshLock(l.digest)
+	mu.Lock()
+	defer mu.Unlock()
+	t, err := o.storedTokens(ctx, l)
+	if err != nil {
+		return err
+	}
+	if !t.Checked.Before(at) {
+		return nil
+	}
+	t.Checked = at
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if err := o.sessions.update(ctx, l, data); errors.Is(err, ErrSignedOut) {
+		return err
+	}
+	return nil
 }
 
 // VerifiedEmails implements Identity: the provider's userinfo, read now
@@ -477,14 +547,32 @@ func (o *OIDCIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]stri
 	if err != nil {
 		return nil, err
 	}
+	claims, err := o.userinfoClaims(ctx, p.live, endpoint, tokens)
+	if err != nil {
+		return nil, err
+	}
+	var email string
+	if json.Unmarshal(claims["email"], &email) != nil || email == "" {
+		return []string{}, nil
+	}
+	if !o.emailVerified(claims["email_verified"]) {
+		return []string{}, nil
+	}
+	return []string{email}, nil
+}
+
+// userinfoClaims reads the userinfo endpoint with the session's access
+// token. A 401 or 403 means the provider no longer honours the session
+// (the token was revoked, the person disabled or removed): the session
+// ends (ErrSignedOut). Any other failure, or an answer about another
+// subject, is ErrIdentityUnavailable.
+func (o *OIDCIdentity) userinfoClaims(ctx context.Context, l *liveSession, endpoint string, tokens *oidcTokens) (map[string]json.RawMessage, error) {
 	claims, status, err := o.fetchUserinfo(ctx, endpoint, tokens.AccessToken)
 	if err != nil {
 		return nil, fmt.Errorf("%w: userinfo failed", ErrIdentityUnavailable)
 	}
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
-		// The provider no longer honours the session's token (revoked, or
-		// the person was removed): the session ends.
-		_ = o.sessions.endDigest(ctx, p.live.digest)
+		_ = o.sessions.endDigest(ctx, l.digest)
 		return nil, ErrSignedOut
 	}
 	if status != http.StatusOK {
@@ -495,14 +583,7 @@ func (o *OIDCIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]stri
 		// A userinfo answer about someone else is never used.
 		return nil, fmt.Errorf("%w: userinfo subject mismatch", ErrIdentityUnavailable)
 	}
-	var email string
-	if json.Unmarshal(claims["email"], &email) != nil || email == "" {
-		return []string{}, nil
-	}
-	if !o.emailVerified(claims["email_verified"]) {
-		return []string{}, nil
-	}
-	return []string{email}, nil
+	return claims, nil
 }
 
 // emailVerified reads the email_verified claim: true (or "true", as some
@@ -519,20 +600,14 @@ func (o *OIDCIdentity) emailVerified(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &s) == nil && s == "true"
 }
 
-// freshTokens returns the session's tokens with an access token that has
-// not expired, refreshing (and storing) them first if needed.
-func (o *OIDCIdentity) freshTokens(ctx context.Context, l *liveSession) (*oidcTokens, error) {
-	var t oidcTokens
-	if err := json.Unmarshal(l.data, &t); err != nil || t.AccessToken == "" {
-		return nil, ErrSignedOut
-	}
-	if t.Expiry.IsZero() || o.now().Add(oidcRefreshEarly).Before(t.Expiry) {
-		return &t, nil
-	}
-	mu := o.refreshLock(l.digest)
-	mu.Lock()
-	defer mu.Unlock()
-	// Another request may have refreshed meanwhile: read the row again.
+// expired reports whether t's access token has expired, or is about to.
+func (o *OIDCIdentity) expired(t *oidcTokens) bool {
+	return !t.Expiry.IsZero() && !o.now().Add(oidcRefreshEarly).Before(t.Expiry)
+}
+
+// storedTokens reads the session's tokens again from its row: another
+// request may have changed them since this one loaded the session.
+func (o *OIDCIdentity) storedTokens(ctx context.Context, l *liveSession) (*oidcTokens, error) {
 	row, err := o.sessions.db.SessionByDigest(ctx, l.digest)
 	if store.ErrorCode(err) == store.ENOTFOUND {
 		return nil, ErrSignedOut
@@ -541,13 +616,37 @@ func (o *OIDCIdentity) freshTokens(ctx context.Context, l *liveSession) (*oidcTo
 		return nil, fmt.Errorf("%w: read session", ErrIdentityUnavailable)
 	}
 	data, err := o.sessions.open(l.digest, row.UserID, row.Sealed)
+	var t oidcTokens
 	if err != nil || json.Unmarshal(data, &t) != nil {
 		return nil, ErrSignedOut
 	}
-	if t.Expiry.IsZero() || o.now().Add(oidcRefreshEarly).Before(t.Expiry) {
+	return &t, nil
+}
+
+// freshTokens returns the session's tokens with an access token that has
+// not expired, refreshing (and storing) them first if needed.
+func (o *OIDCIdentity) freshTokens(ctx context.Context, l *liveSession) (*oidcTokens, error) {
+	var t oidcTokens
+	if err := json.Unmarshal(l.data, &t); err != nil || t.AccessToken == "" {
+		return nil, ErrSignedOut
+	}
+	if !o.expired(&t) {
+		return &t, nil
+	}
+	mu := o.refreshLock(l.digest)
+	mu.Lock()
+	defer mu.Unlock()
+	// Another request may have refreshed meanwhile: read the row again.
+	stored, err := o.storedTokens(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	if t = *stored; !o.expired(&t) {
 		return &t, nil
 	}
 	if t.RefreshToken == "" {
+		// rule: without a refresh token the session ends with its access
+		// token (docs/DEPLOY.md#openid-connect).
 		_ = o.sessions.endDigest(ctx, l.digest)
 		return nil, ErrSignedOut
 	}
@@ -559,9 +658,11 @@ func (o *OIDCIdentity) freshTokens(ctx context.Context, l *liveSession) (*oidcTo
 	// An empty access token makes the token source refresh at once.
 	tok, err := oc.TokenSource(hctx, &oauth2.Token{RefreshToken: t.RefreshToken}).Token()
 	if err != nil {
-		if _, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
-			// rule: when the tokens can no longer be refreshed the person
-			// is signed out (docs/ARCHITECTURE.md#identity).
+		if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok && re.ErrorCode == "invalid_grant" {
+			// rule: when the provider refuses the refresh token (revoked,
+			// expired, the person disabled) the person is signed out
+			// (docs/ARCHITECTURE.md#identity). Any other answer, a 5xx
+			// included, is the provider failing, not a refusal.
 			_ = o.sessions.endDigest(ctx, l.digest)
 			return nil, ErrSignedOut
 		}
@@ -571,7 +672,7 @@ func (o *OIDCIdentity) freshTokens(ctx context.Context, l *liveSession) (*oidcTo
 	if tok.RefreshToken != "" {
 		t.RefreshToken = tok.RefreshToken
 	}
-	data, err = json.Marshal(t)
+	data, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
 	}

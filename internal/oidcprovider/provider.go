@@ -61,8 +61,9 @@ type Provider struct {
 	srv  *httptest.Server
 	st   *storage
 	down atomic.Bool
-	// userinfoCalls and endSessions count requests to those endpoints.
-	userinfoCalls, endSessions atomic.Int64
+	// calls counts every request to the provider; userinfoCalls and
+	// endSessions count requests to those endpoints.
+	calls, userinfoCalls, endSessions atomic.Int64
 	// tamper, when set, rewrites the claims of the ID tokens the token
 	// endpoint answers with, re-signed with the published key.
 	tamper atomic.Pointer[func(map[string]any)]
@@ -92,6 +93,7 @@ func Start(tb testing.TB) *Provider {
 	}
 	mux := http.NewServeMux()
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.calls.Add(1)
 		if p.down.Load() {
 			http.Error(w, "provider down", http.StatusServiceUnavailable)
 			return
@@ -247,6 +249,21 @@ func (p *Provider) RevokeAccessTokens() {
 	p.st.set(func(s *storage) { clear(s.tokens) })
 }
 
+// DisableUser disables the person sub, as an administrator disabling or
+// deleting an account does: their refresh tokens are refused
+// (invalid_grant) and userinfo refuses their access tokens (401).
+func (p *Provider) DisableUser(sub string) {
+	p.st.set(func(s *storage) {
+		if s.disabled == nil {
+			s.disabled = map[string]bool{}
+		}
+		s.disabled[sub] = true
+	})
+}
+
+// Calls counts every request made to the provider, answered or not.
+func (p *Provider) Calls() int64 { return p.calls.Load() }
+
 // UserinfoCalls counts requests to the userinfo endpoint.
 func (p *Provider) UserinfoCalls() int64 { return p.userinfoCalls.Load() }
 
@@ -285,6 +302,7 @@ type storage struct {
 	users      map[string]User
 	accessLife time.Duration
 	refreshes  int64
+	disabled   map[string]bool
 
 	wrongAud, wrongNonce, badSig bool
 }
@@ -407,7 +425,7 @@ func (s *storage) CreateAccessAndRefreshTokens(_ context.Context, r op.TokenRequ
 func (s *storage) TokenRequestByRefreshToken(_ context.Context, rt string) (op.RefreshTokenRequest, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t, ok := s.refresh[rt]; ok {
+	if t, ok := s.refresh[rt]; ok && !s.disabled[t.subject] {
 		return t, nil
 	}
 	return nil, op.ErrInvalidRefreshToken
@@ -494,8 +512,9 @@ func (s *storage) SetUserinfoFromScopes(_ context.Context, u *oidc.UserInfo, use
 func (s *storage) SetUserinfoFromToken(_ context.Context, u *oidc.UserInfo, tokenID, _, _ string) error {
 	s.mu.Lock()
 	t, ok := s.tokens[tokenID]
+	disabled := ok && s.disabled[t.subject]
 	s.mu.Unlock()
-	if !ok || time.Now().After(t.expires) {
+	if !ok || disabled || time.Now().After(t.expires) {
 		return errors.New("token is invalid or has expired")
 	}
 	s.setUserinfo(u, t.subject, t.scopes)

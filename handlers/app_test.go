@@ -71,6 +71,9 @@ type appConfig struct {
 	// retireChunk fixes the rows per table of each retirement step; zero
 	// adapts them to their cost.
 	retireChunk int
+	// oidcSettings, when set, changes the OpenID Connect configuration
+	// before the identity is built (a product's settings).
+	oidcSettings func(*identity.OIDCConfig)
 }
 
 type appOption func(*appConfig)
@@ -88,6 +91,12 @@ func withOIDCTrustEmail() appOption { return func(c *appConfig) { c.oidcTrust = 
 // withoutOIDCDiscovery starts the app before the provider is discovered:
 // the test runs discovery itself.
 func withoutOIDCDiscovery() appOption { return func(c *appConfig) { c.oidcNoDiscovery = true } }
+
+// withOIDCSettings changes the OpenID Connect configuration before the
+// identity is built.
+func withOIDCSettings(f func(*identity.OIDCConfig)) appOption {
+	return func(c *appConfig) { c.oidcSettings = f }
+}
 
 // withNetworkLimit sets ADMIT_NETWORK_HOURLY_LIMIT.
 func withNetworkLimit(n int) appOption { return func(c *appConfig) { c.hourly = n } }
@@ -184,10 +193,14 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	if cfg.oidc != nil {
 		app.OIDC = cfg.oidc
 		app.OIDC.AllowRedirect(base+"/auth/callback", base+"/")
-		oi, err := identity.NewOIDCIdentity(identity.OIDCConfig{Issuer: app.OIDC.Issuer, ClientID: app.OIDC.ClientID,
+		oc := identity.OIDCConfig{Issuer: app.OIDC.Issuer, ClientID: app.OIDC.ClientID,
 			ClientSecret: app.OIDC.ClientSecret, Scopes: []string{"openid", "email", "offline_access"},
 			TrustEmail: cfg.oidcTrust, Name: "Test ID", RedirectURL: base + "/auth/callback", PostLogoutURL: base + "/",
-			DB: db, TokenKey: keys.SessionTokens, Now: clock.Now})
+			DB: db, TokenKey: keys.SessionTokens, Now: clock.Now}
+		if cfg.oidcSettings != nil {
+			cfg.oidcSettings(&oc)
+		}
+		oi, err := identity.NewOIDCIdentity(oc)
 		if err != nil {
 			tb.Fatalf("oidc identity: %v", err)
 		}

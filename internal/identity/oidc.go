@@ -136,6 +136,9 @@ type OIDCIdentity struct {
 	userinfo   string
 	endSession string
 	lastErr    string
+	// authParams are extra authorization request parameters: how to ask
+	// for a refresh token when the provider does not take offline_access.
+	authParams []oauth2.AuthCodeOption
 
 	// refreshing serializes token refreshes, striped by session digest, so
 	// two requests never spend the same refresh token; a fixed number of
@@ -214,8 +217,9 @@ func (o *OIDCIdentity) Discover(ctx context.Context) error {
 		return fmt.Errorf("oidc: %s", o.Ready())
 	}
 	var extra struct {
-		EndSession string `json:"end_session_endpoint"`
-		UserInfo   string `json:"userinfo_endpoint"`
+		EndSession string   `json:"end_session_endpoint"`
+		UserInfo   string   `json:"userinfo_endpoint"`
+		Scopes     []string `json:"scopes_supported"`
 	}
 	if err := p.Claims(&extra); err != nil {
 		return fmt.Errorf("oidc: discovery document: %w", err)
@@ -230,12 +234,31 @@ func (o *OIDCIdentity) Discover(ctx context.Context) error {
 		ClientID: o.cfg.ClientID,
 		Now:      o.now,
 	})
+	scopes, params := offlineRequest(o.cfg.Scopes, extra.Scopes)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.provider, o.verifier, o.userinfo, o.endSession, o.lastErr = p, verifier, extra.UserInfo, extra.EndSession, ""
 	o.oauth = &oauth2.Config{ClientID: o.cfg.ClientID, ClientSecret: o.cfg.ClientSecret, Endpoint: p.Endpoint(),
-		RedirectURL: o.cfg.RedirectURL, Scopes: slices.Clone(o.cfg.Scopes)}
+		RedirectURL: o.cfg.RedirectURL, Scopes: scopes}
+	o.authParams = params
 	return nil
+}
+
+// offlineRequest is how admit asks for a refresh token. With offline_access
+// among the configured scopes, a provider whose discovery document lists
+// scopes_supported without offline_access (Google, which refuses the
+// scope) is asked its own way instead: access_type=offline, with
+// prompt=consent so that every sign-in, not only the first, comes with a
+// refresh token (docs/DEPLOY.md#google). Other providers get the scopes
+// as configured.
+func offlineRequest(scopes, supported []string) ([]string, []oauth2.AuthCodeOption) {
+	scopes = slices.Clone(scopes)
+	if !slices.Contains(scopes, oidc.ScopeOfflineAccess) || len(supported) == 0 ||
+		slices.Contains(supported, oidc.ScopeOfflineAccess) {
+		return scopes, nil
+	}
+	scopes = slices.DeleteFunc(scopes, func(s string) bool { return s == oidc.ScopeOfflineAccess })
+	return scopes, []oauth2.AuthCodeOption{oauth2.AccessTypeOffline, oauth2.SetAuthURLParam("prompt", "consent")}
 }
 
 // RunDiscovery discovers the provider, retrying with backoff (1 s, doubling
@@ -312,6 +335,9 @@ func (o *OIDCIdentity) StartSignIn(w http.ResponseWriter, r *http.Request, retur
 	if err != nil {
 		return "", err
 	}
+	o.mu.RLock()
+	params := o.authParams
+	o.mu.RUnlock()
 	f := oidcFlow{State: randomToken(), Nonce: randomToken(), Verifier: oauth2.GenerateVerifier(), Return: returnTo,
 		Expires: o.now().Add(oidcFlowTTL).Unix()}
 	plain, err := json.Marshal(f)
@@ -327,7 +353,8 @@ func (o *OIDCIdentity) StartSignIn(w http.ResponseWriter, r *http.Request, retur
 		Path: "/auth/callback", MaxAge: int(oidcFlowTTL.Seconds()), HttpOnly: true, Secure: o.cfg.SecureCookie,
 		// Lax: the provider's redirect back is a top-level GET navigation.
 		SameSite: http.SameSiteLaxMode})
-	return oc.AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), nil
+	opts := append([]oauth2.AuthCodeOption{oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)}, params...)
+	return oc.AuthCodeURL(f.State, opts...), nil
 }
 
 // readFlow opens the request's flow cookie; nil when it is missing,

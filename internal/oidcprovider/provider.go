@@ -4,7 +4,10 @@
 // (or headless Chromium) follows the whole authorization code flow with
 // PKCE through redirects. Switches break it in the ways a provider can go
 // wrong: down, tokens for another audience, a wrong nonce, a bad
-// signature, short-lived ID tokens, refresh tokens revoked.
+// signature, short-lived ID tokens, refresh tokens revoked, a person
+// disabled. StartShaped makes it behave as a product documents it behaves
+// (issuer and endpoint paths, discovery, when refresh tokens are given),
+// for the provider sections of docs/DEPLOY.md.
 //
 // It is test-only: import it from _test.go files only, so it never ships
 // in the binary.
@@ -51,6 +54,60 @@ var (
 
 func ptr[T any](v T) *T { return &v }
 
+// Shape makes the provider look, from outside, as a product does: where
+// its issuer and endpoints live, what its discovery document advertises,
+// and when it gives a refresh token. The zero Shape is a plain provider at
+// the server's root that follows OpenID Connect Core to the letter.
+type Shape struct {
+	// IssuerPath is the issuer's path after the host, exactly as the
+	// product states it ("/realms/admit", "/application/o/admit/").
+	IssuerPath string
+	// Paths are the endpoints' paths on the host; empty ones default to
+	// /authorize, /token, /userinfo, /revoke, /end_session and /keys.
+	Paths Paths
+	// NoEndSession leaves end_session_endpoint out of discovery.
+	NoEndSession bool
+	// ScopesSupported, when set, replaces discovery's scopes_supported.
+	ScopesSupported []string
+	// RefuseScopes are scopes the authorization endpoint refuses with a
+	// 400 invalid_scope page, as Google refuses offline_access.
+	RefuseScopes []string
+	// Refresh says when a sign-in comes with a refresh token.
+	Refresh RefreshPolicy
+}
+
+// Paths are a provider's endpoint paths.
+type Paths struct {
+	Authorize, Token, Userinfo, Revoke, EndSession, Keys string
+}
+
+// RefreshPolicy is when a provider issues a refresh token.
+type RefreshPolicy int
+
+const (
+	// RefreshWithOfflineAccess: only when the offline_access scope was
+	// granted (OpenID Connect Core §11; Zitadel, Entra ID, Authentik).
+	RefreshWithOfflineAccess RefreshPolicy = iota
+	// RefreshAlways: with every code exchange (Keycloak's default).
+	RefreshAlways
+	// RefreshWithAccessTypeOffline: only when the authorization request
+	// carried access_type=offline, and then only at the person's first
+	// consent to the client or with prompt=consent (Google).
+	RefreshWithAccessTypeOffline
+)
+
+func (ps Paths) withDefaults() Paths {
+	def := func(v, d string) string {
+		if v == "" {
+			return d
+		}
+		return v
+	}
+	return Paths{Authorize: def(ps.Authorize, "/authorize"), Token: def(ps.Token, "/token"),
+		Userinfo: def(ps.Userinfo, "/userinfo"), Revoke: def(ps.Revoke, "/revoke"),
+		EndSession: def(ps.EndSession, "/end_session"), Keys: def(ps.Keys, "/keys")}
+}
+
 // Provider is a running OpenID Provider. It is safe for concurrent use.
 type Provider struct {
 	// Issuer is the provider's issuer URL (http://127.0.0.1:PORT).
@@ -58,9 +115,10 @@ type Provider struct {
 	ClientID     string
 	ClientSecret string
 
-	srv  *httptest.Server
-	st   *storage
-	down atomic.Bool
+	srv   *httptest.Server
+	st    *storage
+	shape Shape
+	down  atomic.Bool
 	// calls counts every request to the provider; userinfoCalls and
 	// endSessions count requests to those endpoints.
 	calls, userinfoCalls, endSessions atomic.Int64
@@ -72,7 +130,11 @@ type Provider struct {
 // Start runs a provider on 127.0.0.1 until the test ends. redirectURIs
 // are admit's /auth/callback URL(s) and post-logout URL(s); AllowRedirect
 // adds more once admit's port is known.
-func Start(tb testing.TB) *Provider {
+func Start(tb testing.TB) *Provider { return StartShaped(tb, Shape{}) }
+
+// StartShaped runs a provider shaped as a product (see Shape) on
+// 127.0.0.1 until the test ends.
+func StartShaped(tb testing.TB, shape Shape) *Provider {
 	tb.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -82,14 +144,16 @@ func Start(tb testing.TB) *Provider {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &Provider{ClientID: "admit-test", ClientSecret: randomHex(16)}
+	shape.Paths = shape.Paths.withDefaults()
+	p := &Provider{ClientID: "admit-test", ClientSecret: randomHex(16), shape: shape}
 	p.st = &storage{
 		requests: map[string]*authRequest{}, codes: map[string]string{},
 		tokens: map[string]*token{}, refresh: map[string]*refreshToken{},
 		key: key, otherKey: other, kid: "k-" + randomHex(4),
 		client:     &client{id: p.ClientID, secret: p.ClientSecret, idLife: time.Hour},
 		user:       User{Sub: "sub-default", Email: "person@example.test", EmailVerified: Verified},
-		accessLife: time.Hour,
+		accessLife: time.Hour, refreshPolicy: shape.Refresh,
+		accessType: map[string]string{}, consented: map[string]bool{},
 	}
 	mux := http.NewServeMux()
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,25 +162,16 @@ func Start(tb testing.TB) *Provider {
 			http.Error(w, "provider down", http.StatusServiceUnavailable)
 			return
 		}
-		switch r.URL.Path {
-		case "/userinfo":
-			p.userinfoCalls.Add(1)
-		case "/end_session":
-			p.endSessions.Add(1)
-		case "/token":
-			if f := p.tamper.Load(); f != nil {
-				p.serveTampered(w, r, mux, *f)
-				return
-			}
-		}
-		mux.ServeHTTP(w, r)
+		p.front(w, r, mux)
 	}))
 	p.srv.Start()
 	tb.Cleanup(p.srv.Close)
-	p.Issuer = p.srv.URL
+	p.Issuer = p.srv.URL + shape.IssuerPath
 
 	var cryptoKey [32]byte
 	copy(cryptoKey[:], randomBytes(32))
+	at := func(path string) *op.Endpoint { return op.NewEndpointWithURL(internalPath(path), p.srv.URL+path) }
+	ps := shape.Paths
 	provider, err := op.NewProvider(&op.Config{
 		CryptoKey:                cryptoKey,
 		DefaultLogoutRedirectURI: "/logged-out",
@@ -125,8 +180,7 @@ func Start(tb testing.TB) *Provider {
 		GrantTypeRefreshToken:    true,
 		SupportedUILocales:       []language.Tag{language.English},
 	}, p.st, op.StaticIssuer(p.Issuer), op.WithAllowInsecure(),
-		op.WithCustomEndpoints(op.NewEndpoint("authorize"), op.NewEndpoint("token"), op.NewEndpoint("userinfo"),
-			op.NewEndpoint("revoke"), op.NewEndpoint("end_session"), op.NewEndpoint("keys")))
+		op.WithCustomEndpoints(at(ps.Authorize), at(ps.Token), at(ps.Userinfo), at(ps.Revoke), at(ps.EndSession), at(ps.Keys)))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -144,6 +198,83 @@ func Start(tb testing.TB) *Provider {
 	mux.HandleFunc("/logged-out", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("signed out")) })
 	mux.Handle("/", provider)
 	return p
+}
+
+// internalPath is where the op routes an endpoint the product serves at
+// path: without a trailing slash (Authentik's paths have one).
+func internalPath(path string) string {
+	if len(path) > 1 {
+		return strings.TrimSuffix(path, "/")
+	}
+	return path
+}
+
+// discoveryPath is where the product serves its discovery document.
+func (p *Provider) discoveryPath() string {
+	return strings.TrimSuffix(p.shape.IssuerPath, "/") + "/.well-known/openid-configuration"
+}
+
+// front answers a request as the product would before handing it to the
+// op: discovery at the issuer's path, refused scopes, what the
+// authorization request asked for, and the counters and switches.
+func (p *Provider) front(w http.ResponseWriter, r *http.Request, mux http.Handler) {
+	public := r.URL.Path
+	if a := p.shape.Paths.Authorize; public == a+"callback" || public == a+"/callback" {
+		// The op's own login callback, under an authorization path with a
+		// trailing slash.
+		r.URL.Path = internalPath(a) + "/callback"
+	} else {
+		r.URL.Path = internalPath(public)
+	}
+	switch public {
+	case p.discoveryPath():
+		r.URL.Path = "/.well-known/openid-configuration"
+		p.serveDiscovery(w, r, mux)
+		return
+	case "/.well-known/openid-configuration":
+		http.NotFound(w, r) // the issuer has a path: nothing at the root
+		return
+	case p.shape.Paths.Authorize:
+		q := r.URL.Query()
+		for _, sc := range strings.Fields(q.Get("scope")) {
+			if slices.Contains(p.shape.RefuseScopes, sc) {
+				http.Error(w, "Error 400: invalid_scope", http.StatusBadRequest)
+				return
+			}
+		}
+		p.st.set(func(s *storage) { s.accessType[q.Get("state")] = q.Get("access_type") })
+	case p.shape.Paths.Userinfo:
+		p.userinfoCalls.Add(1)
+	case p.shape.Paths.EndSession:
+		p.endSessions.Add(1)
+	case p.shape.Paths.Token:
+		if f := p.tamper.Load(); f != nil {
+			p.serveTampered(w, r, mux, *f)
+			return
+		}
+	}
+	mux.ServeHTTP(w, r)
+}
+
+// serveDiscovery answers the op's discovery document as the shape says:
+// without end_session_endpoint, with its own scopes_supported.
+func (p *Provider) serveDiscovery(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	var doc map[string]any
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &doc) != nil {
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+		return
+	}
+	if p.shape.NoEndSession {
+		delete(doc, "end_session_endpoint")
+	}
+	if p.shape.ScopesSupported != nil {
+		doc["scopes_supported"] = p.shape.ScopesSupported
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(doc)
 }
 
 // AllowRedirect registers admit's callback and post-logout URLs.
@@ -303,6 +434,12 @@ type storage struct {
 	accessLife time.Duration
 	refreshes  int64
 	disabled   map[string]bool
+	// refreshPolicy is the shape's; accessType is each authorization
+	// request's access_type, by state; consented is who has given the
+	// client an offline grant (RefreshWithAccessTypeOffline).
+	refreshPolicy RefreshPolicy
+	accessType    map[string]string
+	consented     map[string]bool
 
 	wrongAud, wrongNonce, badSig bool
 }
@@ -329,6 +466,7 @@ func (s *storage) completeLogin(id string) error {
 	}
 	s.users[s.user.Sub] = s.user
 	req.subject, req.done, req.authTime = s.user.Sub, true, time.Now()
+	req.scopes = s.grantedScopes(req)
 	if s.wrongNonce {
 		req.nonce = "not-the-nonce-admit-sent"
 	}
@@ -338,12 +476,34 @@ func (s *storage) completeLogin(id string) error {
 	return nil
 }
 
+// grantedScopes are the scopes a completed sign-in grants: the op issues
+// a refresh token exactly when offline_access is among them, so the
+// refresh policy adds or removes it. s.mu is held.
+func (s *storage) grantedScopes(req *authRequest) []string {
+	scopes := slices.DeleteFunc(slices.Clone(req.scopes), func(sc string) bool { return sc == oidc.ScopeOfflineAccess })
+	offline := slices.Contains(req.scopes, oidc.ScopeOfflineAccess)
+	switch s.refreshPolicy {
+	case RefreshAlways:
+		offline = true
+	case RefreshWithAccessTypeOffline:
+		offline = req.accessType == "offline" && (slices.Contains(req.prompt, "consent") || !s.consented[req.subject])
+		if offline {
+			s.consented[req.subject] = true
+		}
+	}
+	if offline {
+		scopes = append(scopes, oidc.ScopeOfflineAccess)
+	}
+	return scopes
+}
+
 func (s *storage) CreateAuthRequest(_ context.Context, r *oidc.AuthRequest, _ string) (op.AuthRequest, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	req := &authRequest{id: randomHex(12), clientID: r.ClientID, redirect: r.RedirectURI, state: r.State,
 		nonce: r.Nonce, scopes: r.Scopes, responseType: r.ResponseType, responseMode: r.ResponseMode,
-		audience: []string{r.ClientID}}
+		audience: []string{r.ClientID}, prompt: r.Prompt, accessType: s.accessType[r.State]}
+	delete(s.accessType, r.State)
 	if r.CodeChallenge != "" {
 		req.challenge = &oidc.CodeChallenge{Challenge: r.CodeChallenge, Method: r.CodeChallengeMethod}
 	}
@@ -542,7 +702,8 @@ func (s *storage) Health(context.Context) error { return nil }
 // authRequest is one authorization request.
 type authRequest struct {
 	id, clientID, redirect, state, nonce, subject string
-	scopes                                        []string
+	accessType                                    string
+	scopes, prompt                                []string
 	audience                                      []string
 	responseType                                  oidc.ResponseType
 	responseMode                                  oidc.ResponseMode

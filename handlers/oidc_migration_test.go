@@ -19,6 +19,17 @@ import (
 	"admit/internal/proc"
 )
 
+// mustBuildAdmit builds the admit binary into a directory of the test's.
+func mustBuildAdmit(t *testing.T) string {
+	t.Helper()
+	var log bytes.Buffer
+	bin, err := proc.BuildAdmit(context.Background(), "..", t.TempDir(), &log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	return bin
+}
+
 // admitCLI runs the built admit binary with env and returns its output.
 func admitCLI(t *testing.T, bin string, env []string, args ...string) string {
 	t.Helper()
@@ -70,11 +81,7 @@ func TestOIDC_MovingOwnersFromClerkFollowsDeploy(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	var buildLog bytes.Buffer
-	bin, err := proc.BuildAdmit(ctx, "..", t.TempDir(), &buildLog)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, buildLog.String())
-	}
+	bin := mustBuildAdmit(t)
 	data := t.TempDir()
 	env := append(proc.ParentEnv(), "ADMIT_DATA="+data)
 	const workspace, clerkOwner = "Acme Labs", "user_2abcDEFghiJKLmnoPQR"

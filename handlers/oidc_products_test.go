@@ -1,10 +1,13 @@
 package handlers
 
 import (
+	"context"
 	"html"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +16,7 @@ import (
 
 	"admit/internal/identity"
 	"admit/internal/oidcprovider"
+	"admit/internal/proc"
 )
 
 // oidcProduct is how one identity product behaves as seen from admit,
@@ -278,5 +282,73 @@ func checkProductSignOut(t *testing.T, app *testApp, c *testClient, pr oidcProdu
 	r.Body.Close()
 	if back, _ := r.Location(); r.StatusCode/100 != 3 || back == nil || back.String() != app.URL+"/" {
 		t.Fatalf("provider sign-out: status %d Location %v, want back to admit", r.StatusCode, back)
+	}
+}
+
+// TestOIDC_DeploySectionsConfigureAdmitServe starts the built admit serve
+// with each provider section's settings exactly as its code block gives
+// them (the issuer's origin moved to the loopback provider shaped as the
+// product): the configuration is accepted, the authorization request asks
+// for what the section says, and a person signs in to /me/account.
+func TestOIDC_DeploySectionsConfigureAdmitServe(t *testing.T) {
+	bin := mustBuildAdmit(t)
+	for _, pr := range oidcProducts {
+		t.Run(pr.section, func(t *testing.T) {
+			env := deploySettings(t, pr.section, pr.placeholders)
+			p := oidcprovider.StartShaped(t, pr.shape)
+			if pr.idToken != nil {
+				p.SetIDTokenClaims(pr.idToken)
+			}
+			var cfg identity.OIDCConfig
+			oidcSettingsFrom(t, env, p)(&cfg)
+			addr, err := proc.FreeLoopbackAddr()
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := "http://" + addr
+			serveEnv := append(proc.ParentEnv(), "ADMIT_DATA="+t.TempDir(), "ADMIT_ADDR="+addr, "ADMIT_PUBLIC_URL="+base,
+				"ADMIT_OIDC_CLIENT_ID="+p.ClientID, "ADMIT_OIDC_CLIENT_SECRET="+p.ClientSecret)
+			for k, v := range env {
+				if k == "ADMIT_OIDC_ISSUER" {
+					v = cfg.Issuer
+				}
+				serveEnv = append(serveEnv, k+"="+v)
+			}
+			p.AllowRedirect(base+"/auth/callback", base+"/")
+			srv, err := proc.Start(context.Background(), bin, t.TempDir(), serveEnv, filepath.Join(t.TempDir(), "admit.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { srv.Stop(10 * time.Second) })
+
+			jar, _ := cookiejar.New(nil)
+			browser := &http.Client{Jar: jar, Timeout: 10 * time.Second,
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err := browser.Get(srv.BaseURL + "/auth/start?redirect_url=%2Fme%2Faccount")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			auth, err := resp.Location()
+			if err != nil || auth.Path != pr.shape.Paths.Authorize {
+				t.Fatalf("/auth/start: status %d, want a redirect to %s", resp.StatusCode, pr.shape.Paths.Authorize)
+			}
+			wantScope, wantAccess := strings.Join(cfg.Scopes, " "), ""
+			if pr.shape.Refresh == oidcprovider.RefreshWithAccessTypeOffline {
+				wantScope, wantAccess = strings.TrimSpace(strings.ReplaceAll(wantScope, "offline_access", "")), "offline"
+			}
+			if q := auth.Query(); q.Get("scope") != wantScope || q.Get("access_type") != wantAccess {
+				t.Fatalf("authorization request: scope=%q access_type=%q, want %q and %q",
+					q.Get("scope"), q.Get("access_type"), wantScope, wantAccess)
+			}
+
+			const sub = "sub-serve"
+			p.SetUser(oidcprovider.User{Sub: sub, Email: "person@example.com", EmailVerified: pr.emailVerified})
+			browser.CheckRedirect = nil
+			status, body := getFollowing(t, browser, auth.String())
+			if uid := identity.OIDCUserID(cfg.Issuer, sub); status != http.StatusOK || !strings.Contains(body, uid) {
+				t.Fatalf("after signing in, /me/account: status %d, want the user ID", status)
+			}
+		})
 	}
 }

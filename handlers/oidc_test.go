@@ -439,7 +439,7 @@ func TestOIDC_PrivacyPageSaysWhatASessionKeeps(t *testing.T) {
 	app := mustOIDCApp(t)
 	page := app.NewClient(t).Get(t, "/privacy")
 	for _, want := range []string{"Test ID, through OpenID Connect", `data-testid="session-data"`,
-		"the tokens your identity provider gave", "at most 7 days"} {
+		"the tokens your identity provider gave", "at most 7 days", "Test ID last confirmed it (once 5 minutes have passed"} {
 		if !strings.Contains(page.Body, want) {
 			t.Fatalf("privacy page lacks %q", want)
 		}

@@ -49,7 +49,9 @@ func (s *Server) privacyView() views.PrivacyView {
 		v.ServerSessions, v.SessionKeeps = true, "the address you signed in with"
 	case identity.ModeOIDC:
 		v.IdentityProvider = "your identity provider, " + s.providerName() + ", through OpenID Connect"
-		v.ServerSessions, v.SessionKeeps = true, "the tokens your identity provider gave for this sign-in"
+		v.ServerSessions, v.SessionKeeps = true, "the tokens your identity provider gave for this sign-in and when "+
+			s.providerName()+" last confirmed it (once "+views.Duration(identity.OIDCRecheckEvery)+
+			" have passed, your next visit asks again, and ends the session if you may no longer sign in there)"
 	}
 	v.SessionLife, v.SessionGone = views.Duration(identity.SessionTTL), sessionGone
 	return v

@@ -352,3 +352,19 @@ func TestOIDC_DeploySectionsConfigureAdmitServe(t *testing.T) {
 		})
 	}
 }
+
+// TestOIDC_EntraMultiTenantIssuerIsRefused: Entra ID's multi-tenant
+// endpoint (/common/v2.0) states the issuer "/{tenantid}/v2.0" in its
+// discovery document, which is not the configured issuer; admit refuses
+// it and /readyz says why, as docs/DEPLOY.md's Entra ID section warns.
+func TestOIDC_EntraMultiTenantIssuerIsRefused(t *testing.T) {
+	p := oidcprovider.StartShaped(t, oidcprovider.Shape{IssuerPath: "/common/v2.0", DiscoveryIssuerPath: "/{tenantid}/v2.0"})
+	app := MustStartApp(t, withOIDC(p), withoutOIDCDiscovery())
+	if err := app.OIDCId.Discover(context.Background()); err == nil {
+		t.Fatal("discovery of the multi-tenant endpoint succeeded")
+	}
+	if r := app.NewClient(t).Get(t, "/readyz"); r.StatusCode != http.StatusServiceUnavailable ||
+		!strings.Contains(r.Body, "discovery answered with another issuer") {
+		t.Fatalf("/readyz: %d %s", r.StatusCode, r.Body)
+	}
+}

@@ -74,6 +74,10 @@ type Shape struct {
 	RefuseScopes []string
 	// Refresh says when a sign-in comes with a refresh token.
 	Refresh RefreshPolicy
+	// DiscoveryIssuerPath, when set, is the issuer path the discovery
+	// document states instead of IssuerPath (Entra ID's multi-tenant
+	// endpoints state a "{tenantid}" template).
+	DiscoveryIssuerPath string
 }
 
 // Paths are a provider's endpoint paths.
@@ -272,6 +276,9 @@ func (p *Provider) serveDiscovery(w http.ResponseWriter, r *http.Request, h http
 	}
 	if p.shape.ScopesSupported != nil {
 		doc["scopes_supported"] = p.shape.ScopesSupported
+	}
+	if p.shape.DiscoveryIssuerPath != "" {
+		doc["issuer"] = p.srv.URL + p.shape.DiscoveryIssuerPath
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(doc)

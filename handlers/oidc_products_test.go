@@ -368,3 +368,26 @@ func TestOIDC_EntraMultiTenantIssuerIsRefused(t *testing.T) {
 		t.Fatalf("/readyz: %d %s", r.StatusCode, r.Body)
 	}
 }
+
+// TestOIDC_WithoutARefreshTokenTheSessionEndsWithItsAccessToken: Google
+// configured without offline_access gives no refresh token, so, as
+// docs/DEPLOY.md's Google section says, the session — an owner's too —
+// ends when the access token expires, and the person must sign in again.
+func TestOIDC_WithoutARefreshTokenTheSessionEndsWithItsAccessToken(t *testing.T) {
+	google := oidcProducts[slices.IndexFunc(oidcProducts, func(p oidcProduct) bool { return p.section == "Google" })]
+	p := oidcprovider.StartShaped(t, google.shape)
+	app := MustStartApp(t, withOIDC(p), withOIDCSettings(func(c *identity.OIDCConfig) { c.Scopes = []string{"openid", "email"} }))
+	c := app.NewClient(t)
+	c.SignIn(t, "owner@example.test")
+	app.Clock.Add(59 * time.Minute)
+	if got := ownerStatus(t, c); got != http.StatusOK {
+		t.Fatalf("owner console within the access token's hour: status %d", got)
+	}
+	app.Clock.Add(2 * time.Minute)
+	if got := ownerStatus(t, c); got != http.StatusSeeOther {
+		t.Fatalf("owner console after the access token expired without a refresh token: status %d, want 303 to sign in", got)
+	}
+	if n := sessionCount(t, app); n != 0 || p.Refreshes() != 0 {
+		t.Fatalf("%d sessions and %d refreshes, want none", n, p.Refreshes())
+	}
+}

@@ -16,7 +16,7 @@ import (
 // and builds the implementation.
 func TestHandlers_SeeOnlyTheIdentityInterface(t *testing.T) {
 	allowed := map[string]bool{"Identity": true, "Principal": true, "Mode": true, "ModeClerk": true, "ModeDev": true,
-		"FormSignIn": true, "RedirectSignIn": true, "SignInError": true, "ModeOIDC": true, "ErrSignedOut": true, "ErrIdentityUnavailable": true, "SessionSerializer": true, "SessionTTL": true}
+		"FormSignIn": true, "RedirectSignIn": true, "SignInError": true, "ModeOIDC": true, "ErrSignedOut": true, "ErrIdentityUnavailable": true, "SessionTTL": true}
 	implementation := map[string]bool{"ClerkIdentity": true, "DevIdentity": true, "NewClerkIdentity": true,
 		"NewDevIdentity": true, "ClerkConfig": true, "DevUserID": true,
 		"OIDCIdentity": true, "NewOIDCIdentity": true, "OIDCConfig": true, "OIDCUserID": true}

@@ -71,6 +71,8 @@ type appConfig struct {
 	// retireChunk fixes the rows per table of each retirement step; zero
 	// adapts them to their cost.
 	retireChunk int
+	// server changes the server after New, before it takes a request.
+	server func(*Server)
 }
 
 type appOption func(*appConfig)
@@ -240,6 +242,9 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 		tb.Fatalf("new server: %v", err)
 	}
 	app.Srv = srv
+	if cfg.server != nil {
+		cfg.server(srv)
+	}
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		app.Arrived.Add(1)
 		srv.ServeHTTP(w, r)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"runtime/debug"
 
@@ -40,15 +39,7 @@ func clerkCSP(fapi string) string {
 // never the path's values or the query string.
 func (s *Server) withSecurity(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Content-Security-Policy", baseCSP)
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		if s.isHTTPS() {
-			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
-		}
+		s.securityHeaders(w.Header())
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if v := recover(); v != nil {
@@ -63,6 +54,18 @@ func (s *Server) withSecurity(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// securityHeaders sets the headers every answer carries.
+func (s *Server) securityHeaders(h http.Header) {
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", baseCSP)
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	if s.isHTTPS() {
+		h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+	}
 }
 
 // statusRecorder remembers whether a panicking handler already answered.
@@ -95,9 +98,9 @@ func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 // whose confirmation or one-time code silently did not persist.
 func (s *Server) withSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rs := &requestSession{}
-		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, rs))
-		sw := &sessionWriter{ResponseWriter: w, s: s, r: r, rs: rs, before: w.Header().Clone()}
+		sw := &sessionWriter{ResponseWriter: w, s: s}
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, &sw.rs))
+		sw.r = r
 		next.ServeHTTP(sw, r)
 		// A handler that wrote nothing is answered 200 by net/http after
 		// this returns: its session is saved first.
@@ -111,10 +114,7 @@ type sessionWriter struct {
 	http.ResponseWriter
 	s  *Server
 	r  *http.Request
-	rs *requestSession
-	// before are the headers set outside the handler (security headers,
-	// request ID): all an error answer keeps.
-	before http.Header
+	rs requestSession
 	// done is set once the session was saved or found unchanged; failed
 	// when it could not be saved and the error answer was written instead.
 	done, failed bool
@@ -128,7 +128,7 @@ func (w *sessionWriter) commit() bool {
 		return !w.failed
 	}
 	w.done = true
-	cookies, err := w.s.sessionCookies(w.rs)
+	cookies, err := w.s.sessionCookies(&w.rs)
 	if err == nil {
 		for _, c := range cookies {
 			w.Header().Add("Set-Cookie", c.String())
@@ -136,9 +136,14 @@ func (w *sessionWriter) commit() bool {
 		return true
 	}
 	w.failed = true
+	// Nothing of the handler's answer goes out, its headers included: the
+	// error answer has only what every answer has.
 	h := w.Header()
 	clear(h)
-	maps.Copy(h, w.before)
+	w.s.securityHeaders(h)
+	if id := requestIDFrom(w.r.Context()); id != "" {
+		h.Set("X-Request-ID", id)
+	}
 	w.rs.now = w.rs.was
 	w.s.writeError(w.ResponseWriter, w.r, fmt.Errorf("save session: %w", err))
 	return false

@@ -37,7 +37,7 @@ func withSessionSaveFailing(fail *atomic.Bool) appOption {
 	}
 }
 
-// sessionCookies are the Set-Cookie headers of r naming admit_session.
+// sessionSetCookies are the Set-Cookie headers of r naming admit_session.
 func sessionSetCookies(r *testResponse) []string {
 	var out []string
 	for _, c := range r.Header.Values("Set-Cookie") {

@@ -44,6 +44,10 @@ type session struct {
 	// receivedCookie, scoped to the waitlist pages and minutes long
 	// (docs/API.md#the-signup-form-in-a-browser).
 	Received receipt
+	// unreadable is set when the browser sent an admit_session cookie that
+	// does not decode (old keys, tampering): read as empty, rewritten
+	// only when the session changes — or on sign-out, which clears it.
+	unreadable bool
 }
 
 // whoLine is the address shown for one provider session.
@@ -76,7 +80,8 @@ func (s *session) csrfSecret() string {
 func (s *session) newIdentity() { s.CSRFSecret, s.Who = "", whoLine{} }
 
 // signOut starts the session over empty: no CSRF secret, no address, no
-// code, no confirmation. The received signup, in its own cookie, stays.
+// code, no confirmation, and a cookie that could not be read is replaced.
+// The received signup, in its own cookie, stays.
 func (s *session) signOut() { *s = session{Received: s.Received} }
 
 // takeNote returns the pending confirmation, if any, and forgets it.
@@ -221,6 +226,8 @@ func (s *Server) readSession(r *http.Request) session {
 		var w sessionWire
 		if securecookie.DecodeMulti(sessionCookie, c.Value, &w, s.sessions.Codecs...) == nil {
 			sess = w.session()
+		} else {
+			sess.unreadable = true
 		}
 	}
 	if c, err := r.Cookie(receivedCookie); err == nil && c.Value != "" {

@@ -195,6 +195,15 @@ func TestSession_UnchangedSessionSetsNoCookie(t *testing.T) {
 	noCookie("sign-in from a fresh browser", anon.PostForm(t, "/dev/sign-in",
 		url.Values{"email": {"owner@example.test"}, "redirect_url": {"/owner"}}), http.StatusSeeOther)
 
+	// But a sign-out replaces a session cookie it cannot read.
+	stale := app.NewClient(t)
+	u, _ := url.Parse(app.URL)
+	stale.Jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: "written-under-keys-long-gone", Path: "/"}})
+	owWantStatus(t, "page with an unreadable session", stale.Get(t, "/"), http.StatusOK)
+	if got := len(sessionSetCookies(stale.PostForm(t, "/sign-out", url.Values{}))); got != 1 {
+		t.Errorf("sign-out set admit_session %d times over an unreadable one, want once", got)
+	}
+
 	// Signed in, once the first page made the CSRF secret and cached the
 	// address.
 	owWantStatus(t, "first page", anon.Get(t, "/owner"), http.StatusOK)

@@ -12,8 +12,8 @@ import (
 )
 
 // sessionCookie is the name of admit's own signed and encrypted cookie. It
-// holds the session's fields but the received signup; the identity lives
-// in the provider's session.
+// holds every field of the session except the received signup; the
+// identity lives in the provider's session.
 const sessionCookie = "admit_session"
 
 // session is what admit's own cookies hold for one browser, typed. A
@@ -110,8 +110,9 @@ func (s *session) takeCode(invitationID string) string {
 	return code
 }
 
-// leaveCodePage runs on every page but the shown code's own (invitationID
-// is the page's, or ""), and forgets the mark. rule: a browser may keep a
+// leaveCodePage runs on every signed-in page (invitationID is the page's
+// own, or "") and forgets the shown code's mark unless this is that code's
+// page. rule: a browser may keep a
 // no-store page in its back-forward cache and show it again on Back —
 // unless a cookie of the site changed meanwhile — so this change makes Back
 // load the code page anew, and it then says the code was shown

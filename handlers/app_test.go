@@ -74,6 +74,8 @@ type appConfig struct {
 	// oidcSettings, when set, changes the OpenID Connect configuration
 	// before the identity is built (a product's settings).
 	oidcSettings func(*identity.OIDCConfig)
+	// server changes the server after New, before it takes a request.
+	server func(*Server)
 }
 
 type appOption func(*appConfig)
@@ -253,6 +255,9 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 		tb.Fatalf("new server: %v", err)
 	}
 	app.Srv = srv
+	if cfg.server != nil {
+		cfg.server(srv)
+	}
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		app.Arrived.Add(1)
 		srv.ServeHTTP(w, r)

@@ -26,14 +26,14 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 		if target == "" {
 			target = s.landing(r.Context(), p.UserID)
 		}
-		c := s.chrome(w, r, "Signed in")
+		c := s.chrome(r, "Signed in")
 		if s.id.Mode() == identity.ModeClerk {
 			// ClerkJS lands here after signing in; its script goes on.
 			c.Clerk = s.clerkJS("continue", target)
 		}
 		return s.render(w, r, http.StatusOK, c, views.SignedIn(c, target))
 	}
-	c := s.chrome(w, r, "Sign in")
+	c := s.chrome(r, "Sign in")
 	v := views.SignInView{Dev: s.id.Mode() == identity.ModeDev, RedirectURL: target}
 	// rule (docs/DEPLOY.md#development-mode): the development form is
 	// offered only where it works, to a browser on this machine.
@@ -75,7 +75,7 @@ func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 	target, _ := returnTarget(redirect)
 	norm, err := store.NormalizeEmail(email)
 	if err != nil {
-		c := s.chrome(w, r, "Sign in")
+		c := s.chrome(r, "Sign in")
 		noStore(w)
 		return s.render(w, r, http.StatusBadRequest, c, views.SignIn(c, views.SignInView{
 			Dev: true, RedirectURL: target, Email: email, Error: store.ErrorMessage(err)}))
@@ -84,13 +84,7 @@ func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// A new identity gets a new CSRF secret and shows its own address.
-	sess := s.session(r)
-	delete(sess.Values, "csrf")
-	delete(sess.Values, whoKey)
-	if err := sess.Save(r, w); err != nil {
-		return err
-	}
+	s.session(r).newIdentity()
 	if target == "" {
 		target = s.landing(r.Context(), p.UserID)
 	}
@@ -140,20 +134,15 @@ func (s *Server) signedOut(w http.ResponseWriter, r *http.Request, wasIn bool, n
 	// admit's own session starts over empty (no CSRF secret, no address),
 	// holding only the confirmation.
 	sess := s.session(r)
-	for k := range sess.Values {
-		delete(sess.Values, k)
-	}
+	sess.signOut()
 	if wasIn && next == "" {
-		sess.AddFlash(note, noteKey)
-	}
-	if err := sess.Save(r, w); err != nil {
-		return err
+		sess.Note = note
 	}
 	noStore(w)
 	if next != "" {
 		// RP-initiated logout is offered as a link: a form's redirect to
 		// the provider would break the CSP's form-action 'self'.
-		c := s.chrome(w, r, "Signed out")
+		c := s.chrome(r, "Signed out")
 		c.Flash = note
 		return s.render(w, r, http.StatusOK, c, views.SignedOut(c, views.SignedOutView{
 			ProviderName: s.providerName(), ProviderURL: next}))
@@ -167,7 +156,7 @@ func (s *Server) signedOut(w http.ResponseWriter, r *http.Request, wasIn bool, n
 func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
 	noStore(w)
-	c := s.chrome(w, r, "Your account")
+	c := s.chrome(r, "Your account")
 	return s.render(w, r, http.StatusOK, c, views.Account(c, views.AccountView{UserID: p.UserID, Provider: s.providerName()}))
 }
 
@@ -190,7 +179,7 @@ func (s *Server) providerName() string {
 func (s *Server) handleCSRF(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
 	noStore(w)
-	writeJSON(w, http.StatusOK, map[string]string{"csrfToken": s.csrfToken(w, r, p)})
+	writeJSON(w, http.StatusOK, map[string]string{"csrfToken": s.csrfToken(r, p)})
 	return nil
 }
 
@@ -222,20 +211,14 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) erro
 	noStore(w)
 	p, target, err := rs.FinishSignIn(w, r)
 	if sie, ok := errors.AsType[*identity.SignInError](err); ok {
-		c := s.chrome(w, r, "Sign-in failed")
+		c := s.chrome(r, "Sign-in failed")
 		return s.render(w, r, http.StatusBadRequest, c, views.SignInFailed(c, views.SignInFailedView{
 			Reason: sie.Reason, ProviderName: rs.ProviderName()}))
 	}
 	if err != nil {
 		return err
 	}
-	// A new identity gets a new CSRF secret and shows its own address.
-	sess := s.session(r)
-	delete(sess.Values, "csrf")
-	delete(sess.Values, whoKey)
-	if err := sess.Save(r, w); err != nil {
-		return err
-	}
+	s.session(r).newIdentity()
 	if target, _ = returnTarget(target); target == "" {
 		target = s.landing(r.Context(), p.UserID)
 	}

@@ -2,49 +2,20 @@ package handlers
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
 
 	"admit/internal/identity"
-
-	"github.com/gorilla/sessions"
 )
 
-// sessionCookie is the name of admit's own signed and encrypted cookie. It
-// holds the CSRF secret; the identity lives in the provider's session.
-const sessionCookie = "admit_session"
-
-func (s *Server) session(r *http.Request) *sessions.Session {
-	sess, err := s.sessions.Get(r, sessionCookie)
-	if err != nil {
-		// A cookie that fails to decode (old keys, tampering) starts a new session.
-		sess, _ = s.sessions.New(r, sessionCookie)
-	}
-	return sess
-}
-
-// csrfToken returns the CSRF token bound to this cookie session and the
-// principal's provider session, creating the cookie secret if needed.
-func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request, p *identity.Principal) string {
+// csrfToken returns the CSRF token bound to this browser's session and the
+// principal's provider session, making the session's secret if needed.
+func (s *Server) csrfToken(r *http.Request, p *identity.Principal) string {
 	if p == nil {
 		return ""
 	}
-	sess := s.session(r)
-	secret, _ := sess.Values["csrf"].(string)
-	if secret == "" {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			panic(err)
-		}
-		secret = base64.RawURLEncoding.EncodeToString(b)
-		sess.Values["csrf"] = secret
-		if err := sess.Save(r, w); err != nil {
-			s.log.Error("save session", "err", err)
-		}
-	}
-	return s.mintCSRF(secret, p.SessionID)
+	return s.mintCSRF(s.session(r).csrfSecret(), p.SessionID)
 }
 
 func (s *Server) mintCSRF(secret, sessionID string) string {
@@ -77,11 +48,10 @@ func (s *Server) checkCSRF(r *http.Request, p *identity.Principal) error {
 		}
 		got = v
 	}
-	sess, err := s.sessions.Get(r, sessionCookie)
-	if err != nil || got == "" || p == nil {
+	if got == "" || p == nil {
 		return errCSRF
 	}
-	secret, _ := sess.Values["csrf"].(string)
+	secret := s.session(r).CSRFSecret
 	if secret == "" {
 		return errCSRF
 	}

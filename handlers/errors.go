@@ -196,7 +196,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if status == http.StatusUnauthorized && isHTMX(r) {
 		if isUnsafe(r.Method) {
-			s.setNote(w, r, notSavedSignedOut)
+			s.session(r).Note = notSavedSignedOut
 		}
 		w.Header().Set("HX-Redirect", signIn)
 	}
@@ -208,7 +208,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			RequestID: requestIDFrom(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
 		return
 	}
-	c := s.chrome(w, r, title)
+	c := s.chrome(r, title)
 	// rule: an error page is the same whatever path was asked (a 404 must
 	// not differ between absent and foreign), so its navigation carries no
 	// way back; a 401 has its own sign-in link.

@@ -115,7 +115,7 @@ func (s *Server) eventsView(r *http.Request, f store.EventFilter) (*views.Events
 }
 
 func (s *Server) renderEvents(w http.ResponseWriter, r *http.Request, status int, v *views.EventsView) error {
-	c := s.chrome(w, r, "Audit log · "+v.Program.Name)
+	c := s.chrome(r, "Audit log · "+v.Program.Name)
 	return s.render(w, r, status, c, views.EventsPage(c, *v))
 }
 

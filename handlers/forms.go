@@ -13,30 +13,6 @@ func wantsBlock(r *http.Request) bool {
 	return isHTMX(r) && r.Header.Get("HX-History-Restore-Request") != "true"
 }
 
-// setFlash keeps a one-time confirmation for the page a redirect leads to.
-// Flashes are fixed sentences with counts, never personal data.
-func (s *Server) setFlash(w http.ResponseWriter, r *http.Request, msg string) {
-	sess := s.session(r)
-	sess.AddFlash(msg)
-	if err := sess.Save(r, w); err != nil {
-		s.log.ErrorContext(r.Context(), "save flash", "err", err)
-	}
-}
-
-// takeFlash returns and clears the pending confirmation, if any.
-func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) string {
-	sess := s.session(r)
-	fl := sess.Flashes()
-	if len(fl) == 0 {
-		return ""
-	}
-	if err := sess.Save(r, w); err != nil {
-		s.log.ErrorContext(r.Context(), "clear flash", "err", err)
-	}
-	msg, _ := fl[len(fl)-1].(string)
-	return msg
-}
-
 // redirect answers a successful form post: 303 to the next page (PRG).
 // htmx follows it with its own headers and swaps the block it gets.
 func redirect(w http.ResponseWriter, r *http.Request, to string) error {

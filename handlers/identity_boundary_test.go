@@ -16,7 +16,7 @@ import (
 // and builds the implementation.
 func TestHandlers_SeeOnlyTheIdentityInterface(t *testing.T) {
 	allowed := map[string]bool{"Identity": true, "Principal": true, "Mode": true, "ModeClerk": true, "ModeDev": true,
-		"FormSignIn": true, "RedirectSignIn": true, "SignInError": true, "ModeOIDC": true, "ErrSignedOut": true, "ErrIdentityUnavailable": true, "SessionSerializer": true, "SessionTTL": true,
+		"FormSignIn": true, "RedirectSignIn": true, "SignInError": true, "ModeOIDC": true, "ErrSignedOut": true, "ErrIdentityUnavailable": true, "SessionTTL": true,
 		// The privacy page states how often a session is re-checked, as it states SessionTTL.
 		"OIDCRecheckEvery": true}
 	implementation := map[string]bool{"ClerkIdentity": true, "DevIdentity": true, "NewClerkIdentity": true,

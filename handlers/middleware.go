@@ -39,15 +39,7 @@ func clerkCSP(fapi string) string {
 // never the path's values or the query string.
 func (s *Server) withSecurity(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Content-Security-Policy", baseCSP)
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		if s.isHTTPS() {
-			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
-		}
+		s.securityHeaders(w.Header())
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if v := recover(); v != nil {
@@ -62,6 +54,18 @@ func (s *Server) withSecurity(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// securityHeaders sets the headers every answer carries.
+func (s *Server) securityHeaders(h http.Header) {
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", baseCSP)
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	if s.isHTTPS() {
+		h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+	}
 }
 
 // statusRecorder remembers whether a panicking handler already answered.
@@ -84,6 +88,93 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 }
 
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// withSession gives each request its session (Server.session reads the
+// cookies when a handler first asks, so a request that never asks reads
+// none) and saves it once, as the answer's headers are about to leave,
+// only if it changed: one Set-Cookie per cookie at most, none for a
+// session left as it was. rule: a session that cannot be saved is an error
+// answer (500, no-store, nothing of the handler's answer), never an answer
+// whose confirmation or one-time code silently did not persist.
+func (s *Server) withSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &sessionWriter{ResponseWriter: w, s: s}
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, &sw.rs))
+		sw.r = r
+		next.ServeHTTP(sw, r)
+		// A handler that wrote nothing is answered 200 by net/http after
+		// this returns: its session is saved first.
+		sw.commit()
+	})
+}
+
+// sessionWriter saves the request's session before the first byte of the
+// answer: its status line.
+type sessionWriter struct {
+	http.ResponseWriter
+	s  *Server
+	r  *http.Request
+	rs requestSession
+	// done is set once the session was saved or found unchanged; failed
+	// when it could not be saved and the error answer was written instead.
+	done, failed bool
+}
+
+// commit saves the session once and reports whether the handler's answer
+// may go on. When the save fails it writes the error answer in its place,
+// with the session as the request found it.
+func (w *sessionWriter) commit() bool {
+	if w.done {
+		return !w.failed
+	}
+	w.done = true
+	cookies, err := w.s.sessionCookies(&w.rs)
+	if err == nil {
+		for _, c := range cookies {
+			w.Header().Add("Set-Cookie", c.String())
+		}
+		return true
+	}
+	w.failed = true
+	// Nothing of the handler's answer goes out, its headers included: the
+	// error answer has only what every answer has.
+	h := w.Header()
+	clear(h)
+	w.s.securityHeaders(h)
+	if id := requestIDFrom(w.r.Context()); id != "" {
+		h.Set("X-Request-ID", id)
+	}
+	w.rs.now = w.rs.was
+	w.s.writeError(w.ResponseWriter, w.r, fmt.Errorf("save session: %w", err))
+	return false
+}
+
+func (w *sessionWriter) WriteHeader(code int) {
+	if code >= http.StatusOK && !w.commit() {
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write drops the handler's body when the session could not be saved: the
+// error answer went out instead.
+func (w *sessionWriter) Write(b []byte) (int, error) {
+	if !w.commit() {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// FlushError lets http.ResponseController flush, after the session is saved.
+func (w *sessionWriter) FlushError() error {
+	if !w.commit() {
+		return nil
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // isUnsafe reports whether the method may change state.
 func isUnsafe(method string) bool {

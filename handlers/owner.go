@@ -15,8 +15,8 @@ func (s *Server) handleOwnerHome(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v.Flash = s.takeFlash(w, r)
-	c := s.chrome(w, r, "Owner console")
+	v.Flash = s.session(r).takeFlash()
+	c := s.chrome(r, "Owner console")
 	return s.render(w, r, http.StatusOK, c, views.OwnerHome(c, *v))
 }
 

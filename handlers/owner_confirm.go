@@ -27,7 +27,7 @@ func (s *Server) renderConfirmStatus(w http.ResponseWriter, r *http.Request, sta
 	if v.Nav == "" {
 		v.Nav = "queue"
 	}
-	c := s.chrome(w, r, v.Title)
+	c := s.chrome(r, v.Title)
 	if wantsBlock(r) {
 		return s.render(w, r, status, c, views.ConfirmBlock(c, v))
 	}

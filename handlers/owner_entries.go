@@ -102,7 +102,7 @@ func invitationRow(inv *store.Invitation, now time.Time) views.InvitationRow {
 
 // renderEntry writes the entry page, or only its block for htmx.
 func (s *Server) renderEntry(w http.ResponseWriter, r *http.Request, status int, v *views.EntryPageView) error {
-	c := s.chrome(w, r, "Entry · "+v.Program.Name)
+	c := s.chrome(r, "Entry · "+v.Program.Name)
 	if wantsBlock(r) {
 		return s.render(w, r, status, c, views.EntryBlock(c, *v))
 	}
@@ -130,7 +130,7 @@ func (s *Server) handleEntryPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v.Flash = s.takeFlash(w, r)
+	v.Flash = s.session(r).takeFlash()
 	return s.renderEntry(w, r, http.StatusOK, v)
 }
 
@@ -202,7 +202,7 @@ func (s *Server) handleEntryAction(act entryAction) handlerFunc {
 		if _, err := act.do(s.db, r, in); err != nil {
 			return failed(err)
 		}
-		s.setFlash(w, r, act.done)
+		s.session(r).Flash = act.done
 		return redirect(w, r, views.OwnerURL("programs", r.PathValue("id"), "entries", r.PathValue("entryId")))
 	}
 }

@@ -69,62 +69,11 @@ func (s *Server) handleIssueInvitation(w http.ResponseWriter, r *http.Request) e
 		return failed(err)
 	}
 	if res.Code != "" {
-		s.keepCode(w, r, res.Invitation.ID, res.Code)
+		// The code waits in the encrypted session for the one page that
+		// shows it.
+		s.session(r).Code = heldCode{InvitationID: res.Invitation.ID, Code: res.Code}
 	}
 	return redirect(w, r, entryPath(r)+"/invitations/"+res.Invitation.ID)
-}
-
-// sessionCodeKey is where the session keeps a new code until its page is
-// read: the invitation ID and the code. sessionShownKey then holds the
-// invitation ID until the owner's next page elsewhere.
-const (
-	sessionCodeKey  = "issuedCode"
-	sessionShownKey = "codeShown"
-)
-
-// keepCode holds a new invitation's code in the encrypted session for the
-// one page that shows it.
-func (s *Server) keepCode(w http.ResponseWriter, r *http.Request, invitationID, code string) {
-	sess := s.session(r)
-	sess.Values[sessionCodeKey] = invitationID + " " + code
-	if err := sess.Save(r, w); err != nil {
-		s.log.ErrorContext(r.Context(), "keep code", "err", err)
-	}
-}
-
-// takeCode returns the invitation's code if the session still holds it,
-// and forgets it: a code is shown exactly once.
-func (s *Server) takeCode(w http.ResponseWriter, r *http.Request, invitationID string) string {
-	sess := s.session(r)
-	held, _ := sess.Values[sessionCodeKey].(string)
-	id, code, ok := strings.Cut(held, " ")
-	if !ok || id != invitationID {
-		return ""
-	}
-	delete(sess.Values, sessionCodeKey)
-	sess.Values[sessionShownKey] = invitationID
-	if err := sess.Save(r, w); err != nil {
-		s.log.ErrorContext(r.Context(), "forget code", "err", err)
-		return ""
-	}
-	return code
-}
-
-// forgetShownCode runs on the first page after a code page: it changes the
-// session cookie. rule: a browser may keep a no-store page in its
-// back-forward cache and show it again on Back — unless a cookie of the
-// site changed meanwhile — so this change makes Back load the code page
-// anew, and it then says the code was shown (docs/console.md#invitation-codes).
-func (s *Server) forgetShownCode(w http.ResponseWriter, r *http.Request) {
-	sess := s.session(r)
-	shown, ok := sess.Values[sessionShownKey].(string)
-	if !ok || shown == r.PathValue("invitationId") {
-		return
-	}
-	delete(sess.Values, sessionShownKey)
-	if err := sess.Save(r, w); err != nil {
-		s.log.ErrorContext(r.Context(), "forget shown code", "err", err)
-	}
 }
 
 // handleCodePage shows an invitation's code the first time it is loaded
@@ -148,9 +97,9 @@ func (s *Server) handleCodePage(w http.ResponseWriter, r *http.Request) error {
 	}
 	inv := &d.Invitations[i]
 	v := views.IssuedView{Program: programSummary(p), EntryID: d.Entry.ID, EntryEmail: d.Entry.Email,
-		Invitation: invitationRow(inv, s.db.Now()), Code: s.takeCode(w, r, inv.ID), RedeemURL: s.opts.PublicURL.JoinPath("redeem").String(),
+		Invitation: invitationRow(inv, s.db.Now()), Code: s.session(r).takeCode(inv.ID), RedeemURL: s.opts.PublicURL.JoinPath("redeem").String(),
 		Delivery: views.DeliveryForm{InvitationID: inv.ID, RequestKey: uuid.NewString()}}
-	c := s.chrome(w, r, "Invitation · "+p.Name)
+	c := s.chrome(r, "Invitation · "+p.Name)
 	return s.render(w, r, http.StatusOK, c, views.IssuedPage(c, v))
 }
 
@@ -263,7 +212,7 @@ func (s *Server) handleRecordDelivery(w http.ResponseWriter, r *http.Request) er
 	if _, err := s.db.RecordDelivery(r.Context(), ownerActor(r), invID, in); err != nil {
 		return failed(err)
 	}
-	s.setFlash(w, r, "Send recorded. The code can now be redeemed until it expires.")
+	s.session(r).Flash = "Send recorded. The code can now be redeemed until it expires."
 	return redirect(w, r, entryPath(r))
 }
 
@@ -286,7 +235,7 @@ func (s *Server) handleRevokeInvitation(w http.ResponseWriter, r *http.Request) 
 			v.ActionError, v.ActionField = msg, "invitations-title"
 		})
 	}
-	s.setFlash(w, r, "Invitation revoked. The entry is selected again and its seat is free.")
+	s.session(r).Flash = "Invitation revoked. The entry is selected again and its seat is free."
 	return redirect(w, r, entryPath(r))
 }
 
@@ -301,7 +250,7 @@ func (s *Server) handleRevokeGrant(w http.ResponseWriter, r *http.Request) error
 			v.ActionError, v.ActionField = msg, "access-title"
 		})
 	}
-	s.setFlash(w, r, "Access revoked.")
+	s.session(r).Flash = "Access revoked."
 	return redirect(w, r, entryPath(r))
 }
 

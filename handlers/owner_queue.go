@@ -146,7 +146,7 @@ func canonicalQuery(rawQuery string) bool {
 
 // renderQueue writes the queue page, or only its block for htmx.
 func (s *Server) renderQueue(w http.ResponseWriter, r *http.Request, status int, v *views.QueueView) error {
-	c := s.chrome(w, r, "Queue · "+v.Program.Name)
+	c := s.chrome(r, "Queue · "+v.Program.Name)
 	if wantsBlock(r) {
 		// The address bar shows the page's own URL, without empty filters.
 		if r.Method == http.MethodGet {
@@ -169,7 +169,7 @@ func (s *Server) handleQueuePage(w http.ResponseWriter, r *http.Request) error {
 	if !wantsBlock(r) && !canonicalQuery(r.URL.RawQuery) {
 		return redirect(w, r, v.SelfURL)
 	}
-	v.Flash = s.takeFlash(w, r)
+	v.Flash = s.session(r).takeFlash()
 	return s.renderQueue(w, r, http.StatusOK, v)
 }
 
@@ -286,7 +286,7 @@ func (s *Server) handleBulk(act bulkAction) handlerFunc {
 		if err != nil {
 			return failed(err)
 		}
-		s.setFlash(w, r, act.done(len(done)))
+		s.session(r).Flash = act.done(len(done))
 		return redirect(w, r, b.next)
 	}
 }
@@ -326,7 +326,7 @@ func (s *Server) confirmBulkDecline(w http.ResponseWriter, r *http.Request, b bu
 	if refused != "" {
 		status = http.StatusBadRequest
 	}
-	c := s.chrome(w, r, "Decline entries · "+p.Name)
+	c := s.chrome(r, "Decline entries · "+p.Name)
 	if wantsBlock(r) {
 		return s.render(w, r, status, c, views.BulkDeclineConfirmBlock(c, v))
 	}

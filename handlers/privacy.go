@@ -67,6 +67,6 @@ func (s *Server) handlePrivacy(w http.ResponseWriter, r *http.Request) error {
 	for _, pc := range contacts {
 		v.Contacts = append(v.Contacts, views.PrivacyContact{Workspace: pc.WorkspaceName, Contact: pc.Contact, Programs: pc.Programs})
 	}
-	c := s.chrome(w, r, "Privacy")
+	c := s.chrome(r, "Privacy")
 	return s.render(w, r, http.StatusOK, c, views.Privacy(c, v))
 }

@@ -33,7 +33,7 @@ func (s *Server) handlePrivatePage(w http.ResponseWriter, r *http.Request) error
 		v.Assets = append(v.Assets, views.PrivateAsset{Name: a.Name, URL: privateAssetPath(pc.Slug, a.Name),
 			ContentType: a.ContentType, Size: a.Size})
 	}
-	c := s.chrome(w, r, pc.Name+" · early access")
+	c := s.chrome(r, pc.Name+" · early access")
 	return s.render(w, r, http.StatusOK, c, views.Private(c, v))
 }
 

@@ -83,7 +83,7 @@ func (s *Server) handleCreateProgram(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return s.rerenderOwnerHome(w, r, err, form)
 	}
-	s.setFlash(w, r, "Program created. It is closed: publish a notice, then switch on “Signup open” under Settings.")
+	s.session(r).Flash = "Program created. It is closed: publish a notice, then switch on “Signup open” under Settings."
 	return redirect(w, r, views.OwnerURL("programs", p.ID))
 }
 
@@ -102,7 +102,7 @@ func (s *Server) rerenderOwnerHome(w http.ResponseWriter, r *http.Request, err e
 	// The create form's inputs are named and identified alike.
 	form.Error, form.Field = msg, store.ErrorField(err)
 	v.Create = form
-	c := s.chrome(w, r, "Owner console")
+	c := s.chrome(r, "Owner console")
 	return s.render(w, r, status, c, views.OwnerHome(c, *v))
 }
 
@@ -197,7 +197,7 @@ func settingsFormOf(p *store.Program) views.SettingsForm {
 
 // renderProgramPage writes the program page with the given status.
 func (s *Server) renderProgramPage(w http.ResponseWriter, r *http.Request, status int, v *views.ProgramPageView) error {
-	c := s.chrome(w, r, "Overview · "+v.Program.Name)
+	c := s.chrome(r, "Overview · "+v.Program.Name)
 	return s.render(w, r, status, c, views.ProgramPage(c, *v))
 }
 
@@ -210,14 +210,14 @@ func (s *Server) handleProgramPage(w http.ResponseWriter, r *http.Request) error
 		if err != nil {
 			return err
 		}
-		c := s.chrome(w, r, p.Name)
+		c := s.chrome(r, p.Name)
 		return s.render(w, r, http.StatusOK, c, views.RetireProgress(programSummary(p)))
 	}
 	v, err := s.programPageView(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	v.Flash = s.takeFlash(w, r)
+	v.Flash = s.session(r).takeFlash()
 	return s.renderProgramPage(w, r, http.StatusOK, v)
 }
 
@@ -295,6 +295,6 @@ func (s *Server) handleProgramSettings(w http.ResponseWriter, r *http.Request) e
 		return failed(err)
 	}
 	s.forgetQuotes() // the name may have changed
-	s.setFlash(w, r, "Settings saved.")
+	s.session(r).Flash = "Settings saved."
 	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
 }

@@ -19,7 +19,7 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) error {
 	for _, p := range ps {
 		cards = append(cards, views.ProgramCard{Slug: p.Slug, Name: p.Name, Purpose: p.Purpose, Full: p.QueueFull()})
 	}
-	c := s.chrome(w, r, "Waitlists")
+	c := s.chrome(r, "Waitlists")
 	return s.render(w, r, http.StatusOK, c, views.Home(c, cards))
 }
 

@@ -1,15 +1,14 @@
 package handlers
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 
 	"admit/views"
 )
 
-// receivedCookie carries a browser's accepted signup from its POST to the
-// page that shows it (POST → 303 → GET, docs/API.md#html-routes): the
+// receivedCookie carries a browser's accepted signup (session.Received)
+// from its POST to the page that shows it (POST → 303 → GET, docs/API.md#html-routes): the
 // removal token rides server-sealed (signed and encrypted), never in a URL,
 // lives minutes, is scoped to the waitlist pages and is cleared by the one
 // GET that shows it. A reload or a restored tab re-posts nothing and finds
@@ -37,41 +36,6 @@ func wantsPage(r *http.Request) bool {
 // receivedPath is the page that shows a program's accepted signup.
 func receivedPath(slug string) string { return "/waitlist/" + slug + "/received" }
 
-// keepReceived seals the accepted signup into its short-lived cookie.
-func (s *Server) keepReceived(w http.ResponseWriter, r *http.Request, st receivedState) error {
-	sess, _ := s.sessions.New(r, receivedCookie)
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	sess.Values["signup"] = string(b)
-	sess.Options.Path = "/waitlist/"
-	sess.Options.MaxAge = receivedLifetime
-	return sess.Save(r, w)
-}
-
-// takeReceived returns the accepted signup for slug and clears it, so it
-// is shown once. ok is false when there is none (already shown, expired,
-// or another program's).
-func (s *Server) takeReceived(w http.ResponseWriter, r *http.Request, slug string) (st receivedState, ok bool) {
-	c, err := r.Cookie(receivedCookie)
-	if err != nil || c.Value == "" {
-		return st, false
-	}
-	sess, err := s.sessions.Get(r, receivedCookie)
-	// Cleared whatever it held: one GET, one showing.
-	http.SetCookie(w, &http.Cookie{Name: receivedCookie, Value: "", Path: "/waitlist/", MaxAge: -1, HttpOnly: true,
-		Secure: s.isHTTPS(), SameSite: http.SameSiteLaxMode})
-	if err != nil {
-		return st, false
-	}
-	raw, _ := sess.Values["signup"].(string)
-	if json.Unmarshal([]byte(raw), &st) != nil || st.Slug != slug {
-		return receivedState{}, false
-	}
-	return st, true
-}
-
 // handleReceived shows a browser's accepted signup once: the removal link
 // first, or on a replay that it was shown before. Without one (a reload,
 // a restored tab) it says the link was shown and how to remove oneself by
@@ -79,13 +43,13 @@ func (s *Server) takeReceived(w http.ResponseWriter, r *http.Request, slug strin
 func (s *Server) handleReceived(w http.ResponseWriter, r *http.Request) error {
 	slug := r.PathValue("slug")
 	noStore(w)
-	st, ok := s.takeReceived(w, r, slug)
+	st, ok := s.session(r).takeReceived(slug)
 	if !ok {
 		p, _, err := s.db.PublicProgram(r.Context(), slug)
 		if err != nil {
 			return err
 		}
-		c := s.chrome(w, r, "Request received · "+p.Name)
+		c := s.chrome(r, "Request received · "+p.Name)
 		return s.render(w, r, http.StatusOK, c, views.ReceivedShown(c, views.ReceivedView{Slug: p.Slug, Name: p.Name,
 			WorkspaceName: p.WorkspaceName, Purpose: p.Purpose, SignInURL: signInURL("/me")}))
 	}
@@ -93,7 +57,7 @@ func (s *Server) handleReceived(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c := s.chrome(w, r, "Request received · "+q.Name)
+	c := s.chrome(r, "Request received · "+q.Name)
 	return s.render(w, r, http.StatusOK, c, views.Received(c, s.receivedView(q, st)))
 }
 

@@ -20,7 +20,7 @@ func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
 		rows = append(rows, views.MyEntry{Slug: o.Slug, Name: o.Name, Purpose: o.Purpose, State: o.State, JoinedAt: o.JoinedAt,
 			NoticeVersion: o.NoticeVersion, AccessEnabled: o.AccessEnabled, InvitationSent: o.InvitationSent, EraseAfter: o.EraseAfter})
 	}
-	c := s.chrome(w, r, "My waitlists")
+	c := s.chrome(r, "My waitlists")
 	return s.render(w, r, http.StatusOK, c, views.Me(c, emails, rows))
 }
 
@@ -59,7 +59,7 @@ func (s *Server) handleWithdrawConfirm(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return ownEntryOr404(err)
 	}
-	c := s.chrome(w, r, "Withdraw from "+e.Name)
+	c := s.chrome(r, "Withdraw from "+e.Name)
 	return s.render(w, r, http.StatusOK, c, views.WithdrawConfirm(c, views.WithdrawView{Slug: e.Slug, Name: e.Name, Purpose: e.Purpose, State: e.State}))
 }
 
@@ -73,7 +73,7 @@ func (s *Server) handleWithdrawPost(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return ownEntryOr404(err)
 	}
-	s.setNote(w, r, withdrawnNote(e.Name))
+	s.session(r).Note = withdrawnNote(e.Name)
 	http.Redirect(w, r, "/me", http.StatusSeeOther)
 	return nil
 }

@@ -93,7 +93,7 @@ func (s *Server) redeem(r *http.Request, code string) (*store.Redemption, error)
 // with a return to this page; signed in, it shows the form.
 func (s *Server) handleRedeem(w http.ResponseWriter, r *http.Request) error {
 	noStore(w) // the form carries the session's CSRF token
-	c := s.chrome(w, r, "Redeem an invitation code")
+	c := s.chrome(r, "Redeem an invitation code")
 	return s.render(w, r, http.StatusOK, c, views.Redeem(c, views.RedeemView{SignInURL: signInURL("/redeem")}))
 }
 
@@ -122,10 +122,10 @@ func (s *Server) handleRedeemPost(w http.ResponseWriter, r *http.Request) error 
 		default:
 			return err
 		}
-		c := s.chrome(w, r, "Redeem an invitation code")
+		c := s.chrome(r, "Redeem an invitation code")
 		return s.render(w, r, status, c, views.Redeem(c, v))
 	}
-	s.setNote(w, r, "Your code worked: you now have early access to this program.")
+	s.session(r).Note = "Your code worked: you now have early access to this program."
 	http.Redirect(w, r, "/early-access/"+red.Slug, http.StatusSeeOther)
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 // in a URL: manage.js copies it from the fragment into the form.
 func (s *Server) handleManage(w http.ResponseWriter, r *http.Request) error {
 	noStore(w)
-	c := s.chrome(w, r, "Remove my entry")
+	c := s.chrome(r, "Remove my entry")
 	return s.render(w, r, http.StatusOK, c, views.Manage(c, views.ManageView{}))
 }
 
@@ -49,14 +49,14 @@ func (s *Server) handleRemovePost(w http.ResponseWriter, r *http.Request) error 
 	tok := removalToken(in)
 	noStore(w)
 	if err := store.CheckRemovalToken(tok); err != nil {
-		c := s.chrome(w, r, "Remove my entry")
+		c := s.chrome(r, "Remove my entry")
 		return s.render(w, r, http.StatusBadRequest, c, views.Manage(c, views.ManageView{Error: store.ErrorMessage(err)}))
 	}
 	if err := s.db.RemoveByToken(r.Context(), tok); err != nil {
 		return err
 	}
 	forgetRemovalPage(w, s.isHTTPS())
-	c := s.chrome(w, r, "Removal processed")
+	c := s.chrome(r, "Removal processed")
 	return s.render(w, r, http.StatusOK, c, views.Removed(c))
 }
 

@@ -14,8 +14,10 @@ import (
 
 // chrome builds the page shell's view model for this request. It
 // authenticates softly: a failure only means the visitor is shown as
-// signed out.
-func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) views.Chrome {
+// signed out. It writes nothing: what it takes from the session (the
+// confirmation, the mark of a shown code) or adds to it (the CSRF secret,
+// the address shown) withSession saves.
+func (s *Server) chrome(r *http.Request, title string) views.Chrome {
 	c := views.Chrome{Title: title, DevMode: s.id.Mode() == identity.ModeDev, Path: r.URL.Path, Back: s.pageBack(r)}
 	p := principalFrom(r.Context())
 	if p == nil {
@@ -25,9 +27,9 @@ func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) vi
 	}
 	if p != nil {
 		c.SignedIn = true
-		s.forgetShownCode(w, r)
-		c.CSRF = s.csrfToken(w, r, p)
-		c.SignedInAs = s.signedInAs(w, r, p)
+		s.session(r).leaveCodePage(r.PathValue("invitationId"))
+		c.CSRF = s.csrfToken(r, p)
+		c.SignedInAs = s.signedInAs(r, p)
 		// The owner group already read the memberships for this request.
 		if ws := workspacesFrom(r.Context()); len(ws) > 0 {
 			c.IsOwner = true
@@ -41,7 +43,7 @@ func (s *Server) chrome(w http.ResponseWriter, r *http.Request, title string) vi
 	// A block swapped in by htmx has no place for the message: it waits for
 	// the next whole page.
 	if !wantsBlock(r) {
-		c.Flash = s.takeNote(w, r)
+		c.Flash = s.session(r).takeNote()
 	}
 	if s.id.Mode() == identity.ModeClerk && p != nil {
 		c.Clerk = s.clerkJS("", "")

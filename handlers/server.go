@@ -102,9 +102,11 @@ type BackupStatus struct {
 
 // Server serves admit.
 type Server struct {
-	opts      Options
-	db        *store.DB
-	id        identity.Identity
+	opts Options
+	db   *store.DB
+	id   identity.Identity
+	// sessions holds the codecs (current keys first) and options of
+	// admit's own cookies (session.go).
 	sessions  *sessions.CookieStore
 	log       *slog.Logger
 	origin    string
@@ -187,9 +189,12 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	// rule: a cookie signed with the previous session keys is still read
 	// during a rotation (docs/DEPLOY.md, "Rotating a key").
 	cs := sessions.NewCookieStore(opts.Keys.sessionKeyPairs()...)
+	// The session's plaintext is JSON, not securecookie's default gob,
+	// whose decoder compiles the type description every cookie carries
+	// (docs/PERFORMANCE.md#cookies-in-json).
 	for _, c := range cs.Codecs {
 		if sc, ok := c.(*securecookie.SecureCookie); ok {
-			sc.SetSerializer(identity.SessionSerializer{})
+			sc.SetSerializer(securecookie.JSONEncoder{})
 		}
 	}
 	cs.Options = &sessions.Options{

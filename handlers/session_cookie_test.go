@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"admit/internal/identity"
@@ -42,42 +43,58 @@ func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 		t.Fatalf("new server: %v", err)
 	}
 
-	w := httptest.NewRecorder()
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	sess := s.session(r)
-	sess.Values["csrf"] = "secret"
-	sess.AddFlash("Saved.")
-	if err := sess.Save(r, w); err != nil {
-		t.Fatalf("save: %v", err)
-	}
-	var cookie *http.Cookie
-	for _, c := range w.Result().Cookies() {
-		if c.Name == sessionCookie {
-			cookie = c
-		}
-	}
-	if cookie == nil {
-		t.Fatal("no session cookie was set")
-	}
+	cookie := mustSessionCookie(t, s, session{CSRFSecret: "secret", Flash: "Saved."})
 
 	var plain []byte
 	raw := securecookie.New(keys.SessionHash, keys.SessionBlock).SetSerializer(rawSerializer{&plain})
 	if err := raw.Decode(sessionCookie, cookie.Value, new(any)); err != nil {
 		t.Fatalf("the cookie does not verify and decrypt with the session keys: %v", err)
 	}
-	if got, want := string(plain), `{"_flash":["Saved."],"csrf":"secret"}`; got != want {
+	if got, want := strings.TrimSpace(string(plain)), `{"_flash":["Saved."],"csrf":"secret"}`; got != want {
 		t.Fatalf("cookie plaintext=%s, want %s", got, want)
 	}
 
 	next := httptest.NewRequest(http.MethodGet, "/", nil)
 	next.AddCookie(cookie)
 	got := s.session(next)
-	if v, _ := got.Values["csrf"].(string); v != "secret" {
-		t.Fatalf("csrf=%q, want secret", v)
+	if got.CSRFSecret != "secret" {
+		t.Fatalf("csrf=%q, want secret", got.CSRFSecret)
 	}
-	if fl := got.Flashes(); len(fl) != 1 || fl[0] != "Saved." {
-		t.Fatalf("flashes=%v, want [Saved.]", fl)
+	if fl := got.takeFlash(); fl != "Saved." {
+		t.Fatalf("flash=%q, want Saved.", fl)
 	}
+
+	// A cookie written as gorilla/sessions values, before the session was
+	// typed, reads into the same fields.
+	old := securecookie.New(keys.SessionHash, keys.SessionBlock).SetSerializer(securecookie.JSONEncoder{})
+	v, err := old.Encode(sessionCookie, map[string]any{"csrf": "s1", "who": "sess_1 ada@example.com",
+		"issuedCode": "inv_1 CODE-1", "codeShown": "inv_0", "note": []string{"first", "You are signed out."}, "_flash": []string{"Saved."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := httptest.NewRequest(http.MethodGet, "/", nil)
+	before.AddCookie(&http.Cookie{Name: sessionCookie, Value: v})
+	want := session{CSRFSecret: "s1", Who: whoLine{ProviderSession: "sess_1", Address: "ada@example.com"},
+		Code: heldCode{InvitationID: "inv_1", Code: "CODE-1"}, CodeShown: "inv_0", Note: "You are signed out.", Flash: "Saved."}
+	if got := *s.session(before); got != want {
+		t.Fatalf("an older cookie read as %+v, want %+v", got, want)
+	}
+}
+
+// mustSessionCookie is the admit_session cookie s writes for sess.
+func mustSessionCookie(tb testing.TB, s *Server, sess session) *http.Cookie {
+	tb.Helper()
+	cookies, err := s.sessionCookies(&requestSession{loaded: true, now: sess})
+	if err != nil {
+		tb.Fatalf("save: %v", err)
+	}
+	for _, c := range cookies {
+		if c.Name == sessionCookie {
+			return c
+		}
+	}
+	tb.Fatal("no session cookie was set")
+	return nil
 }
 
 // TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted: a session cookie
@@ -115,20 +132,7 @@ func TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted(t *testing.T) {
 	p := &identity.Principal{UserID: "user_1", SessionID: "sess_1"}
 	saveSession := func(s *Server, csrf string) *http.Cookie {
 		t.Helper()
-		w := httptest.NewRecorder()
-		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		sess := s.session(r)
-		sess.Values["csrf"] = csrf
-		if err := sess.Save(r, w); err != nil {
-			t.Fatalf("save: %v", err)
-		}
-		for _, c := range w.Result().Cookies() {
-			if c.Name == sessionCookie {
-				return c
-			}
-		}
-		t.Fatal("no session cookie was set")
-		return nil
+		return mustSessionCookie(t, s, session{CSRFSecret: csrf})
 	}
 	oldCookie := saveSession(before, "secret")
 	oldToken := before.mintCSRF("secret", p.SessionID)
@@ -150,8 +154,7 @@ func TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted(t *testing.T) {
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.AddCookie(oldCookie)
-		csrf, _ := tc.s.session(r).Values["csrf"].(string)
-		if got := csrf == "secret"; got != tc.want {
+		if got := tc.s.session(r).CSRFSecret == "secret"; got != tc.want {
 			t.Errorf("%s: the old session cookie read=%v, want %v", tc.name, got, tc.want)
 		}
 		if got := tc.s.checkCSRF(post(oldCookie, oldToken), p) == nil; got != tc.want {

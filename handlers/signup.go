@@ -78,7 +78,7 @@ func (s *Server) handleWaitlist(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The form carries a fresh request key: never cache it.
 	noStore(w)
-	c := s.chrome(w, r, v.Name)
+	c := s.chrome(r, v.Name)
 	return s.render(w, r, http.StatusOK, c, views.Waitlist(c, *v))
 }
 
@@ -124,9 +124,7 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 		// rule (docs/API.md#html-routes): a browser's post is answered
 		// 303 to the page that shows it, so reloading never posts again;
 		// the token goes there sealed in a cookie, never in the URL.
-		if err := s.keepReceived(w, r, st); err != nil {
-			return err
-		}
+		s.session(r).keepReceived(st)
 		http.Redirect(w, r, receivedPath(slug), http.StatusSeeOther)
 		return nil
 	}
@@ -136,7 +134,7 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	c := s.chrome(w, r, "Request received · "+q.Name)
+	c := s.chrome(r, "Request received · "+q.Name)
 	return s.render(w, r, http.StatusAccepted, c, views.Received(c, s.receivedView(q, st)))
 }
 
@@ -183,7 +181,7 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 		}
 	}
 	// 409 and 429 get the fresh key waitlistView made.
-	c := s.chrome(w, r, v.Name)
+	c := s.chrome(r, v.Name)
 	return s.render(w, r, status, c, views.Waitlist(c, *v))
 }
 

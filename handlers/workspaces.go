@@ -32,8 +32,8 @@ func (s *Server) handleWorkspacePage(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	v := workspaceView(ws)
-	v.Flash = s.takeFlash(w, r)
-	c := s.chrome(w, r, "Workspace settings · "+ws.DisplayName)
+	v.Flash = s.session(r).takeFlash()
+	c := s.chrome(r, "Workspace settings · "+ws.DisplayName)
 	return s.render(w, r, http.StatusOK, c, views.WorkspacePage(c, v))
 }
 
@@ -64,9 +64,9 @@ func (s *Server) handleWorkspaceSettings(w http.ResponseWriter, r *http.Request)
 		v := workspaceView(ws)
 		form.Error, form.Field = msg, store.ErrorField(err)
 		v.Form = form
-		c := s.chrome(w, r, "Workspace settings · "+ws.DisplayName)
+		c := s.chrome(r, "Workspace settings · "+ws.DisplayName)
 		return s.render(w, r, status, c, views.WorkspacePage(c, v))
 	}
-	s.setFlash(w, r, "Workspace settings saved.")
+	s.session(r).Flash = "Workspace settings saved."
 	return redirect(w, r, views.OwnerURL("workspaces", ws.ID))
 }

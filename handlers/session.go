@@ -1,0 +1,291 @@
+package handlers
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/gorilla/securecookie"
+	"github.com/gorilla/sessions"
+)
+
+// sessionCookie is the name of admit's own signed and encrypted cookie. It
+// holds every field of the session except the received signup; the
+// identity lives in the provider's session.
+const sessionCookie = "admit_session"
+
+// session is what admit's own cookies hold for one browser, typed. A
+// request reads it when a handler first asks (Server.session), handlers
+// read and set its fields, and withSession writes it back once, before the
+// answer's headers leave, only if it changed
+// (docs/ARCHITECTURE.md#a-request-start-to-finish). No handler saves it.
+type session struct {
+	// CSRFSecret is what this browser's CSRF tokens are minted from
+	// (csrf.go); a new identity gets a new one.
+	CSRFSecret string
+	// Who caches the address the navigation shows for one provider
+	// session: looked up once per provider session rather than from the
+	// identity provider on every page.
+	Who whoLine
+	// Code holds a new invitation's code until the one page that shows it;
+	// CodeShown then holds that invitation's ID until the owner's next
+	// page elsewhere (leaveCodePage).
+	Code      heldCode
+	CodeShown string
+	// Note is the confirmation the next whole page's shell shows, whatever
+	// page a redirect leads to (sign-out, withdrawal, redemption); Flash is
+	// the one the owner pages show. Both are fixed sentences, with counts
+	// or a program's name at most, never personal data.
+	Note, Flash string
+	// Received is a browser's accepted signup on its way from its POST to
+	// the page that shows it. It rides in a cookie of its own,
+	// receivedCookie, scoped to the waitlist pages and minutes long
+	// (docs/API.md#the-signup-form-in-a-browser).
+	Received receipt
+	// unreadable is set when the browser sent an admit_session cookie that
+	// does not decode (old keys, tampering): read as empty, rewritten
+	// only when the session changes — or on sign-out, which clears it.
+	unreadable bool
+}
+
+// whoLine is the address shown for one provider session.
+type whoLine struct{ ProviderSession, Address string }
+
+// heldCode is a new invitation's code and the invitation it belongs to.
+type heldCode struct{ InvitationID, Code string }
+
+// receipt is the received-signup cookie: Held when the browser sent one,
+// readable or not (it is cleared either way), and what it said.
+type receipt struct {
+	Held  bool
+	State receivedState
+}
+
+// csrfSecret returns the session's CSRF secret, making one on first need.
+func (s *session) csrfSecret() string {
+	if s.CSRFSecret == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			panic(err)
+		}
+		s.CSRFSecret = base64.RawURLEncoding.EncodeToString(b)
+	}
+	return s.CSRFSecret
+}
+
+// newIdentity forgets what belonged to the identity before: a new identity
+// gets a new CSRF secret and shows its own address.
+func (s *session) newIdentity() { s.CSRFSecret, s.Who = "", whoLine{} }
+
+// signOut starts the session over empty: no CSRF secret, no address, no
+// code, no confirmation, and a cookie that could not be read is replaced.
+// The received signup, in its own cookie, stays.
+func (s *session) signOut() { *s = session{Received: s.Received} }
+
+// takeNote returns the pending confirmation, if any, and forgets it.
+func (s *session) takeNote() string {
+	n := s.Note
+	s.Note = ""
+	return n
+}
+
+// takeFlash returns the owner pages' pending confirmation and forgets it.
+func (s *session) takeFlash() string {
+	f := s.Flash
+	s.Flash = ""
+	return f
+}
+
+// takeCode returns the invitation's code if the session still holds it,
+// and forgets it: a code is shown exactly once. The invitation is then
+// marked as the one whose code was shown.
+func (s *session) takeCode(invitationID string) string {
+	if s.Code.Code == "" || s.Code.InvitationID != invitationID {
+		return ""
+	}
+	code := s.Code.Code
+	s.Code, s.CodeShown = heldCode{}, invitationID
+	return code
+}
+
+// leaveCodePage runs on every signed-in page (invitationID is the page's
+// own, or "") and forgets the shown code's mark unless this is that code's
+// page. rule: a browser may keep a
+// no-store page in its back-forward cache and show it again on Back —
+// unless a cookie of the site changed meanwhile — so this change makes Back
+// load the code page anew, and it then says the code was shown
+// (docs/console.md#invitation-codes).
+func (s *session) leaveCodePage(invitationID string) {
+	if s.CodeShown != "" && s.CodeShown != invitationID {
+		s.CodeShown = ""
+	}
+}
+
+// keepReceived holds a browser's accepted signup for the page that shows it.
+func (s *session) keepReceived(st receivedState) { s.Received = receipt{Held: true, State: st} }
+
+// takeReceived returns the accepted signup for slug and clears it whatever
+// it held — one GET, one showing. ok is false when there is none (already
+// shown, expired, unreadable, or another program's).
+func (s *session) takeReceived(slug string) (st receivedState, ok bool) {
+	held := s.Received
+	s.Received = receipt{}
+	if !held.Held || held.State.Slug == "" || held.State.Slug != slug {
+		return receivedState{}, false
+	}
+	return held.State, true
+}
+
+// sessionWire is admit_session's plaintext (JSON, then signed and
+// encrypted): the keys and shapes the session had as gorilla/sessions
+// values, so a cookie written before the typed session still reads. Keys
+// are in alphabetical order, as a JSON map's were.
+type sessionWire struct {
+	Flashes    []string `json:"_flash,omitempty"`
+	CodeShown  string   `json:"codeShown,omitempty"`
+	CSRF       string   `json:"csrf,omitempty"`
+	IssuedCode string   `json:"issuedCode,omitempty"` // "<invitation ID> <code>"
+	Notes      []string `json:"note,omitempty"`
+	Who        string   `json:"who,omitempty"` // "<provider session ID> <address>"
+}
+
+// receivedWire is admit_received's plaintext: the receivedState as JSON
+// text under "signup", as before the typed session.
+type receivedWire struct {
+	Signup string `json:"signup"`
+}
+
+func (s session) wire() sessionWire {
+	w := sessionWire{CodeShown: s.CodeShown, CSRF: s.CSRFSecret}
+	if s.Flash != "" {
+		w.Flashes = []string{s.Flash}
+	}
+	if s.Note != "" {
+		w.Notes = []string{s.Note}
+	}
+	if s.Code != (heldCode{}) {
+		w.IssuedCode = s.Code.InvitationID + " " + s.Code.Code
+	}
+	if s.Who != (whoLine{}) {
+		w.Who = s.Who.ProviderSession + " " + s.Who.Address
+	}
+	return w
+}
+
+func (w sessionWire) session() session {
+	s := session{CSRFSecret: w.CSRF, CodeShown: w.CodeShown, Flash: last(w.Flashes), Note: last(w.Notes)}
+	if id, code, ok := strings.Cut(w.IssuedCode, " "); ok {
+		s.Code = heldCode{InvitationID: id, Code: code}
+	}
+	if sid, addr, ok := strings.Cut(w.Who, " "); ok {
+		s.Who = whoLine{ProviderSession: sid, Address: addr}
+	}
+	return s
+}
+
+// last is the latest of a list of confirmations: the one shown.
+func last(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	return l[len(l)-1]
+}
+
+// requestSession is one request's session: read at the first ask, and
+// what was read, to tell whether it changed.
+type requestSession struct {
+	loaded   bool
+	now, was session
+}
+
+// sessionKey is the request context's key of its *requestSession.
+type sessionKey struct{}
+
+// session returns this request's session, reading its cookies the first
+// time it is asked for: a request that never asks reads none. Outside
+// withSession (the panic page) it is a copy nothing saves.
+func (s *Server) session(r *http.Request) *session {
+	rs, ok := r.Context().Value(sessionKey{}).(*requestSession)
+	if !ok {
+		sess := s.readSession(r)
+		return &sess
+	}
+	if !rs.loaded {
+		rs.was, rs.loaded = s.readSession(r), true
+		rs.now = rs.was
+	}
+	return &rs.now
+}
+
+// readSession reads both of admit's cookies. A cookie that fails to decode
+// (old keys, tampering) starts a new session.
+func (s *Server) readSession(r *http.Request) session {
+	var sess session
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		var w sessionWire
+		if securecookie.DecodeMulti(sessionCookie, c.Value, &w, s.sessions.Codecs...) == nil {
+			sess = w.session()
+		} else {
+			sess.unreadable = true
+		}
+	}
+	if c, err := r.Cookie(receivedCookie); err == nil && c.Value != "" {
+		sess.Received.Held = true
+		var w receivedWire
+		if securecookie.DecodeMulti(receivedCookie, c.Value, &w, s.sessions.Codecs...) == nil {
+			if json.Unmarshal([]byte(w.Signup), &sess.Received.State) != nil {
+				sess.Received.State = receivedState{}
+			}
+		}
+	}
+	return sess
+}
+
+// sessionCookies are the Set-Cookie values of what changed in rs: none
+// when nothing did. Nothing is returned unless every changed cookie was
+// encoded.
+func (s *Server) sessionCookies(rs *requestSession) ([]*http.Cookie, error) {
+	if !rs.loaded {
+		return nil, nil
+	}
+	var out []*http.Cookie
+	now, was := rs.now, rs.was
+	now.Received, was.Received = receipt{}, receipt{}
+	if now != was {
+		v, err := securecookie.EncodeMulti(sessionCookie, now.wire(), s.sessions.Codecs...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sessions.NewCookie(sessionCookie, v, s.sessions.Options))
+	}
+	if rs.now.Received != rs.was.Received {
+		c, err := s.receivedSetCookie(rs.now.Received)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// receivedSetCookie writes the received signup, or clears its cookie.
+func (s *Server) receivedSetCookie(rc receipt) (*http.Cookie, error) {
+	opts := *s.sessions.Options
+	opts.Path = "/waitlist/"
+	if !rc.Held {
+		opts.MaxAge = -1
+		return sessions.NewCookie(receivedCookie, "", &opts), nil
+	}
+	b, err := json.Marshal(rc.State)
+	if err != nil {
+		return nil, err
+	}
+	v, err := securecookie.EncodeMulti(receivedCookie, receivedWire{Signup: string(b)}, s.sessions.Codecs...)
+	if err != nil {
+		return nil, err
+	}
+	opts.MaxAge = receivedLifetime
+	return sessions.NewCookie(receivedCookie, v, &opts), nil
+}

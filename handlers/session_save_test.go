@@ -1,0 +1,214 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gorilla/securecookie"
+)
+
+// failingCodec is the session store's real codec, made to refuse every
+// encoding while fail is set: a session that cannot be saved.
+type failingCodec struct {
+	securecookie.Codec
+	fail *atomic.Bool
+}
+
+func (c failingCodec) Encode(name string, value any) (string, error) {
+	if c.fail.Load() {
+		return "", errors.New("the session codec refuses to encode")
+	}
+	return c.Codec.Encode(name, value)
+}
+
+// withSessionSaveFailing makes every session save fail while fail is set.
+func withSessionSaveFailing(fail *atomic.Bool) appOption {
+	return func(c *appConfig) {
+		c.server = func(s *Server) {
+			for i, codec := range s.sessions.Codecs {
+				s.sessions.Codecs[i] = failingCodec{Codec: codec, fail: fail}
+			}
+		}
+	}
+}
+
+// sessionSetCookies are the Set-Cookie headers of r naming admit_session.
+func sessionSetCookies(r *testResponse) []string {
+	var out []string
+	for _, c := range r.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(c, sessionCookie+"=") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// mustIssueByForm issues an invitation to a new selected entry through the
+// console's form and returns the code page's path; the session then holds
+// the code for that page.
+func mustIssueByForm(t *testing.T, app *testApp, owner *testClient, email string) string {
+	t.Helper()
+	entry := "/owner/programs/" + app.Demo.ID + "/entries/" + mustInsertEntry(t, app.DB, app.Demo, email, "selected")
+	page := owner.Get(t, entry)
+	form := url.Values{}
+	for _, f := range []string{"requestKey", "expiresOn", "time"} {
+		m := regexp.MustCompile(`name="` + f + `"[^>]*value="([^"]+)"`).FindStringSubmatch(page.Body)
+		if m == nil {
+			t.Fatalf("the issue form has no %s", f)
+		}
+		form.Set(f, m[1])
+	}
+	posted := owner.postOwnerForm(t, entry+"/invitations", form)
+	owWantStatus(t, "issue", posted, http.StatusSeeOther)
+	return owLocation(posted)
+}
+
+// TestSession_FailedSaveIsAnErrorAnswer: when the session cannot be saved
+// the client gets the error adapter's 500 — page or JSON, no-store — and
+// nothing of the handler's answer; what the session held is still there
+// once saving works again.
+func TestSession_FailedSaveIsAnErrorAnswer(t *testing.T) {
+	var fail atomic.Bool
+	app := MustStartApp(t, withSessionSaveFailing(&fail))
+	owner := mustOwnerClient(t, app)
+	codePage := mustIssueByForm(t, app, owner, "held@example.com")
+
+	fail.Store(true)
+	r := owner.Get(t, codePage)
+	owWantStatus(t, "code page, session not saved", r, http.StatusInternalServerError)
+	if got, want := r.Header.Get("Cache-Control"), "private, no-store"; got != want {
+		t.Errorf("Cache-Control=%q, want %q", got, want)
+	}
+	if codePattern.MatchString(r.Body) || strings.Contains(r.Body, "shown only this once") {
+		t.Fatalf("the code page went out although its session was not saved:\n%.600s", r.Body)
+	}
+	if !strings.Contains(r.Body, "Something went wrong") || r.Header.Get("X-Request-ID") == "" ||
+		r.Header.Get("Content-Security-Policy") == "" {
+		t.Fatalf("not the error page with the security headers and request ID: %v\n%.600s", r.Header, r.Body)
+	}
+	if sc := sessionSetCookies(r); len(sc) != 0 {
+		t.Fatalf("Set-Cookie %q on an answer whose session was not saved", sc)
+	}
+
+	// A fresh browser's first CSRF token needs a new secret in the session:
+	// the API answers the error JSON rather than a token that cannot verify.
+	other := app.NewClient(t)
+	other.SignIn(t, "other@example.test")
+	api := other.Get(t, "/api/csrf")
+	owWantStatus(t, "GET /api/csrf, session not saved", api, http.StatusInternalServerError)
+	if got, want := api.Body, "{\"error\":\"internal\"}\n"; got != want {
+		t.Fatalf("body %q, want %q", got, want)
+	}
+	if got, want := api.Header.Get("Cache-Control"), "private, no-store"; got != want {
+		t.Errorf("API Cache-Control=%q, want %q", got, want)
+	}
+
+	// Nothing was lost: the code is still held, shown on the next load.
+	fail.Store(false)
+	again := owner.Get(t, codePage)
+	owWantStatus(t, "code page, saving again", again, http.StatusOK)
+	m := codePattern.FindStringSubmatch(again.Body)
+	if m == nil {
+		t.Fatal("the code held in the session was lost with the failed save")
+	}
+	if strings.Contains(app.Logs.String(), m[1]) || strings.Contains(app.Logs.String(), "held@example.com") {
+		t.Fatal("the log holds the code or the address")
+	}
+	if !strings.Contains(app.Logs.String(), "save session") {
+		t.Fatal("the failed save is not logged as the request's failure")
+	}
+}
+
+// TestSession_AtMostOneSetCookiePerResponse: however many of the session's
+// fields a request changes — a CSRF secret made, the address cached, a
+// confirmation taken, a shown code's mark forgotten — its answer sets
+// admit's session cookie once.
+func TestSession_AtMostOneSetCookiePerResponse(t *testing.T) {
+	app := MustStartApp(t)
+	owner := app.NewClient(t)
+	owner.SignIn(t, "owner@example.test")
+
+	// The first page after signing in makes the CSRF secret and caches the
+	// address: two changes, one cookie.
+	first := owner.Get(t, "/owner")
+	owWantStatus(t, "first page", first, http.StatusOK)
+	if got := len(sessionSetCookies(first)); got != 1 {
+		t.Fatalf("the first page set admit_session %d times, want once", got)
+	}
+	owner.CSRF(t)
+
+	// The entry's page after its code page, with a confirmation waiting:
+	// the shown code's mark forgotten and the flash taken, one cookie.
+	codePage := mustIssueByForm(t, app, owner, "once@example.com")
+	owWantStatus(t, "code page", owner.Get(t, codePage), http.StatusOK)
+	recorded := owner.postOwnerForm(t, codePage+"/delivery-record", url.Values{"requestKey": {owKey()}, "channel": {"chat"}, "reference": {"batch 3"}})
+	owWantStatus(t, "record the send", recorded, http.StatusSeeOther)
+	entry := owLocation(recorded)
+	page := owner.Get(t, entry)
+	owWantStatus(t, "entry page", page, http.StatusOK)
+	if !strings.Contains(page.Body, "Send recorded.") {
+		t.Fatal("the entry page does not show the confirmation")
+	}
+	if got := len(sessionSetCookies(page)); got != 1 {
+		t.Fatalf("the entry page set admit_session %d times, want once: %q", got, sessionSetCookies(page))
+	}
+
+	// Signing out empties the session and leaves the note: one cookie.
+	out := owner.PostForm(t, "/sign-out", url.Values{"csrf": {owner.csrf}})
+	owWantStatus(t, "sign out", out, http.StatusSeeOther)
+	if got := len(sessionSetCookies(out)); got != 1 {
+		t.Fatalf("sign-out set admit_session %d times, want once", got)
+	}
+}
+
+// TestSession_UnchangedSessionSetsNoCookie: an answer that left the session
+// as it found it sets no session cookie — a public page, a refused signup,
+// a signed-in page once the session is settled, a sign-out or a sign-in
+// with nothing of admit's session to clear.
+func TestSession_UnchangedSessionSetsNoCookie(t *testing.T) {
+	app := MustStartApp(t)
+	noCookie := func(what string, r *testResponse, want int) {
+		t.Helper()
+		owWantStatus(t, what, r, want)
+		if sc := sessionSetCookies(r); len(sc) != 0 {
+			t.Errorf("%s: Set-Cookie %q, but the session did not change", what, sc)
+		}
+	}
+	refused := signupFormValues(owKey(), "not-an-address", 1, true)
+
+	anon := app.NewClient(t)
+	noCookie("public page", anon.Get(t, "/"), http.StatusOK)
+	noCookie("waitlist page", anon.Get(t, signupPath), http.StatusOK)
+	noCookie("refused signup", anon.PostForm(t, signupPath, refused, "Accept", browserAccept), http.StatusBadRequest)
+	for _, r := range []*testResponse{anon.Get(t, "/"), anon.PostForm(t, signupPath, refused)} {
+		if sc := r.Header.Values("Set-Cookie"); len(sc) != 0 {
+			t.Errorf("an anonymous answer sets %q", sc)
+		}
+	}
+	// Nothing of admit's session to clear: only the identity's cookie.
+	noCookie("sign-out without a session", anon.PostForm(t, "/sign-out", url.Values{}), http.StatusSeeOther)
+	noCookie("sign-in from a fresh browser", anon.PostForm(t, "/dev/sign-in",
+		url.Values{"email": {"owner@example.test"}, "redirect_url": {"/owner"}}), http.StatusSeeOther)
+
+	// But a sign-out replaces a session cookie it cannot read.
+	stale := app.NewClient(t)
+	u, _ := url.Parse(app.URL)
+	stale.Jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: "written-under-keys-long-gone", Path: "/"}})
+	owWantStatus(t, "page with an unreadable session", stale.Get(t, "/"), http.StatusOK)
+	if got := len(sessionSetCookies(stale.PostForm(t, "/sign-out", url.Values{}))); got != 1 {
+		t.Errorf("sign-out set admit_session %d times over an unreadable one, want once", got)
+	}
+
+	// Signed in, once the first page made the CSRF secret and cached the
+	// address.
+	owWantStatus(t, "first page", anon.Get(t, "/owner"), http.StatusOK)
+	noCookie("owner page", anon.Get(t, "/owner"), http.StatusOK)
+	noCookie("public page signed in", anon.Get(t, "/"), http.StatusOK)
+	noCookie("refused signup signed in", anon.PostForm(t, signupPath, refused, "Accept", browserAccept), http.StatusBadRequest)
+	noCookie("CSRF token", anon.Get(t, "/api/csrf"), http.StatusOK)
+}

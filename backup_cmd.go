@@ -13,30 +13,30 @@ import (
 	"time"
 
 	"admit/backup"
+	"admit/internal/config"
 
 	"github.com/superfly/ltx"
 )
 
-// loadBackupConfig reads litestream.yml ($ADMIT_LITESTREAM_CONFIG or
-// ./litestream.yml). A missing file means replication is off.
-func loadBackupConfig(getenv func(string) string) (*backup.Config, error) {
-	c, err := backup.LoadConfig(backup.ConfigPath(getenv), getenv)
+// loadBackupConfig reads litestream.yml (cfg.Backup.ConfigFile) and adds
+// the backup settings of admit's configuration. A missing file means
+// replication is off.
+func loadBackupConfig(cfg *config.Config) (*backup.Config, error) {
+	c, err := backup.LoadConfig(cfg.Backup.ConfigFile, cfg.Backup.Expand)
 	if err != nil {
 		return nil, fmt.Errorf("backup configuration: %w", err)
 	}
+	c.Credentials, c.MaxLag = cfg.Backup.Credentials, cfg.Backup.MaxLag
 	return c, nil
 }
 
 // startReplication starts continuous backup of dbPath when litestream.yml
-// names a replica for it, with restore drills that hold writes through
-// pause, and says in the log whether it runs. It returns a nil Replicator
+// names a replica for it, with a restore drill every drills (none when
+// zero) that holds writes through pause, and says in the log whether it
+// runs. It returns a nil Replicator
 // (whose methods do nothing) when replication is off.
-func startReplication(ctx context.Context, bc *backup.Config, dbPath string, pause backup.PauseFunc, getenv func(string) string, logger *slog.Logger) (*backup.Replicator, error) {
-	drills, err := backup.DrillInterval(getenv)
-	if err != nil {
-		return nil, fmt.Errorf("backup: %w", err)
-	}
-	repl, err := backup.Start(ctx, bc, dbPath, getenv, logger)
+func startReplication(ctx context.Context, bc *backup.Config, dbPath string, drills time.Duration, pause backup.PauseFunc, logger *slog.Logger) (*backup.Replicator, error) {
+	repl, err := backup.Start(ctx, bc, dbPath, logger)
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
@@ -59,7 +59,7 @@ func startReplication(ctx context.Context, bc *backup.Config, dbPath string, pau
 }
 
 // restoreCmd is `admit restore [-timestamp T | -txid TXID] -o PATH`.
-func restoreCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+func restoreCmd(ctx context.Context, args []string, env config.Environment, stdout io.Writer) (err error) {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	out := fs.String("o", "", "output path (must not exist)")
@@ -88,7 +88,7 @@ func restoreCmd(ctx context.Context, args []string, getenv func(string) string, 
 			return fmt.Errorf("restore: -txid %q is not a transaction ID such as 00000000000004d2 (16 hex digits)", *txid)
 		}
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
 	}
@@ -107,11 +107,11 @@ func restoreCmd(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		defer func() { err = errors.Join(err, lock.release()) }()
 	}
-	bc, err := loadBackupConfig(getenv)
+	bc, err := loadBackupConfig(cfg)
 	if err != nil {
 		return err
 	}
-	res, err := backup.Restore(ctx, bc, cfg.DBPath(), getenv, opt)
+	res, err := backup.Restore(ctx, bc, cfg.DBPath(), opt)
 	if err != nil {
 		return err
 	}
@@ -134,19 +134,19 @@ func restoreCmd(ctx context.Context, args []string, getenv func(string) string, 
 }
 
 // backupCmd is `admit backup verify`: the restore drill.
-func backupCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func backupCmd(ctx context.Context, args []string, env config.Environment, stdout io.Writer) error {
 	if len(args) != 1 || args[0] != "verify" {
 		return usagef("backup: want verify")
 	}
-	cfg, err := LoadConfig(getenv)
-	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
-	}
-	bc, err := loadBackupConfig(getenv)
+	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
 	}
-	res, err := backup.Verify(ctx, bc, cfg.DBPath(), getenv, backup.VerifyOptions{})
+	bc, err := loadBackupConfig(cfg)
+	if err != nil {
+		return err
+	}
+	res, err := backup.Verify(ctx, bc, cfg.DBPath(), backup.VerifyOptions{})
 	if err != nil {
 		return fmt.Errorf("backup verify: %w", err)
 	}

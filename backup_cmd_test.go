@@ -242,7 +242,7 @@ func waitForOutput(tb testing.TB, timeout time.Duration, env map[string]string, 
 
 func TestRun_ReadyzReportsReplicationLag(t *testing.T) {
 	b := MustBackupEnv(t)
-	b.Env[backup.MaxLagEnv] = "500ms"
+	b.Env["ADMIT_BACKUP_MAX_LAG"] = "500ms"
 	srv := MustRunServe(t, b.Env)
 	c := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(10 * time.Second)

@@ -133,7 +133,7 @@ func (s *crashSite) open(tb testing.TB) *store.DB {
 
 func (s *crashSite) replicate(tb testing.TB) *backup.Replicator {
 	tb.Helper()
-	repl, err := backup.Start(context.Background(), s.cfg, s.dbPath, func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	repl, err := backup.Start(context.Background(), s.cfg, s.dbPath, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil || repl == nil {
 		tb.Fatalf("start replication: %v", err)
 	}
@@ -235,7 +235,7 @@ func TestCrash_RestartBeforeReplicationResumesKeepsTheReplicaRestorable(t *testi
 	// from this restore, the latter would not.)
 	onlyIncrements(t, crashed.replica, snapshotsBefore)
 	out := filepath.Join(root, "restored.db")
-	res, err := backup.Restore(ctx, crashed.cfg, crashed.dbPath, func(string) string { return "" }, backup.RestoreOptions{Output: out})
+	res, err := backup.Restore(ctx, crashed.cfg, crashed.dbPath, backup.RestoreOptions{Output: out})
 	if err != nil {
 		t.Fatalf("restore of the latest state after the crash: %v", err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"admit/backup"
 	"admit/internal/clerkfake"
+	"admit/internal/config"
 	"admit/store"
 )
 
@@ -105,7 +106,7 @@ func TestDeploy_ProxyFilesSetWhatAdmitReads(t *testing.T) {
 		}
 	}
 	env["CLERK_SECRET_KEY"] = "sk_test_x" // the example's placeholders, with a real-looking shape
-	if _, err := LoadConfig(fakeEnv(env)); err != nil {
+	if _, err := config.Load(fakeEnv(env)); err != nil {
 		t.Errorf("deploy/admit.env does not pass admit's configuration check: %v", err)
 	}
 	// The S3 example is a configuration admit accepts.

@@ -17,59 +17,6 @@ import (
 // to configure real sign-in instead.
 var realSignInHint = []string{"CLERK_SECRET_KEY", "ADMIT_OIDC_ISSUER"}
 
-func TestLoadConfig_DevModeOnlyAtAnHTTPLoopbackPublicURL(t *testing.T) {
-	for _, tc := range []struct {
-		public  string
-		wantErr bool
-	}{
-		{"http://127.0.0.1:8080", false},
-		{"http://127.0.0.2:8080", false},
-		{"http://localhost:8080", false},
-		{"http://localhost", false},
-		{"http://[::1]:8080", false},
-		{"https://waitlist.example.com", true},
-		{"http://waitlist.example.com", true},
-		{"https://127.0.0.1:8080", true},
-		{"https://localhost", true},
-		{"http://10.0.0.5:8080", true},
-		{"http://admit.localhost:8080", true},
-		{"http://[2001:db8::1]:8080", true},
-	} {
-		t.Run(tc.public, func(t *testing.T) {
-			_, err := LoadConfig(fakeEnv(map[string]string{"ADMIT_PUBLIC_URL": tc.public}))
-			if got := err != nil; got != tc.wantErr {
-				t.Fatalf("development mode with ADMIT_PUBLIC_URL=%s: err=%v, want error %v", tc.public, err, tc.wantErr)
-			}
-			if tc.wantErr {
-				for _, want := range append([]string{"ADMIT_PUBLIC_URL"}, realSignInHint...) {
-					if !strings.Contains(err.Error(), want) {
-						t.Errorf("error %q does not name %s", err, want)
-					}
-				}
-			}
-			// Clerk mode takes any public URL.
-			if _, err := LoadConfig(fakeEnv(clerkEnv(map[string]string{"ADMIT_PUBLIC_URL": tc.public}))); err != nil {
-				t.Errorf("Clerk mode with ADMIT_PUBLIC_URL=%s: %v", tc.public, err)
-			}
-		})
-	}
-}
-
-func TestLoadConfig_DevModeRefusesAClientIPHeader(t *testing.T) {
-	_, err := LoadConfig(fakeEnv(map[string]string{"ADMIT_CLIENT_IP_HEADER": "X-Real-IP"}))
-	if err == nil {
-		t.Fatal("development mode with ADMIT_CLIENT_IP_HEADER: no error")
-	}
-	for _, want := range append([]string{"ADMIT_CLIENT_IP_HEADER"}, realSignInHint...) {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not name %s", err, want)
-		}
-	}
-	if _, err := LoadConfig(fakeEnv(clerkEnv(map[string]string{"ADMIT_CLIENT_IP_HEADER": "X-Real-IP"}))); err != nil {
-		t.Errorf("Clerk mode with ADMIT_CLIENT_IP_HEADER: %v", err)
-	}
-}
-
 // TestServe_DevModeRefusesToStartBehindAProxy starts the real binary in
 // development mode with each setting of a proxied deployment: it exits
 // non-zero before listening or touching its data, and says which variable

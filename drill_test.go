@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"admit/backup"
 	"admit/internal/replicatest"
 
 	"github.com/google/uuid"
@@ -27,7 +26,7 @@ func waitForLog(tb testing.TB, srv *runningServer, timeout time.Duration, want s
 
 func TestServe_RestoreDrillCatchesADamagedReplicaAndTheSnapshotRepairsIt(t *testing.T) {
 	b := MustBackupEnv(t)
-	b.Env[backup.DrillIntervalEnv] = "2s"
+	b.Env["ADMIT_BACKUP_DRILL_INTERVAL"] = "2s"
 	srv := MustRunServe(t, b.Env)
 	c := &http.Client{Timeout: 10 * time.Second}
 	version := demoNoticeVersion(t, c, srv.URL)
@@ -90,9 +89,9 @@ func TestServe_RestoreDrillCatchesADamagedReplicaAndTheSnapshotRepairsIt(t *test
 
 func TestRun_ServeRefusesABadDrillInterval(t *testing.T) {
 	b := MustBackupEnv(t)
-	b.Env[backup.DrillIntervalEnv] = "hourly"
+	b.Env["ADMIT_BACKUP_DRILL_INTERVAL"] = "hourly"
 	_, err := runCmd(t, b.Env)
-	if err == nil || !strings.Contains(err.Error(), backup.DrillIntervalEnv) {
-		t.Fatalf("serve with %s=hourly: err=%v, want the variable named", backup.DrillIntervalEnv, err)
+	if err == nil || !strings.Contains(err.Error(), "ADMIT_BACKUP_DRILL_INTERVAL") {
+		t.Fatalf("serve with %s=hourly: err=%v, want the variable named", "ADMIT_BACKUP_DRILL_INTERVAL", err)
 	}
 }

@@ -1,6 +1,10 @@
 package main
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+
+	"admit/internal/config"
+)
 
 // The garbage collector's pacing while admit serves.
 //
@@ -23,11 +27,11 @@ const (
 // tuneGC sets gcPercent and gcMemoryLimit, each unless the operator chose
 // their own with GOGC or GOMEMLIMIT, which the Go runtime has applied at
 // start.
-func tuneGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
+func tuneGC(gc config.GC) {
+	if !gc.GOGCSet {
 		debug.SetGCPercent(gcPercent)
 	}
-	if getenv("GOMEMLIMIT") == "" {
+	if !gc.GOMEMLIMITSet {
 		debug.SetMemoryLimit(gcMemoryLimit)
 	}
 }

@@ -39,7 +39,7 @@ func TestTuneGC_SetsEachUnlessTheOperatorChoseIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resetGC(t)
-			tuneGC(fakeEnv(tc.env))
+			tuneGC(mustLoadConfig(t, tc.env).GC)
 			if p, l := gcSettings(); p != tc.percent || l != tc.limit {
 				t.Errorf("GOGC %d, memory limit %d; want %d, %d", p, l, tc.percent, tc.limit)
 			}

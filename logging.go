@@ -1,37 +1,19 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
-	"strings"
+
+	"admit/internal/config"
 )
 
-// newLogger is the server's logger: ADMIT_LOG_FORMAT text (the default,
-// logfmt-style key=value) or json (one object a line, for shipping), at
-// ADMIT_LOG_LEVEL debug, info (the default), warn or error. Every request
-// writes one info line, so warn keeps only problems.
-func newLogger(getenv func(string) string, w io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	switch v := strings.ToLower(strings.TrimSpace(getenv("ADMIT_LOG_LEVEL"))); v {
-	case "debug":
-		level = slog.LevelDebug
-	case "", "info":
-		level = slog.LevelInfo
-	case "warn", "warning":
-		level = slog.LevelWarn
-	case "error":
-		level = slog.LevelError
-	default:
-		return nil, fmt.Errorf("ADMIT_LOG_LEVEL=%q must be debug, info, warn or error", v)
+// newLogger is the server's logger on w: logfmt-style key=value text, or
+// one JSON object a line for shipping, at the configured level
+// (ADMIT_LOG_FORMAT, ADMIT_LOG_LEVEL; config.Log).
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.Level}
+	if c.JSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	opts := &slog.HandlerOptions{Level: level}
-	switch v := strings.ToLower(strings.TrimSpace(getenv("ADMIT_LOG_FORMAT"))); v {
-	case "", "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	default:
-		return nil, fmt.Errorf("ADMIT_LOG_FORMAT=%q must be text or json", v)
-	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

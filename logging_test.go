@@ -1,7 +1,10 @@
 package main
 
 import (
+	"admit/internal/config"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,7 +12,7 @@ import (
 
 func TestNewLogger_FormatAndLevelFromEnvironment(t *testing.T) {
 	var b strings.Builder
-	logger, err := newLogger(fakeEnv(map[string]string{"ADMIT_LOG_FORMAT": "json", "ADMIT_LOG_LEVEL": "warn"}), &b)
+	logger, err := loggerFromEnv(fakeEnv(map[string]string{"ADMIT_LOG_FORMAT": "json", "ADMIT_LOG_LEVEL": "warn"}), &b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +24,7 @@ func TestNewLogger_FormatAndLevelFromEnvironment(t *testing.T) {
 	}
 
 	b.Reset()
-	logger, err = newLogger(fakeEnv(nil), &b)
+	logger, err = loggerFromEnv(fakeEnv(nil), &b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +35,7 @@ func TestNewLogger_FormatAndLevelFromEnvironment(t *testing.T) {
 	}
 
 	for _, env := range []map[string]string{{"ADMIT_LOG_FORMAT": "xml"}, {"ADMIT_LOG_LEVEL": "verbose"}} {
-		if _, err := newLogger(fakeEnv(env), &b); err == nil {
+		if _, err := loggerFromEnv(fakeEnv(env), &b); err == nil {
 			t.Errorf("%v accepted", env)
 		}
 	}
@@ -65,4 +68,14 @@ func TestRun_ServeLogsJSONAccessLinesWithRequestIDs(t *testing.T) {
 	if !found || strings.Contains(srv.Stderr.String(), "heidi") {
 		t.Fatalf("want one JSON access line for the request and no address:\n%s", srv.Stderr.String())
 	}
+}
+
+// loggerFromEnv is the logger serve makes from env's configuration, or
+// the configuration's error.
+func loggerFromEnv(env config.Environment, w io.Writer) (*slog.Logger, error) {
+	cfg, err := config.Load(env)
+	if err != nil {
+		return nil, err
+	}
+	return newLogger(cfg.Log, w), nil
 }

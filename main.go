@@ -6,6 +6,7 @@
 //	admit restore [-timestamp T | -txid N] -o PATH restore the backup named in litestream.yml
 //	admit version                                  print the build's version, commit and Go toolchain
 //	admit backup verify                            restore drill: compare a restore with the live database
+//	admit config                                   print the effective configuration, secrets hidden
 package main
 
 import (
@@ -26,7 +27,9 @@ import (
 
 	"admit/backup"
 	"admit/handlers"
+	"admit/internal/config"
 	"admit/internal/identity"
+	"admit/internal/serverkeys"
 	"admit/internal/version"
 	"admit/store"
 )
@@ -56,22 +59,24 @@ func usagef(format string, args ...any) error {
 
 // Run executes one admit command. It returns when the command is done or,
 // for serve, after ctx is cancelled and the server has shut down.
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, args []string, env config.Environment, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
 	case "serve":
-		return serve(ctx, getenv, stdout, stderr)
+		return serve(ctx, env, stdout, stderr)
 	case "owner":
-		return ownerCmd(ctx, args, getenv, stdout)
+		return ownerCmd(ctx, args, env, stdout)
 	case "migrate":
-		return migrateCmd(ctx, args, getenv, stdout)
+		return migrateCmd(ctx, args, env, stdout)
 	case "restore":
-		return restoreCmd(ctx, args, getenv, stdout)
+		return restoreCmd(ctx, args, env, stdout)
 	case "backup":
-		return backupCmd(ctx, args, getenv, stdout)
+		return backupCmd(ctx, args, env, stdout)
+	case "config":
+		return configCmd(args, env, stdout)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, version.Get())
 		return nil
@@ -95,6 +100,8 @@ const usage = `usage:
   admit version                                          print the build: version, commit, Go toolchain
   admit backup verify                                    restore the latest backup to a temp file and compare
                                                          its per-table row counts with the live database
+  admit config                                           print the effective configuration (secrets hidden)
+                                                         and check it as admit serve does
 
 Continuous backup: admit serve replicates the database with Litestream when
 litestream.yml ($ADMIT_LITESTREAM_CONFIG, default ./litestream.yml) names a replica.
@@ -104,30 +111,9 @@ Beside a running server, owner, migrate -status and backup verify may run;
 migrate and a restore into the live database are refused.
 `
 
-// openDB loads the configuration and the server keys, and opens the
-// database with the default store options.
-func openDB(ctx context.Context, getenv func(string) string) (*Config, *store.DB, error) {
-	cfg, _, db, err := openDBWith(ctx, getenv, store.Options{})
-	return cfg, db, err
-}
-
-// openDBWith is openDB with store options; the binding key and the
-// retention policy come from the keys and the configuration.
-func openDBWith(ctx context.Context, getenv func(string) string, opt store.Options) (*Config, handlers.Keys, *store.DB, error) {
-	cfg, err := loadConfig(getenv)
-	if err != nil {
-		return nil, handlers.Keys{}, nil, err
-	}
-	keys, db, err := openStore(ctx, cfg, getenv, opt)
-	if err != nil {
-		return nil, handlers.Keys{}, nil, err
-	}
-	return cfg, keys, db, nil
-}
-
-// loadConfig is LoadConfig with the context its errors are reported in.
-func loadConfig(getenv func(string) string) (*Config, error) {
-	cfg, err := LoadConfig(getenv)
+// loadConfig is config.Load with the context its errors are reported in.
+func loadConfig(env config.Environment) (*config.Config, error) {
+	cfg, err := config.Load(env)
 	if err != nil {
 		return nil, fmt.Errorf("configuration:\n%w", err)
 	}
@@ -136,8 +122,8 @@ func loadConfig(getenv func(string) string) (*Config, error) {
 
 // openStore loads the server keys from cfg's data directory and opens the
 // database with opt, the binding key and the retention policy.
-func openStore(ctx context.Context, cfg *Config, getenv func(string) string, opt store.Options) (handlers.Keys, *store.DB, error) {
-	keys, err := LoadKeys(getenv, cfg.DataDir)
+func openStore(ctx context.Context, cfg *config.Config, opt store.Options) (handlers.Keys, *store.DB, error) {
+	keys, err := serverkeys.Load(cfg.Secrets, cfg.DataDir)
 	if err != nil {
 		return handlers.Keys{}, nil, err
 	}
@@ -160,22 +146,19 @@ func serveStoreOptions(bc *backup.Config) store.Options {
 
 // serve runs admit until ctx is done: the store, replication, erasure, the
 // identity provider and the HTTP server, closed in the reverse order.
-func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) (err error) {
-	logger, err := newLogger(getenv, stderr)
+func serve(ctx context.Context, env config.Environment, stdout, stderr io.Writer) (err error) {
+	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
 	}
-	tuneGC(getenv)
-	// Read litestream.yml first: a bad key refuses the start before any data is touched.
-	backupCfg, err := loadBackupConfig(getenv)
+	logger := newLogger(cfg.Log, stderr)
+	tuneGC(cfg.GC)
+	// Read litestream.yml before any data is touched: a bad key refuses the start.
+	backupCfg, err := loadBackupConfig(cfg)
 	if err != nil {
 		return err
 	}
-	m := newServeMetrics(getenv)
-	cfg, err := loadConfig(getenv)
-	if err != nil {
-		return err
-	}
+	m := newServeMetrics(cfg)
 	// rule: one server per data directory, locked before the keys or the
 	// database are touched and held until the process ends
 	// (docs/DEPLOY.md, "One server per data directory").
@@ -188,7 +171,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		return err
 	}
 	defer func() { err = errors.Join(err, lock.release()) }() // after everything below has closed
-	keys, db, err := openStore(ctx, cfg, getenv, m.storeOptions(serveStoreOptions(backupCfg)))
+	keys, db, err := openStore(ctx, cfg, m.storeOptions(serveStoreOptions(backupCfg)))
 	if err != nil {
 		return err
 	}
@@ -204,7 +187,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 			logger.Error("final backup sync failed: the latest changes may be missing from the backup", "err", err)
 		}
 	}()
-	if repl, err = startReplication(ctx, backupCfg, cfg.DBPath(), db.PauseWrites, getenv, logger); err != nil {
+	if repl, err = startReplication(ctx, backupCfg, cfg.DBPath(), cfg.Backup.DrillInterval, db.PauseWrites, logger); err != nil {
 		return err
 	}
 	defer startErasure(ctx, db, repl, logger)()
@@ -274,7 +257,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 
 // announce prints the address admit listens on and, with the development
 // identity, where to sign in.
-func announce(stdout io.Writer, cfg *Config, addr net.Addr) {
+func announce(stdout io.Writer, cfg *config.Config, addr net.Addr) {
 	base := "http://" + addr.String()
 	fmt.Fprintf(stdout, "listening on %s\n", base)
 	if cfg.DevMode() {
@@ -324,7 +307,7 @@ func startErasure(ctx context.Context, db *store.DB, repl *backup.Replicator, lo
 
 // newIdentity picks the identity provider: OpenID Connect, Clerk, or the
 // development sign-in (which seeds the demo workspace on a fresh database).
-func newIdentity(ctx context.Context, cfg *Config, keys handlers.Keys, db *store.DB, logger *slog.Logger) (identity.Identity, error) {
+func newIdentity(ctx context.Context, cfg *config.Config, keys handlers.Keys, db *store.DB, logger *slog.Logger) (identity.Identity, error) {
 	if cfg.OIDCMode() {
 		public := cfg.PublicURL.String()
 		return identity.NewOIDCIdentity(identity.OIDCConfig{
@@ -396,7 +379,7 @@ func serveHTTP(ctx context.Context, h http.Handler, ln net.Listener, logger *slo
 	return nil
 }
 
-func ownerCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+func ownerCmd(ctx context.Context, args []string, env config.Environment, stdout io.Writer) (err error) {
 	if len(args) == 0 {
 		return usagef("owner: want add, remove or list")
 	}
@@ -414,7 +397,7 @@ func ownerCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if sub != "list" && *user == "" {
 		return usagef("owner %s: --user is required", sub)
 	}
-	db, release, err := openBesideServer(ctx, getenv, "owner")
+	db, release, err := openBesideServer(ctx, env, "owner")
 	if err != nil {
 		return err
 	}
@@ -463,8 +446,8 @@ func closeDB(db *store.DB, err *error) {
 // while it holds the data directory's lock; beside a running server, which
 // migrated at its start, it opens the schema as it is and refuses one with
 // migrations pending. release drops the lock, if it was taken.
-func openBesideServer(ctx context.Context, getenv func(string) string, cmd string) (db *store.DB, release func() error, err error) {
-	cfg, err := loadConfig(getenv)
+func openBesideServer(ctx context.Context, env config.Environment, cmd string) (db *store.DB, release func() error, err error) {
+	cfg, err := loadConfig(env)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -483,14 +466,14 @@ func openBesideServer(ctx context.Context, getenv func(string) string, cmd strin
 			return nil, nil, err
 		}
 	}
-	if _, db, err = openStore(ctx, cfg, getenv, opt); err != nil {
+	if _, db, err = openStore(ctx, cfg, opt); err != nil {
 		return nil, nil, errors.Join(err, lock.release())
 	}
 	return db, lock.release, nil
 }
 
 // migrateCmd is `admit migrate [-status]`.
-func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+func migrateCmd(ctx context.Context, args []string, env config.Environment, stdout io.Writer) (err error) {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	status := fs.Bool("status", false, "list applied, pending and unknown migrations; change nothing")
@@ -500,7 +483,7 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if fs.NArg() > 0 {
 		return usagef("migrate: unexpected argument %q", fs.Arg(0))
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
 	}
@@ -519,7 +502,7 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer func() { err = errors.Join(err, lock.release()) }()
-	_, db, err := openStore(ctx, cfg, getenv, store.Options{})
+	_, db, err := openStore(ctx, cfg, store.Options{})
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -23,458 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"admit/handlers"
+	"admit/internal/config"
+	"admit/internal/serverkeys"
 	"admit/store"
 )
-
-// fakeEnv is a getenv over a fixed map, so tests never read the real
-// environment.
-func fakeEnv(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
-}
-
-// clerkEnv is a complete Clerk-mode environment; tests override entries.
-func clerkEnv(over map[string]string) map[string]string {
-	m := map[string]string{
-		"CLERK_SECRET_KEY":      "sk_test_x",
-		"CLERK_PUBLISHABLE_KEY": "pk_test_x",
-		"CLERK_ISSUER":          "https://clerk.example.com",
-	}
-	for k, v := range over {
-		m[k] = v
-	}
-	return m
-}
-
-func TestLoadConfig_Defaults(t *testing.T) {
-	cfg, err := LoadConfig(fakeEnv(nil))
-	if err != nil {
-		t.Fatalf("LoadConfig with an empty environment: %v", err)
-	}
-	if got, want := cfg.Addr, "127.0.0.1:8080"; got != want {
-		t.Errorf("Addr=%q, want %q", got, want)
-	}
-	if got, want := cfg.DataDir, "./data"; got != want {
-		t.Errorf("DataDir=%q, want %q", got, want)
-	}
-	if got, want := cfg.DBPath(), filepath.Join("data", "admit.db"); got != want {
-		t.Errorf("DBPath=%q, want %q", got, want)
-	}
-	if cfg.PublicURL == nil {
-		t.Fatal("PublicURL is nil")
-	}
-	if got, want := cfg.PublicURL.String(), "http://127.0.0.1:8080"; got != want {
-		t.Errorf("PublicURL=%q, want %q", got, want)
-	}
-	if got, want := cfg.NetworkHourlyLimit, 20; got != want {
-		t.Errorf("NetworkHourlyLimit=%d, want %d", got, want)
-	}
-	if got, want := cfg.WriteQueue, store.DefaultSignupQueue; got != want {
-		t.Errorf("WriteQueue=%d, want %d", got, want)
-	}
-	if got, want := cfg.ClerkAuthorizedParties, []string{"http://127.0.0.1:8080"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("ClerkAuthorizedParties=%q, want %q", got, want)
-	}
-	if !cfg.DevMode() {
-		t.Error("DevMode()=false without CLERK_SECRET_KEY, want true")
-	}
-	if got, want := cfg.DevOwnerEmail, "owner@example.test"; got != want {
-		t.Errorf("DevOwnerEmail=%q, want %q", got, want)
-	}
-}
-
-func TestLoadConfig_ValuesFromTheEnvironment(t *testing.T) {
-	cfg, err := LoadConfig(fakeEnv(clerkEnv(map[string]string{
-		"ADMIT_ADDR":                 "0.0.0.0:9000",
-		"ADMIT_DATA":                 "/srv/admit",
-		"ADMIT_PUBLIC_URL":           "https://admit.example.com/",
-		"ADMIT_NETWORK_HOURLY_LIMIT": "7",
-		"CLERK_API_URL":              "https://api.clerk.example/v1/",
-		"CLERK_AUTHORIZED_PARTIES":   "https://a.example, https://b.example,",
-		"ADMIT_CLIENT_IP_HEADER":     "X-Real-IP",
-		"ADMIT_WRITE_QUEUE":          "900",
-	})))
-	if err != nil {
-		t.Fatalf("LoadConfig: %v", err)
-	}
-	if cfg.DevMode() {
-		t.Error("DevMode()=true with CLERK_SECRET_KEY set")
-	}
-	if got, want := cfg.PublicURL.String(), "https://admit.example.com"; got != want {
-		t.Errorf("PublicURL=%q, want %q (the trailing slash dropped)", got, want)
-	}
-	if got, want := cfg.NetworkHourlyLimit, 7; got != want {
-		t.Errorf("NetworkHourlyLimit=%d, want %d", got, want)
-	}
-	if got, want := cfg.ClerkAPIURL, "https://api.clerk.example/v1"; got != want {
-		t.Errorf("ClerkAPIURL=%q, want %q", got, want)
-	}
-	if got, want := cfg.ClerkAuthorizedParties, []string{"https://a.example", "https://b.example"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("ClerkAuthorizedParties=%q, want %q", got, want)
-	}
-	if got, want := cfg.ClientIPHeader, "X-Real-IP"; got != want {
-		t.Errorf("ClientIPHeader=%q, want %q", got, want)
-	}
-	if got, want := cfg.WriteQueue, 900; got != want {
-		t.Errorf("WriteQueue=%d, want %d", got, want)
-	}
-}
-
-func TestLoadConfig_DevIdentityOnlyOnLoopback(t *testing.T) {
-	for _, tc := range []struct {
-		addr    string
-		wantErr bool
-	}{
-		{"127.0.0.1:8080", false},
-		{"127.0.0.1:0", false},
-		{"localhost:8080", false},
-		{"[::1]:8080", false},
-		{"0.0.0.0:8080", true},
-		{":8080", true},
-		{":0", true},
-		{"[::]:8080", true},
-		{"192.0.2.1:80", true},
-		{"example.com:80", true},
-	} {
-		t.Run(tc.addr, func(t *testing.T) {
-			_, err := LoadConfig(fakeEnv(map[string]string{"ADMIT_ADDR": tc.addr}))
-			if got := err != nil; got != tc.wantErr {
-				t.Fatalf("ADMIT_ADDR=%q: err=%v, want error %v", tc.addr, err, tc.wantErr)
-			}
-			if tc.wantErr && !strings.Contains(err.Error(), "ADMIT_ADDR") {
-				t.Fatalf("error %q does not name ADMIT_ADDR", err)
-			}
-		})
-	}
-}
-
-func TestLoadConfig_ClerkModeRequiresPublishableKeyAndIssuer(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		env     map[string]string
-		wantErr []string // substrings; nil means no error
-	}{
-		{"complete", clerkEnv(nil), nil},
-		{"all interfaces allowed", clerkEnv(map[string]string{"ADMIT_ADDR": "0.0.0.0:8080"}), nil},
-		{"unspecified host allowed", clerkEnv(map[string]string{"ADMIT_ADDR": ":8080"}), nil},
-		{"no publishable key", clerkEnv(map[string]string{"CLERK_PUBLISHABLE_KEY": ""}), []string{"CLERK_PUBLISHABLE_KEY"}},
-		{"no issuer", clerkEnv(map[string]string{"CLERK_ISSUER": ""}), []string{"CLERK_ISSUER"}},
-		{"neither", clerkEnv(map[string]string{"CLERK_PUBLISHABLE_KEY": "", "CLERK_ISSUER": ""}),
-			[]string{"CLERK_PUBLISHABLE_KEY", "CLERK_ISSUER"}},
-		{"http issuer", clerkEnv(map[string]string{"CLERK_ISSUER": "http://clerk.example.com"}), []string{"CLERK_ISSUER"}},
-		{"dev mode with a stray issuer", map[string]string{"CLERK_ISSUER": "https://clerk.example.com"}, []string{"CLERK_SECRET_KEY"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := LoadConfig(fakeEnv(tc.env))
-			if tc.wantErr == nil {
-				if err != nil {
-					t.Fatalf("LoadConfig: %v", err)
-				}
-				if cfg.DevMode() {
-					t.Fatal("DevMode()=true with CLERK_SECRET_KEY set")
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("LoadConfig succeeded, want an error")
-			}
-			for _, want := range tc.wantErr {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not name %s", err, want)
-				}
-			}
-		})
-	}
-}
-
-func TestLoadConfig_RejectsBadValues(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		env     map[string]string
-		wantVar string
-	}{
-		{"public URL with a path", map[string]string{"ADMIT_PUBLIC_URL": "https://admit.example.com/app"}, "ADMIT_PUBLIC_URL"},
-		{"public URL with a query", map[string]string{"ADMIT_PUBLIC_URL": "https://admit.example.com/?a=1"}, "ADMIT_PUBLIC_URL"},
-		{"public URL with a fragment", map[string]string{"ADMIT_PUBLIC_URL": "https://admit.example.com#x"}, "ADMIT_PUBLIC_URL"},
-		{"public URL with user info", map[string]string{"ADMIT_PUBLIC_URL": "https://u:p@admit.example.com"}, "ADMIT_PUBLIC_URL"},
-		{"public URL ftp", map[string]string{"ADMIT_PUBLIC_URL": "ftp://admit.example.com"}, "ADMIT_PUBLIC_URL"},
-		{"public URL without a host", map[string]string{"ADMIT_PUBLIC_URL": "https://"}, "ADMIT_PUBLIC_URL"},
-		{"limit 0", map[string]string{"ADMIT_NETWORK_HOURLY_LIMIT": "0"}, "ADMIT_NETWORK_HOURLY_LIMIT"},
-		{"limit -1", map[string]string{"ADMIT_NETWORK_HOURLY_LIMIT": "-1"}, "ADMIT_NETWORK_HOURLY_LIMIT"},
-		{"limit abc", map[string]string{"ADMIT_NETWORK_HOURLY_LIMIT": "abc"}, "ADMIT_NETWORK_HOURLY_LIMIT"},
-		{"write queue 0", map[string]string{"ADMIT_WRITE_QUEUE": "0"}, "ADMIT_WRITE_QUEUE"},
-		{"write queue too deep", map[string]string{"ADMIT_WRITE_QUEUE": "100001"}, "ADMIT_WRITE_QUEUE"},
-		{"write queue abc", map[string]string{"ADMIT_WRITE_QUEUE": "abc"}, "ADMIT_WRITE_QUEUE"},
-		{"addr without port", map[string]string{"ADMIT_ADDR": "127.0.0.1"}, "ADMIT_ADDR"},
-		{"addr with a bad port", map[string]string{"ADMIT_ADDR": "127.0.0.1:99999"}, "ADMIT_ADDR"},
-		{"client IP header with a colon", map[string]string{"ADMIT_CLIENT_IP_HEADER": "X-Real-IP: 1"}, "ADMIT_CLIENT_IP_HEADER"},
-		{"Clerk API URL v2", clerkEnv(map[string]string{"CLERK_API_URL": "https://api.clerk.com/v2"}), "CLERK_API_URL"},
-		{"Clerk API URL without a version", clerkEnv(map[string]string{"CLERK_API_URL": "https://api.clerk.com"}), "CLERK_API_URL"},
-		{"Clerk API URL without a host", clerkEnv(map[string]string{"CLERK_API_URL": "/v1"}), "CLERK_API_URL"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(fakeEnv(tc.env))
-			if err == nil {
-				t.Fatalf("LoadConfig(%v) succeeded, want an error naming %s", tc.env, tc.wantVar)
-			}
-			if !strings.Contains(err.Error(), tc.wantVar) {
-				t.Fatalf("error %q does not name %s", err, tc.wantVar)
-			}
-		})
-	}
-}
-
-func TestLoadConfig_ReportsEveryProblemAtOnce(t *testing.T) {
-	_, err := LoadConfig(fakeEnv(map[string]string{
-		"ADMIT_ADDR":                 "0.0.0.0:8080",
-		"ADMIT_PUBLIC_URL":           "ftp://admit.example.com",
-		"ADMIT_NETWORK_HOURLY_LIMIT": "abc",
-	}))
-	if err == nil {
-		t.Fatal("LoadConfig succeeded, want errors")
-	}
-	for _, want := range []string{"ADMIT_ADDR", "ADMIT_PUBLIC_URL", "ADMIT_NETWORK_HOURLY_LIMIT"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not name %s", err, want)
-		}
-	}
-	if got, want := len(strings.Split(err.Error(), "\n")), 3; got != want {
-		t.Errorf("error has %d lines, want %d (one per problem): %q", got, want, err)
-	}
-}
-
-// secretEnv returns all ADMIT_SECRET_* variables, each key filled with b.
-func secretEnv(b byte) map[string]string {
-	m := map[string]string{}
-	for _, n := range secretNames {
-		m["ADMIT_SECRET_"+strings.ToUpper(n)] = strings.Repeat(hex.EncodeToString([]byte{b}), 32)
-	}
-	return m
-}
-
-func TestLoadKeys_GeneratesPrivateFileOnceAndReusesIt(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data") // not created yet
-	first, err := LoadKeys(fakeEnv(nil), dir)
-	if err != nil {
-		t.Fatalf("first LoadKeys: %v", err)
-	}
-	st, err := os.Stat(filepath.Join(dir, "secrets"))
-	if err != nil {
-		t.Fatalf("secrets file: %v", err)
-	}
-	if got, want := st.Mode().Perm(), os.FileMode(0o600); got != want {
-		t.Fatalf("secrets file mode=%o, want %o", got, want)
-	}
-	keys := [][]byte{first.SessionHash, first.SessionBlock, first.CSRF, first.Binding, first.Counter}
-	seen := map[string]bool{}
-	for i, k := range keys {
-		if got, want := len(k), 32; got != want {
-			t.Fatalf("key %d has %d bytes, want %d", i, got, want)
-		}
-		if seen[string(k)] {
-			t.Fatalf("key %d repeats another key: every key has one purpose", i)
-		}
-		seen[string(k)] = true
-	}
-
-	second, err := LoadKeys(fakeEnv(nil), dir)
-	if err != nil {
-		t.Fatalf("second LoadKeys: %v", err)
-	}
-	if !reflect.DeepEqual(first, second) {
-		t.Fatal("second LoadKeys returned different keys: the file was regenerated")
-	}
-}
-
-func TestLoadKeys_RefusesFileReadableByOthers(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := LoadKeys(fakeEnv(nil), dir); err != nil {
-		t.Fatalf("generate: %v", err)
-	}
-	path := filepath.Join(dir, "secrets")
-	if err := os.Chmod(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := LoadKeys(fakeEnv(nil), dir)
-	if err == nil {
-		t.Fatal("LoadKeys accepted a secrets file with mode 0644")
-	}
-	if !strings.Contains(err.Error(), "chmod 600") {
-		t.Fatalf("error %q does not say how to fix it", err)
-	}
-}
-
-func TestLoadKeys_RefusesCorruptFile(t *testing.T) {
-	for _, tc := range []struct {
-		name, content string
-	}{
-		{"not hex", "session_hash=zz\n"},
-		{"short key", "session_hash=" + strings.Repeat("ab", 16) + "\n"},
-		{"no equals sign", strings.Repeat("ab", 32) + "\n"},
-		{"missing keys", "session_hash=" + strings.Repeat("ab", 32) + "\n"},
-		{"empty", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "secrets"), []byte(tc.content), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := LoadKeys(fakeEnv(nil), dir); err == nil {
-				t.Fatal("LoadKeys accepted a corrupt secrets file")
-			}
-		})
-	}
-}
-
-func TestLoadKeys_FromEnvironmentAllOrNothing(t *testing.T) {
-	t.Run("all set", func(t *testing.T) {
-		dir := t.TempDir()
-		env := secretEnv(0xab)
-		env["ADMIT_SECRET_COUNTER"] = strings.Repeat("cd", 32)
-		keys, err := LoadKeys(fakeEnv(env), dir)
-		if err != nil {
-			t.Fatalf("LoadKeys: %v", err)
-		}
-		if got, want := keys.SessionHash, bytes.Repeat([]byte{0xab}, 32); !bytes.Equal(got, want) {
-			t.Errorf("SessionHash=%x, want %x", got, want)
-		}
-		if got, want := keys.Counter, bytes.Repeat([]byte{0xcd}, 32); !bytes.Equal(got, want) {
-			t.Errorf("Counter=%x, want %x", got, want)
-		}
-		if _, err := os.Stat(filepath.Join(dir, "secrets")); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("a secrets file was written although the environment has the keys (stat: %v)", err)
-		}
-	})
-	t.Run("partially set", func(t *testing.T) {
-		env := secretEnv(0xab)
-		delete(env, "ADMIT_SECRET_BINDING")
-		_, err := LoadKeys(fakeEnv(env), t.TempDir())
-		if err == nil {
-			t.Fatal("LoadKeys accepted a partial set of ADMIT_SECRET_* variables")
-		}
-		if !strings.Contains(err.Error(), "ADMIT_SECRET_") {
-			t.Fatalf("error %q does not name the variables", err)
-		}
-	})
-	t.Run("malformed", func(t *testing.T) {
-		env := secretEnv(0xab)
-		env["ADMIT_SECRET_CSRF"] = "abcd"
-		_, err := LoadKeys(fakeEnv(env), t.TempDir())
-		if err == nil || !strings.Contains(err.Error(), "ADMIT_SECRET_CSRF") {
-			t.Fatalf("err=%v, want one naming ADMIT_SECRET_CSRF", err)
-		}
-	})
-}
-
-// TestLoadKeys_ReadsTheRotationsPreviousKeys: the rotation steps of
-// docs/DEPLOY.md ("Rotating a key") — the old session and CSRF keys renamed
-// previous_*, new ones added — give the server both; the previous session
-// keys come as a pair, from the file or from the environment.
-func TestLoadKeys_ReadsTheRotationsPreviousKeys(t *testing.T) {
-	hexKey := func(b byte) string { return strings.Repeat(hex.EncodeToString([]byte{b}), 32) }
-	dir := t.TempDir()
-	if _, err := LoadKeys(fakeEnv(nil), dir); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "secrets")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			old[k] = v
-		}
-	}
-	// The rotation as documented: the old keys kept as previous_*.
-	rotated := fmt.Sprintf("session_hash=%s\nsession_block=%s\ncsrf=%s\nbinding=%s\ncounter=%s\n"+
-		"previous_session_hash=%s\nprevious_session_block=%s\nprevious_csrf=%s\n",
-		hexKey(1), hexKey(2), hexKey(3), old["binding"], old["counter"],
-		old["session_hash"], old["session_block"], old["csrf"])
-	if err := os.WriteFile(path, []byte(rotated), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := LoadKeys(fakeEnv(nil), dir)
-	if err != nil {
-		t.Fatalf("LoadKeys after the rotation: %v", err)
-	}
-	for _, c := range []struct {
-		name string
-		got  []byte
-		want string
-	}{
-		{"SessionHash", keys.SessionHash, hexKey(1)},
-		{"CSRF", keys.CSRF, hexKey(3)},
-		{"PreviousSessionHash", keys.PreviousSessionHash, old["session_hash"]},
-		{"PreviousSessionBlock", keys.PreviousSessionBlock, old["session_block"]},
-		{"PreviousCSRF", keys.PreviousCSRF, old["csrf"]},
-	} {
-		if got := hex.EncodeToString(c.got); got != c.want {
-			t.Errorf("%s=%s, want %s", c.name, got, c.want)
-		}
-	}
-
-	// Half a session pair is refused, from the file and the environment.
-	half := strings.Replace(rotated, "previous_session_block=", "#previous_session_block=", 1)
-	if err := os.WriteFile(path, []byte(half), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadKeys(fakeEnv(nil), dir); err == nil || !strings.Contains(err.Error(), "previous_session_block") {
-		t.Errorf("half a previous session pair in the file: err=%v, want one naming previous_session_block", err)
-	}
-	env := secretEnv(0xab)
-	env["ADMIT_SECRET_PREVIOUS_SESSION_HASH"] = hexKey(9)
-	if _, err := LoadKeys(fakeEnv(env), t.TempDir()); err == nil {
-		t.Error("half a previous session pair in the environment was accepted")
-	}
-	env["ADMIT_SECRET_PREVIOUS_SESSION_BLOCK"] = hexKey(8)
-	env["ADMIT_SECRET_PREVIOUS_CSRF"] = hexKey(7)
-	keys, err = LoadKeys(fakeEnv(env), t.TempDir())
-	if err != nil {
-		t.Fatalf("previous keys from the environment: %v", err)
-	}
-	if got, want := hex.EncodeToString(keys.PreviousCSRF), hexKey(7); got != want {
-		t.Errorf("PreviousCSRF=%s, want %s", got, want)
-	}
-}
-
-// TestLoadKeys_SystemdCredentialReplacesTheDataDirectorysFile: with a
-// credential named "secrets" (LoadCredential=secrets:…), LoadKeys reads it
-// and writes no file into the data directory; without one it falls back to
-// the data directory.
-func TestLoadKeys_SystemdCredentialReplacesTheDataDirectorysFile(t *testing.T) {
-	source := t.TempDir()
-	want, err := LoadKeys(fakeEnv(nil), source) // generates source/secrets
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds := t.TempDir()
-	b, err := os.ReadFile(filepath.Join(source, "secrets"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(creds, "secrets"), b, 0o400); err != nil {
-		t.Fatal(err)
-	}
-	data := t.TempDir()
-	got, err := LoadKeys(fakeEnv(map[string]string{"CREDENTIALS_DIRECTORY": creds}), data)
-	if err != nil {
-		t.Fatalf("LoadKeys from the credential: %v", err)
-	}
-	if !bytes.Equal(got.SessionHash, want.SessionHash) || !bytes.Equal(got.Counter, want.Counter) {
-		t.Error("the keys differ from the credential's")
-	}
-	if _, err := os.Stat(filepath.Join(data, "secrets")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a secrets file was written into the data directory (stat: %v)", err)
-	}
-	// Other credentials only: the data directory's file, generated.
-	if _, err := LoadKeys(fakeEnv(map[string]string{"CREDENTIALS_DIRECTORY": t.TempDir()}), data); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(data, "secrets")); err != nil {
-		t.Errorf("no secrets file in the data directory without the credential: %v", err)
-	}
-}
 
 // syncBuffer is an io.Writer safe for the server's concurrent log writes.
 type syncBuffer struct {
@@ -939,7 +490,8 @@ func TestOpenDB_TheWriteQueueComesFromTheEnvironment(t *testing.T) {
 		want int
 	}{{"", store.DefaultSignupQueue}, {"77", 77}} {
 		dir := t.TempDir()
-		_, db, err := openDB(context.Background(), fakeEnv(map[string]string{"ADMIT_DATA": dir, "ADMIT_WRITE_QUEUE": tc.env}))
+		cfg := mustLoadConfig(t, map[string]string{"ADMIT_DATA": dir, "ADMIT_WRITE_QUEUE": tc.env})
+		_, db, err := openStore(context.Background(), cfg, store.Options{})
 		if err != nil {
 			t.Fatalf("openDB: %v", err)
 		}
@@ -951,29 +503,41 @@ func TestOpenDB_TheWriteQueueComesFromTheEnvironment(t *testing.T) {
 	}
 }
 
-func TestLoadKeys_AddsTheSessionTokensKeyToAnOlderSecretsFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "secrets")
-	var old strings.Builder
-	for i, n := range []string{"session_hash", "session_block", "csrf", "binding", "counter"} {
-		fmt.Fprintf(&old, "%s=%s\n", n, strings.Repeat(fmt.Sprintf("%02x", i+1), 32))
+// fakeEnv is an environment over a fixed map, so tests never read the real
+// environment.
+func fakeEnv(m map[string]string) config.Environment {
+	return func(k string) string { return m[k] }
+}
+
+// clerkEnv is a complete Clerk-mode environment; tests override entries.
+func clerkEnv(over map[string]string) map[string]string {
+	m := map[string]string{
+		"CLERK_SECRET_KEY":      "sk_test_x",
+		"CLERK_PUBLISHABLE_KEY": "pk_test_x",
+		"CLERK_ISSUER":          "https://clerk.example.com",
 	}
-	if err := os.WriteFile(path, []byte(old.String()), 0o600); err != nil {
-		t.Fatal(err)
+	for k, v := range over {
+		m[k] = v
 	}
-	keys, err := LoadKeys(fakeEnv(nil), dir)
+	return m
+}
+
+// LoadKeys loads the server keys as admit's commands do: from the secrets
+// source config.Load reads from env, or dataDir's secrets file.
+func LoadKeys(env config.Environment, dataDir string) (handlers.Keys, error) {
+	cfg, err := config.Load(env)
 	if err != nil {
-		t.Fatalf("LoadKeys on an older secrets file: %v", err)
+		return handlers.Keys{}, err
 	}
-	if len(keys.SessionTokens) != 32 || keys.Counter[0] != 5 {
-		t.Fatalf("keys: session tokens %d bytes, counter %x", len(keys.SessionTokens), keys.Counter[:1])
+	return serverkeys.Load(cfg.Secrets, dataDir)
+}
+
+// mustLoadConfig is config.Load over env, failing the test on an error.
+func mustLoadConfig(tb testing.TB, env map[string]string) *config.Config {
+	tb.Helper()
+	cfg, err := config.Load(fakeEnv(env))
+	if err != nil {
+		tb.Fatalf("config.Load: %v", err)
 	}
-	b, _ := os.ReadFile(path)
-	if !strings.HasPrefix(string(b), old.String()) || !strings.Contains(string(b), "session_tokens=") {
-		t.Fatalf("secrets file after the upgrade:\n%s", b)
-	}
-	again, err := LoadKeys(fakeEnv(nil), dir)
-	if err != nil || string(again.SessionTokens) != string(keys.SessionTokens) {
-		t.Fatalf("the added key changed on the next start: %v", err)
-	}
+	return cfg
 }

@@ -19,6 +19,7 @@ import (
 
 	"admit/backup"
 	"admit/handlers"
+	"admit/internal/config"
 	"admit/store"
 )
 
@@ -192,32 +193,6 @@ func unixSeconds(t time.Time) float64 {
 	return float64(t.UnixNano()) / 1e9
 }
 
-// checkMetricsAddr refuses a metrics address anyone could reach: it must
-// be a loopback or private (RFC 1918, RFC 4193) IP, unless
-// ADMIT_METRICS_ALLOW_PUBLIC=1 says the operator firewalls it themselves.
-// It is never the public listener's address.
-func checkMetricsAddr(addr, publicAddr string, allowPublic bool) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("ADMIT_METRICS_ADDR=%q is not host:port (for example 127.0.0.1:9090)", addr)
-	}
-	if _, err := strconv.Atoi(port); err != nil {
-		return fmt.Errorf("ADMIT_METRICS_ADDR=%q has an invalid port", addr)
-	}
-	if addr == publicAddr && port != "0" {
-		return fmt.Errorf("ADMIT_METRICS_ADDR=%q is the public listener: metrics need a listener of their own", addr)
-	}
-	if allowPublic {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if host == "localhost" || ip != nil && (ip.IsLoopback() || ip.IsPrivate()) {
-		return nil
-	}
-	return fmt.Errorf("ADMIT_METRICS_ADDR=%q must be a loopback or private address such as 127.0.0.1:9090 "+
-		"(set ADMIT_METRICS_ALLOW_PUBLIC=1 if a firewall keeps it private)", addr)
-}
-
 // startMetrics serves /metrics on its own listener and returns the bound
 // address and the function that stops it.
 func startMetrics(addr string, m *metrics, logger *slog.Logger) (net.Addr, func(), error) {
@@ -243,8 +218,8 @@ func startMetrics(addr string, m *metrics, logger *slog.Logger) (net.Addr, func(
 
 // newServeMetrics returns serve's metrics, or nil when ADMIT_METRICS_ADDR
 // is unset (metrics are off by default).
-func newServeMetrics(getenv func(string) string) *metrics {
-	if getenv("ADMIT_METRICS_ADDR") == "" {
+func newServeMetrics(cfg *config.Config) *metrics {
+	if cfg.MetricsAddr == "" {
 		return nil
 	}
 	return newMetrics()
@@ -268,7 +243,7 @@ func (m *metrics) requestObserver() handlers.RequestObserver {
 
 // start serves the metrics when they are on, printing where, and returns
 // the function that stops them.
-func (m *metrics) start(cfg *Config, db *store.DB, repl *backup.Replicator, stdout io.Writer, logger *slog.Logger) (stop func(), err error) {
+func (m *metrics) start(cfg *config.Config, db *store.DB, repl *backup.Replicator, stdout io.Writer, logger *slog.Logger) (stop func(), err error) {
 	if m == nil {
 		return func() {}, nil
 	}

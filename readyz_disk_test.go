@@ -175,7 +175,7 @@ func TestBackup_FullDiskThenFreedShipsTheWaitingChangesWithinSeconds(t *testing.
 		t.Fatal(err)
 	}
 	for {
-		res, err := backup.Verify(context.Background(), bc, b.DBPath, fakeEnv(nil), backup.VerifyOptions{Attempts: 1})
+		res, err := backup.Verify(context.Background(), bc, b.DBPath, backup.VerifyOptions{Attempts: 1})
 		if err == nil && res.OK() {
 			break
 		}

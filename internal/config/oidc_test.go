@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -25,7 +25,7 @@ func oidcEnv(over map[string]string) map[string]string {
 }
 
 func TestLoadConfig_OIDCMode(t *testing.T) {
-	cfg, err := LoadConfig(fakeEnv(oidcEnv(nil)))
+	cfg, err := Load(fakeEnv(oidcEnv(nil)))
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
 	}
@@ -45,7 +45,7 @@ func TestLoadConfig_OIDCClientSecretFromAFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(fakeEnv(oidcEnv(map[string]string{"ADMIT_OIDC_CLIENT_SECRET": "", "ADMIT_OIDC_CLIENT_SECRET_FILE": path,
+	cfg, err := Load(fakeEnv(oidcEnv(map[string]string{"ADMIT_OIDC_CLIENT_SECRET": "", "ADMIT_OIDC_CLIENT_SECRET_FILE": path,
 		"ADMIT_OIDC_SCOPES": "openid email offline_access", "ADMIT_OIDC_TRUST_EMAIL": "1"})))
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
@@ -78,14 +78,14 @@ func TestLoadConfig_OIDCRefusesBadSettingsNamingTheVariable(t *testing.T) {
 			if tc.name == "client without issuer" {
 				env["ADMIT_PUBLIC_URL"] = ""
 			}
-			_, err := LoadConfig(fakeEnv(env))
+			_, err := Load(fakeEnv(env))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err=%v, want one containing %q", err, tc.want)
 			}
 		})
 	}
 	// An http:// issuer is accepted on a loopback host (tests, development).
-	if _, err := LoadConfig(fakeEnv(oidcEnv(map[string]string{"ADMIT_OIDC_ISSUER": "http://127.0.0.1:9000"}))); err != nil {
+	if _, err := Load(fakeEnv(oidcEnv(map[string]string{"ADMIT_OIDC_ISSUER": "http://127.0.0.1:9000"}))); err != nil {
 		t.Fatalf("loopback http issuer: %v", err)
 	}
 }

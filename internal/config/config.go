@@ -1,10 +1,14 @@
-package main
+// Package config is admit's configuration: every environment variable
+// admit reads (Vars, the list README.md's configuration table shows), read
+// in one place (Load) into one typed Config and checked at start. Nothing
+// else in admit reads the environment; the rest takes typed values from
+// Config.
+package config
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -14,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"admit/handlers"
+	"admit/backup"
 	"admit/store"
 )
 
@@ -57,7 +61,67 @@ type Config struct {
 	// (ADMIT_WRITE_QUEUE); past it a signup is answered 503 at once.
 	WriteQueue int
 
+	// Log is how the server logs (ADMIT_LOG_FORMAT, ADMIT_LOG_LEVEL).
+	Log Log
+	// GC says which garbage collector settings the operator chose (GOGC,
+	// GOMEMLIMIT); admit tunes only the others.
+	GC GC
+	// Backup is what replication, restore and the drill take from the
+	// environment (ADMIT_LITESTREAM_CONFIG, ADMIT_BACKUP_*, the S3 keys).
+	Backup Backup
+	// Secrets is where the server keys come from (ADMIT_SECRET_*,
+	// CREDENTIALS_DIRECTORY); the secrets file otherwise.
+	Secrets Secrets
+
 	partiesDerived bool
+	// set holds the trimmed value of every variable Load read that is
+	// set, for Settings.
+	set map[string]string
+}
+
+// Log is the logger's configuration.
+type Log struct {
+	// JSON is true for ADMIT_LOG_FORMAT=json (one object a line); false is
+	// text (key=value lines).
+	JSON bool
+	// Level is ADMIT_LOG_LEVEL.
+	Level slog.Level
+}
+
+// GC says whether the operator chose the garbage collector's settings
+// themselves; the Go runtime has applied them at start.
+type GC struct {
+	GOGCSet       bool
+	GOMEMLIMITSet bool
+}
+
+// Backup is the backup configuration that comes from the environment;
+// litestream.yml itself is read by package backup.
+type Backup struct {
+	// ConfigFile is litestream.yml's path (ADMIT_LITESTREAM_CONFIG).
+	ConfigFile string
+	// MaxLag is ADMIT_BACKUP_MAX_LAG; zero means backup.DefaultMaxLag.
+	MaxLag time.Duration
+	// DrillInterval is ADMIT_BACKUP_DRILL_INTERVAL; zero means off.
+	DrillInterval time.Duration
+	// Credentials are the S3 replica's access keys (AWS_ACCESS_KEY_ID and
+	// AWS_SECRET_ACCESS_KEY, or LITESTREAM_ACCESS_KEY_ID and
+	// LITESTREAM_SECRET_ACCESS_KEY); empty means the AWS SDK's default chain.
+	Credentials backup.Credentials
+	// Expand gives $VAR and ${VAR} in litestream.yml their values, as the
+	// official Litestream CLI does: the file may name any variable.
+	Expand func(string) string
+}
+
+// Secrets is where the server keys come from.
+type Secrets struct {
+	// Env holds the keys set as ADMIT_SECRET_<NAME>, by name (SecretNames
+	// and PreviousSecretNames); empty when none is set, and then the keys
+	// come from the secrets file.
+	Env map[string][]byte
+	// CredentialsDir is $CREDENTIALS_DIRECTORY: a systemd credential named
+	// "secrets" there replaces the data directory's file.
+	CredentialsDir string
 }
 
 // UseListener fixes the public URL once the listener has its port: with
@@ -89,10 +153,14 @@ func (c *Config) OIDCMode() bool { return c.OIDCIssuer != "" }
 // DBPath is the SQLite file in the data directory.
 func (c *Config) DBPath() string { return filepath.Join(c.DataDir, "admit.db") }
 
-// LoadConfig reads and validates the configuration. Every problem is
+// Environment gives an environment variable's value, "" when unset:
+// os.Getenv in the binary, a fixed map in tests. Only Load reads it.
+type Environment func(name string) string
+
+// Load reads and validates the configuration from env. Every problem is
 // reported at once, each with the variable that causes it.
-func LoadConfig(getenv func(string) string) (*Config, error) {
-	r := &configReader{getenv: getenv}
+func Load(env Environment) (*Config, error) {
+	r := &reader{getenv: env, set: map[string]string{}}
 	c := &Config{
 		Addr:                r.env("ADMIT_ADDR", "127.0.0.1:8080"),
 		DataDir:             r.env("ADMIT_DATA", "./data"),
@@ -119,7 +187,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		r.bad("ADMIT_CLIENT_IP_HEADER=%q is not a header name", c.ClientIPHeader)
 	}
 	if c.MetricsAddr != "" {
-		if err := checkMetricsAddr(c.MetricsAddr, c.Addr, r.env("ADMIT_METRICS_ALLOW_PUBLIC", "") == "1"); err != nil {
+		if err := CheckMetricsAddr(c.MetricsAddr, c.Addr, r.env("ADMIT_METRICS_ALLOW_PUBLIC", "") == "1"); err != nil {
 			r.errs = append(r.errs, err)
 		}
 	}
@@ -137,30 +205,37 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		r.checkClerk(c)
 	}
 	c.ClerkAuthorizedParties, c.partiesDerived = r.authorizedParties(c.PublicURL)
+	c.Log = r.log()
+	c.GC = GC{GOGCSet: r.get("GOGC") != "", GOMEMLIMITSet: r.get("GOMEMLIMIT") != ""}
+	c.Backup = r.backup()
+	c.Secrets = r.secrets()
+	c.set = r.set
 	return c, errors.Join(r.errs...)
 }
 
-// configReader reads environment variables, collecting every problem.
-type configReader struct {
-	getenv func(string) string
+// reader reads environment variables, collecting every problem.
+type reader struct {
+	getenv Environment
 	errs   []error
+	// set holds the trimmed value of every variable read that is set.
+	set map[string]string
 }
 
 // env is the trimmed value of k, or def when it is unset or blank.
-func (r *configReader) env(k, def string) string {
-	if v := strings.TrimSpace(r.getenv(k)); v != "" {
+func (r *reader) env(k, def string) string {
+	if v := strings.TrimSpace(r.get(k)); v != "" {
 		return v
 	}
 	return def
 }
 
 // bad records one problem.
-func (r *configReader) bad(format string, args ...any) {
+func (r *reader) bad(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Errorf(format, args...))
 }
 
 // listenAddr splits ADMIT_ADDR into host and port.
-func (r *configReader) listenAddr(addr string) (host, port string) {
+func (r *reader) listenAddr(addr string) (host, port string) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		r.bad("ADMIT_ADDR=%q is not host:port (for example 127.0.0.1:8080 or :0)", addr)
@@ -172,7 +247,7 @@ func (r *configReader) listenAddr(addr string) (host, port string) {
 
 // publicURL is ADMIT_PUBLIC_URL, or an origin made from the listen address
 // when it is unset (derived); nil when it is invalid.
-func (r *configReader) publicURL(host, port string) (u *url.URL, derived bool) {
+func (r *reader) publicURL(host, port string) (u *url.URL, derived bool) {
 	public := r.env("ADMIT_PUBLIC_URL", "")
 	derived = public == ""
 	if public == "" {
@@ -193,7 +268,7 @@ func (r *configReader) publicURL(host, port string) (u *url.URL, derived bool) {
 }
 
 // networkHourlyLimit is ADMIT_NETWORK_HOURLY_LIMIT; 0 when it is invalid.
-func (r *configReader) networkHourlyLimit() int {
+func (r *reader) networkHourlyLimit() int {
 	limit := r.env("ADMIT_NETWORK_HOURLY_LIMIT", "20")
 	n, err := strconv.Atoi(limit)
 	if err != nil || n < 1 || n > 1000000 {
@@ -205,7 +280,7 @@ func (r *configReader) networkHourlyLimit() int {
 
 // writeQueue is ADMIT_WRITE_QUEUE: how many signups may wait for the
 // database writer; store.DefaultSignupQueue when unset, 0 when invalid.
-func (r *configReader) writeQueue() int {
+func (r *reader) writeQueue() int {
 	v := r.env("ADMIT_WRITE_QUEUE", strconv.Itoa(store.DefaultSignupQueue))
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > store.MaxWriteQueue {
@@ -216,7 +291,7 @@ func (r *configReader) writeQueue() int {
 }
 
 // retention is the erasure policy from ADMIT_RETENTION_*_DAYS.
-func (r *configReader) retention() store.Retention {
+func (r *reader) retention() store.Retention {
 	days := func(name string, def int) time.Duration {
 		v := r.env(name, strconv.Itoa(def))
 		n, err := strconv.Atoi(v)
@@ -236,7 +311,7 @@ func (r *configReader) retention() store.Retention {
 
 // checkPprof refuses a profiling address off this machine: profiles expose
 // internals.
-func (r *configReader) checkPprof(addr string) {
+func (r *reader) checkPprof(addr string) {
 	if addr == "" {
 		return
 	}
@@ -255,7 +330,7 @@ const devRealSignIn = "to serve admit at another address, configure real sign-in
 // machine, never through a proxy (docs/DEPLOY.md#development-mode): it
 // listens on loopback, its public URL is http:// on a loopback host, and no
 // client address header names a proxy in front.
-func (r *configReader) checkDev(c *Config, host string) {
+func (r *reader) checkDev(c *Config, host string) {
 	if !isLoopbackHost(host) {
 		r.bad("ADMIT_ADDR=%q: development mode (no real sign-in configured) only listens on a loopback address such as 127.0.0.1; %s", c.Addr, devRealSignIn)
 	}
@@ -278,7 +353,7 @@ func (r *configReader) checkDev(c *Config, host string) {
 }
 
 // checkOIDC reads and checks the OpenID Connect settings.
-func (r *configReader) checkOIDC(c *Config) {
+func (r *reader) checkOIDC(c *Config) {
 	if u, err := url.Parse(c.OIDCIssuer); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil ||
 		(u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
 		r.bad("ADMIT_OIDC_ISSUER=%q must be the provider's https issuer URL (http:// only on a loopback host, for tests)", c.OIDCIssuer)
@@ -318,7 +393,7 @@ func (r *configReader) checkOIDC(c *Config) {
 }
 
 // checkClerk checks the Clerk settings and trims the API URL.
-func (r *configReader) checkClerk(c *Config) {
+func (r *reader) checkClerk(c *Config) {
 	if c.ClerkPublishableKey == "" {
 		r.bad("CLERK_PUBLISHABLE_KEY is required with CLERK_SECRET_KEY")
 	}
@@ -335,7 +410,7 @@ func (r *configReader) checkClerk(c *Config) {
 
 // authorizedParties is CLERK_AUTHORIZED_PARTIES, or the public URL when it
 // is unset (derived).
-func (r *configReader) authorizedParties(public *url.URL) (parties []string, derived bool) {
+func (r *reader) authorizedParties(public *url.URL) (parties []string, derived bool) {
 	list := r.env("CLERK_AUTHORIZED_PARTIES", "")
 	derived = list == ""
 	if list == "" && public != nil {
@@ -356,160 +431,4 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// secretNames are the keys in the secrets file, each 32 random bytes as hex.
-var secretNames = []string{"session_hash", "session_block", "csrf", "binding", "counter", "session_tokens"}
-
-// addedSecrets are keys newer than the secrets file a data directory may
-// already have: LoadKeys generates each missing one and appends it.
-var addedSecrets = []string{"session_tokens"}
-
-// previousSecretNames are the optional keys of a rotation window: the
-// session and CSRF keys being replaced, still accepted (never used to sign)
-// until they are removed (docs/DEPLOY.md, "Rotating a key"). The two
-// session keys come as a pair.
-var previousSecretNames = []string{"previous_session_hash", "previous_session_block", "previous_csrf"}
-
-// LoadKeys reads the server keys from ADMIT_SECRET_<NAME> variables, or from
-// the secrets file in the data directory, generating that file (mode 0600) on
-// first start, or from the systemd credential "secrets" when the service
-// has one ($CREDENTIALS_DIRECTORY/secrets, never generated). Keys never live
-// in the database. The previous session and CSRF
-// keys of a rotation (previousSecretNames) are read from the same place,
-// when present.
-func LoadKeys(getenv func(string) string, dataDir string) (handlers.Keys, error) {
-	vals := map[string][]byte{}
-	fromEnv := 0
-	for _, n := range secretNames {
-		if v := getenv("ADMIT_SECRET_" + strings.ToUpper(n)); v != "" {
-			b, err := hex.DecodeString(v)
-			if err != nil || len(b) != 32 {
-				return handlers.Keys{}, fmt.Errorf("ADMIT_SECRET_%s must be 64 hex characters (32 bytes)", strings.ToUpper(n))
-			}
-			vals[n] = b
-			fromEnv++
-		}
-	}
-	if fromEnv != 0 && fromEnv != len(secretNames) {
-		return handlers.Keys{}, fmt.Errorf("set all of ADMIT_SECRET_{%s} or none", strings.ToUpper(strings.Join(secretNames, ",")))
-	}
-	if fromEnv == 0 {
-		path := filepath.Join(dataDir, "secrets")
-		// A systemd credential named "secrets" (LoadCredential=) replaces
-		// the file in the data directory; it is never generated.
-		if dir := getenv("CREDENTIALS_DIRECTORY"); dir != "" {
-			cred := filepath.Join(dir, "secrets")
-			if _, err := os.Stat(cred); err == nil {
-				path = cred
-			}
-		}
-		var err error
-		if vals, err = secretsFile(path); err != nil {
-			return handlers.Keys{}, err
-		}
-	} else {
-		for _, n := range previousSecretNames {
-			if v := getenv("ADMIT_SECRET_" + strings.ToUpper(n)); v != "" {
-				b, err := hex.DecodeString(v)
-				if err != nil || len(b) != 32 {
-					return handlers.Keys{}, fmt.Errorf("ADMIT_SECRET_%s must be 64 hex characters (32 bytes)", strings.ToUpper(n))
-				}
-				vals[n] = b
-			}
-		}
-	}
-	if (vals["previous_session_hash"] == nil) != (vals["previous_session_block"] == nil) {
-		return handlers.Keys{}, errors.New("previous_session_hash and previous_session_block come together: set both or neither")
-	}
-	return handlers.Keys{SessionHash: vals["session_hash"], SessionBlock: vals["session_block"], CSRF: vals["csrf"],
-		Binding: vals["binding"], Counter: vals["counter"], SessionTokens: vals["session_tokens"],
-		PreviousSessionHash: vals["previous_session_hash"], PreviousSessionBlock: vals["previous_session_block"],
-		PreviousCSRF: vals["previous_csrf"]}, nil
-}
-
-func secretsFile(path string) (map[string][]byte, error) {
-	vals := map[string][]byte{}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("create data dir: %w", err)
-		}
-		var sb strings.Builder
-		sb.WriteString("# admit server keys: keep private, back up separately from the database.\n")
-		for _, n := range secretNames {
-			k := make([]byte, 32)
-			if _, err := rand.Read(k); err != nil {
-				return nil, err
-			}
-			vals[n] = k
-			fmt.Fprintf(&sb, "%s=%s\n", n, hex.EncodeToString(k))
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("create secrets file: %w", err)
-		}
-		if _, err := f.WriteString(sb.String()); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("write secrets file: %w", err)
-		}
-		return vals, f.Close()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read secrets file: %w", err)
-	}
-	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("secrets file %s is readable by others (mode %o): chmod 600 it", path, st.Mode().Perm())
-	}
-	for i, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		key, err := hex.DecodeString(v)
-		if !ok || err != nil || len(key) != 32 {
-			return nil, fmt.Errorf("secrets file %s line %d is not name=<64 hex>", path, i+1)
-		}
-		vals[k] = key
-	}
-	for _, n := range secretNames {
-		if vals[n] == nil && !slices.Contains(addedSecrets, n) {
-			return nil, fmt.Errorf("secrets file %s has no %s key", path, n)
-		}
-	}
-	if err := appendAddedSecrets(path, vals); err != nil {
-		return nil, err
-	}
-	return vals, nil
-}
-
-// appendAddedSecrets generates the keys added since a secrets file was
-// written (addedSecrets) and appends them, so an upgrade keeps every
-// existing key.
-func appendAddedSecrets(path string, vals map[string][]byte) error {
-	var sb strings.Builder
-	for _, n := range addedSecrets {
-		if vals[n] != nil {
-			continue
-		}
-		k := make([]byte, 32)
-		if _, err := rand.Read(k); err != nil {
-			return err
-		}
-		vals[n] = k
-		fmt.Fprintf(&sb, "%s=%s\n", n, hex.EncodeToString(k))
-	}
-	if sb.Len() == 0 {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("add keys to secrets file: %w", err)
-	}
-	if _, err := f.WriteString(sb.String()); err != nil {
-		f.Close()
-		return fmt.Errorf("add keys to secrets file: %w", err)
-	}
-	return f.Close()
 }

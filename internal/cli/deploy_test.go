@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ import (
 
 func readDeployFile(tb testing.TB, name string) string {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("deploy", name))
+	b, err := os.ReadFile(filepath.Join(moduleRoot, "deploy", name))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestDeploy_ProxyFilesSetWhatAdmitReads(t *testing.T) {
 		t.Errorf("deploy/admit.env does not pass admit's configuration check: %v", err)
 	}
 	// The S3 example is a configuration admit accepts.
-	bc, err := backup.LoadConfig(filepath.Join("deploy", "litestream.yml"), fakeEnv(nil))
+	bc, err := backup.LoadConfig(filepath.Join(moduleRoot, "deploy", "litestream.yml"), fakeEnv(nil))
 	if err != nil || !bc.Replicated() {
 		t.Errorf("deploy/litestream.yml: %v (replicated=%v)", err, bc != nil && bc.Replicated())
 	}
@@ -323,7 +323,7 @@ func TestDeploy_ProxyConfigurationsParse(t *testing.T) {
 			t.Skip("caddy is not installed")
 		}
 		home := t.TempDir()
-		cmd := exec.Command(caddy, "validate", "--config", filepath.Join("deploy", "Caddyfile"), "--adapter", "caddyfile")
+		cmd := exec.Command(caddy, "validate", "--config", filepath.Join(moduleRoot, "deploy", "Caddyfile"), "--adapter", "caddyfile")
 		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME="+home, "XDG_CONFIG_HOME="+home)
 		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Valid configuration") {
 			t.Fatalf("caddy validate: %v\n%s", err, out)

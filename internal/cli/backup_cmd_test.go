@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -93,12 +93,13 @@ func TestRun_ServeWithoutLitestreamYMLSaysBackupIsOff(t *testing.T) {
 }
 
 func TestShippedLitestreamYML_StartsWithoutAReplicaAndItsExamplesParse(t *testing.T) {
-	b, err := os.ReadFile("litestream.yml")
+	shipped := filepath.Join(moduleRoot, "litestream.yml")
+	b, err := os.ReadFile(shipped)
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := fakeEnv(nil)
-	cfg, err := backup.LoadConfig("litestream.yml", env)
+	cfg, err := backup.LoadConfig(shipped, env)
 	if err != nil {
 		t.Fatalf("the shipped litestream.yml does not load: %v", err)
 	}

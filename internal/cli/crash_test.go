@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -87,6 +87,7 @@ func MustBuildAdmit(tb testing.TB) string {
 	}
 	bin := filepath.Join(tb.TempDir(), "admit")
 	cmd := exec.Command(goBin, "build", "-ldflags=-s -w", "-o", bin, ".")
+	cmd.Dir = moduleRoot
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build: %v\n%s", err, out)
 	}

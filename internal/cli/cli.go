@@ -2,10 +2,11 @@
 // file of its own — serve.go, owner.go, migrate.go, restore.go, backup.go
 // (backup verify), version.go and config.go — on the configuration
 // internal/config reads. The wiring serve shares lives beside them: the
-// data directory's lock (datalock.go), the logger (logger.go), GC tuning
-// (gc.go), the metrics collector (metrics.go), profiling (pprof.go), the
-// store (store.go), the identity provider (identity.go), erasure
-// (erasure.go) and the HTTP server (httpserver.go).
+// logger (logger.go), GC tuning (gc.go), the metrics collector
+// (metrics.go), profiling (pprof.go), the store (store.go), the identity
+// provider (identity.go), erasure (erasure.go) and the HTTP server
+// (httpserver.go); the data directory's lock is internal/datalock and the
+// server keys internal/serverkeys.
 package cli
 
 import (

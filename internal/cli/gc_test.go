@@ -7,24 +7,6 @@ import (
 	"testing"
 )
 
-// gcSettings reads the collector's target and memory limit as the runtime
-// applies them.
-func gcSettings() (percent, limit uint64) {
-	s := []rtmetrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
-	rtmetrics.Read(s)
-	return s[0].Value.Uint64(), s[1].Value.Uint64()
-}
-
-// resetGC puts Go's defaults back, now and when the test ends.
-func resetGC(tb testing.TB) {
-	reset := func() {
-		debug.SetGCPercent(100)
-		debug.SetMemoryLimit(math.MaxInt64)
-	}
-	reset()
-	tb.Cleanup(reset)
-}
-
 func TestTuneGC_SetsEachUnlessTheOperatorChoseIt(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -47,13 +29,20 @@ func TestTuneGC_SetsEachUnlessTheOperatorChoseIt(t *testing.T) {
 	}
 }
 
-func TestRun_ServeTunesTheGarbageCollector(t *testing.T) {
-	resetGC(t)
-	srv := MustRunServe(t, nil)
-	if p, l := gcSettings(); p != gcPercent || l != gcMemoryLimit {
-		t.Errorf("serving: GOGC %d, memory limit %d; want %d, %d", p, l, gcPercent, gcMemoryLimit)
+// gcSettings reads the collector's target and memory limit as the runtime
+// applies them.
+func gcSettings() (percent, limit uint64) {
+	s := []rtmetrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	rtmetrics.Read(s)
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
+}
+
+// resetGC puts Go's defaults back, now and when the test ends.
+func resetGC(tb testing.TB) {
+	reset := func() {
+		debug.SetGCPercent(100)
+		debug.SetMemoryLimit(math.MaxInt64)
 	}
-	if err := srv.Stop(t); err != nil {
-		t.Fatal(err)
-	}
+	reset()
+	tb.Cleanup(reset)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"admit/internal/config"
+	"admit/internal/datalock"
 	"admit/store"
 	"context"
 	"errors"
@@ -33,15 +34,15 @@ func migrateCmd(ctx context.Context, args []string, env config.Environment, stdo
 	// rule: only the data directory's lock holder migrates: a running
 	// server migrated at its start, and must not have its schema changed
 	// under it (docs/DEPLOY.md, "One server per data directory").
-	lock, err := lockDataDir(cfg.DataDir, "migrate")
+	lock, err := datalock.Take(cfg.DataDir, "migrate")
 	if err != nil {
-		if busy := new(dataDirBusyError); errors.As(err, &busy) {
+		if busy := new(datalock.BusyError); errors.As(err, &busy) {
 			return fmt.Errorf("migrate: %w. admit serve applies migrations when it starts: "+
 				"stop it and run admit migrate, or restart it with this admit", err)
 		}
 		return err
 	}
-	defer func() { err = errors.Join(err, lock.release()) }()
+	defer func() { err = errors.Join(err, lock.Release()) }()
 	_, db, err := openStore(ctx, cfg, store.Options{})
 	if err != nil {
 		return err

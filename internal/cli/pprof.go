@@ -13,7 +13,7 @@ import (
 
 // startPprof serves the net/http/pprof endpoints (/debug/pprof/…) on their
 // own listener at addr, for profiling under load (cmd/loadgen -pprof-dir).
-// It runs only when ADMIT_PPROF_ADDR is set, and LoadConfig accepts only a
+// It runs only when ADMIT_PPROF_ADDR is set, and config.Load accepts only a
 // loopback address for it. The returned function stops the listener.
 func startPprof(addr string, logger *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)

@@ -3,6 +3,7 @@ package cli
 import (
 	"admit/backup"
 	"admit/internal/config"
+	"admit/internal/datalock"
 	"context"
 	"errors"
 	"flag"
@@ -54,15 +55,15 @@ func restoreCmd(ctx context.Context, args []string, env config.Environment, stdo
 	// starts on a half-written file (docs/DEPLOY.md, "One server per data
 	// directory"). Restore itself never writes over an existing file.
 	if samePath(*out, cfg.DBPath()) {
-		lock, lerr := lockDataDir(cfg.DataDir, "restore")
+		lock, lerr := datalock.Take(cfg.DataDir, "restore")
 		if lerr != nil {
-			if busy := new(dataDirBusyError); errors.As(lerr, &busy) {
+			if busy := new(datalock.BusyError); errors.As(lerr, &busy) {
 				return fmt.Errorf("restore: -o %s is the live database, and %w: stop it first, "+
 					"or restore to a new path and swap the files while admit is stopped (docs/DEPLOY.md)", *out, lerr)
 			}
 			return lerr
 		}
-		defer func() { err = errors.Join(err, lock.release()) }()
+		defer func() { err = errors.Join(err, lock.Release()) }()
 	}
 	bc, err := loadBackupConfig(cfg)
 	if err != nil {

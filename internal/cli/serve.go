@@ -4,6 +4,7 @@ import (
 	"admit/backup"
 	"admit/handlers"
 	"admit/internal/config"
+	"admit/internal/datalock"
 	"admit/internal/identity"
 	"admit/store"
 	"context"
@@ -44,7 +45,7 @@ func serve(ctx context.Context, env config.Environment, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, lock.release()) }() // after everything below has closed
+	defer func() { err = errors.Join(err, lock.Release()) }() // after everything below has closed
 	keys, db, err := openStore(ctx, cfg, m.storeOptions(serveStoreOptions(backupCfg)))
 	if err != nil {
 		return err
@@ -82,9 +83,9 @@ func serve(ctx context.Context, env config.Environment, stdout, stderr io.Writer
 // rule: one server per data directory, locked before the keys or the
 // database are touched and held until the process ends
 // (docs/DEPLOY.md, "One server per data directory").
-func lockForServe(dataDir string) (*dataLock, error) {
-	lock, err := lockDataDir(dataDir, "serve")
-	if busy := new(dataDirBusyError); errors.As(err, &busy) {
+func lockForServe(dataDir string) (*datalock.Lock, error) {
+	lock, err := datalock.Take(dataDir, "serve")
+	if busy := new(datalock.BusyError); errors.As(err, &busy) {
 		return nil, fmt.Errorf("%w: admit runs one server per data directory; stop that process "+
 			"(or let it finish) first, or give this server its own ADMIT_DATA", err)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"admit/handlers"
 	"admit/internal/config"
+	"admit/internal/datalock"
 	"admit/internal/serverkeys"
 	"admit/store"
 	"context"
@@ -57,10 +58,10 @@ func openBesideServer(ctx context.Context, env config.Environment, cmd string) (
 		return nil, nil, err
 	}
 	opt := store.Options{NoMigrate: len(schema.Pending) == 0}
-	var lock *dataLock
+	var lock *datalock.Lock
 	if !opt.NoMigrate {
-		if lock, err = lockDataDir(cfg.DataDir, cmd); err != nil {
-			if busy := new(dataDirBusyError); errors.As(err, &busy) {
+		if lock, err = datalock.Take(cfg.DataDir, cmd); err != nil {
+			if busy := new(datalock.BusyError); errors.As(err, &busy) {
 				return nil, nil, fmt.Errorf("%s: the database needs migrations this admit applies, and %w: "+
 					"restart the server with this admit (it migrates when it starts), then run this command again", cmd, err)
 			}
@@ -68,7 +69,7 @@ func openBesideServer(ctx context.Context, env config.Environment, cmd string) (
 		}
 	}
 	if _, db, err = openStore(ctx, cfg, opt); err != nil {
-		return nil, nil, errors.Join(err, lock.release())
+		return nil, nil, errors.Join(err, lock.Release())
 	}
-	return db, lock.release, nil
+	return db, lock.Release, nil
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // addedSecrets are keys newer than the secrets file a data directory may
-// already have: LoadKeys generates each missing one and appends it.
+// already have: Load generates each missing one and appends it.
 var addedSecrets = []string{"session_tokens"}
 
 // Load returns the server keys: those of the environment (src.Env, all

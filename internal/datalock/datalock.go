@@ -1,4 +1,7 @@
-package cli
+// Package datalock keeps one admit server per data directory: an
+// exclusive lock on the directory's admit.lock, which names its holder
+// (docs/DEPLOY.md, "One server per data directory").
+package datalock
 
 import (
 	"errors"
@@ -11,18 +14,18 @@ import (
 	"time"
 )
 
-// lockFileName is the file in the data directory that admit serve, admit
+// FileName is the file in the data directory that admit serve, admit
 // migrate and a restore into the live database lock (docs/DEPLOY.md, "One
 // server per data directory"). It holds the holder's PID and command.
-const lockFileName = "admit.lock"
+const FileName = "admit.lock"
 
-// dataLock is an exclusive flock on a data directory's lock file, held
-// until release or the process's end (the kernel drops it then, so a
+// Lock is an exclusive flock on a data directory's lock file, held
+// until Release or the process's end (the kernel drops it then, so a
 // crashed holder leaves no stale lock behind).
-type dataLock struct{ f *os.File }
+type Lock struct{ f *os.File }
 
-// dataDirBusyError says another admit process holds the data directory.
-type dataDirBusyError struct {
+// BusyError says another admit process holds the data directory.
+type BusyError struct {
 	Dir string
 	// PID and Cmd are what the holder wrote in the lock file; PID is 0 when
 	// it could not be read.
@@ -30,7 +33,7 @@ type dataDirBusyError struct {
 	Cmd string
 }
 
-func (e *dataDirBusyError) Error() string {
+func (e *BusyError) Error() string {
 	holder := "another admit process"
 	if e.Cmd != "" {
 		holder = "admit " + e.Cmd
@@ -38,20 +41,20 @@ func (e *dataDirBusyError) Error() string {
 	if e.PID > 0 {
 		return fmt.Sprintf("data directory %s is in use by %s (PID %d)", e.Dir, holder, e.PID)
 	}
-	return fmt.Sprintf("data directory %s is in use by %s (its PID is not in %s)", e.Dir, holder, lockFileName)
+	return fmt.Sprintf("data directory %s is in use by %s (its PID is not in %s)", e.Dir, holder, FileName)
 }
 
-// lockDataDir takes dir's lock for cmd without waiting, creating dir and
+// Take takes dir's lock for cmd without waiting, creating dir and
 // the lock file if needed. When another process holds it, it returns a
-// *dataDirBusyError naming that process.
-func lockDataDir(dir, cmd string) (*dataLock, error) {
+// *BusyError naming that process.
+func Take(dir, cmd string) (*Lock, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	path := filepath.Join(dir, lockFileName)
+	path := filepath.Join(dir, FileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
@@ -61,7 +64,7 @@ func lockDataDir(dir, cmd string) (*dataLock, error) {
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		busy := &dataDirBusyError{Dir: dir}
+		busy := &BusyError{Dir: dir}
 		busy.PID, busy.Cmd = readHolder(path)
 		return nil, busy
 	}
@@ -75,7 +78,7 @@ func lockDataDir(dir, cmd string) (*dataLock, error) {
 		f.Close()
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	return &dataLock{f: f}, nil
+	return &Lock{f: f}, nil
 }
 
 // flock takes f's exclusive lock without waiting, retrying a system call
@@ -117,8 +120,8 @@ func readHolder(path string) (pid int, cmd string) {
 	}
 }
 
-// release empties the lock file and drops the lock. Safe on nil.
-func (l *dataLock) release() error {
+// Release empties the lock file and drops the lock. Safe on nil.
+func (l *Lock) Release() error {
 	if l == nil {
 		return nil
 	}

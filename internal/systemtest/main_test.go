@@ -1,4 +1,4 @@
-package cli
+package systemtest
 
 import (
 	"bufio"
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"admit/handlers"
+	"admit/internal/cli"
 	"admit/internal/config"
 	"admit/internal/serverkeys"
 	"admit/store"
@@ -81,7 +82,7 @@ func MustRunServe(tb testing.TB, env map[string]string) *runningServer {
 	stderr := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		err := Run(ctx, nil, fakeEnv(env), pw, stderr)
+		err := cli.Run(ctx, nil, fakeEnv(env), pw, stderr)
 		pw.Close()
 		done <- err
 	}()
@@ -265,7 +266,7 @@ func TestRun_DevIdentityRefusesAllInterfaces(t *testing.T) {
 			defer cancel()
 			done := make(chan error, 1)
 			go func() {
-				done <- Run(ctx, []string{"serve"}, fakeEnv(hermetic(t, map[string]string{"ADMIT_ADDR": addr, "ADMIT_DATA": data})), &stdout, &stderr)
+				done <- cli.Run(ctx, []string{"serve"}, fakeEnv(hermetic(t, map[string]string{"ADMIT_ADDR": addr, "ADMIT_DATA": data})), &stdout, &stderr)
 			}()
 			select {
 			case err := <-done:
@@ -300,7 +301,7 @@ func runCmd(tb testing.TB, env map[string]string, args ...string) (string, error
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := Run(ctx, args, fakeEnv(env), &stdout, &stderr)
+	err := cli.Run(ctx, args, fakeEnv(env), &stdout, &stderr)
 	return stdout.String(), err
 }
 
@@ -386,45 +387,6 @@ func TestOwnerCLI_AddRemoveListAreAudited(t *testing.T) {
 	}
 }
 
-// TestOwnerCLI_RejectsBadArguments: each mistake is an error naming it; a
-// mistake in the command line (not in the data) is a usageError, after
-// which main prints the usage.
-func TestOwnerCLI_RejectsBadArguments(t *testing.T) {
-	env := map[string]string{"ADMIT_DATA": t.TempDir()}
-	for _, tc := range []struct {
-		name  string
-		args  []string
-		want  string
-		usage bool
-	}{
-		{"no subcommand", []string{"owner"}, "add, remove or list", true},
-		{"add without --user", []string{"owner", "add", "--workspace", "Acme"}, "--user", true},
-		{"remove without --user", []string{"owner", "remove", "--workspace", "Acme"}, "--user", true},
-		{"without --workspace", []string{"owner", "add", "--user", "user_1"}, "--workspace", true},
-		{"unknown subcommand", []string{"owner", "promote", "--workspace", "Acme", "--user", "user_1"}, "unknown subcommand", true},
-		{"unknown flag", []string{"owner", "add", "--workspace", "Acme", "--user", "user_1", "--role", "admin"}, "role", true},
-		{"list of an unknown workspace", []string{"owner", "list", "--workspace", "Nope"}, "Nope", false},
-		{"unknown command", []string{"frobnicate"}, "unknown command", true},
-		{"backup without verify", []string{"backup"}, "want verify", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := runCmd(t, env, tc.args...)
-			if err == nil {
-				t.Fatalf("admit %s succeeded, want an error", strings.Join(tc.args, " "))
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q lacks %q", err, tc.want)
-			}
-			if strings.HasSuffix(err.Error(), "\n") || strings.Contains(err.Error(), "usage:") {
-				t.Fatalf("error %q carries the usage text; main prints it", err)
-			}
-			if got := errors.As(err, new(usageError)); got != tc.usage {
-				t.Fatalf("usage error=%v, want %v (%v)", got, tc.usage, err)
-			}
-		})
-	}
-}
-
 func TestRun_MigrateIsIdempotent(t *testing.T) {
 	data := t.TempDir()
 	env := map[string]string{"ADMIT_DATA": data}
@@ -446,15 +408,6 @@ func TestRun_MigrateIsIdempotent(t *testing.T) {
 	}
 	if got, want := n, 3; got != want {
 		t.Fatalf("tables found=%d, want %d", got, want)
-	}
-}
-
-func TestRun_HelpPrintsUsage(t *testing.T) {
-	out := mustRunCmd(t, nil, "help")
-	for _, want := range []string{"admit owner add", "admit migrate"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("help output lacks %q:\n%s", want, out)
-		}
 	}
 }
 
@@ -481,25 +434,6 @@ func TestRun_PortZeroSameOriginFormPostIsAccepted(t *testing.T) {
 	resp.Body.Close()
 	if got, want := resp.StatusCode, http.StatusSeeOther; got != want {
 		t.Fatalf("same-origin sign-in: status=%d, want %d", got, want)
-	}
-}
-
-func TestOpenDB_TheWriteQueueComesFromTheEnvironment(t *testing.T) {
-	for _, tc := range []struct {
-		env  string
-		want int
-	}{{"", store.DefaultSignupQueue}, {"77", 77}} {
-		dir := t.TempDir()
-		cfg := mustLoadConfig(t, map[string]string{"ADMIT_DATA": dir, "ADMIT_WRITE_QUEUE": tc.env})
-		_, db, err := openStore(context.Background(), cfg, store.Options{})
-		if err != nil {
-			t.Fatalf("openDB: %v", err)
-		}
-		signups, reserve := db.QueueBounds()
-		db.Close()
-		if signups != tc.want || reserve != store.DefaultWriteReserve {
-			t.Errorf("ADMIT_WRITE_QUEUE=%q: bounds %d and %d, want %d and %d", tc.env, signups, reserve, tc.want, store.DefaultWriteReserve)
-		}
 	}
 }
 
@@ -544,4 +478,13 @@ func mustLoadConfig(tb testing.TB, env map[string]string) *config.Config {
 		tb.Fatalf("config.Load: %v", err)
 	}
 	return cfg
+}
+
+// TestMain runs the tests, then removes the binary MustBuildAdmit built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if admitBinary.dir != "" {
+		os.RemoveAll(admitBinary.dir)
+	}
+	os.Exit(code)
 }

@@ -1,4 +1,4 @@
-package cli
+package systemtest
 
 import (
 	"bufio"
@@ -78,20 +78,42 @@ func demoNoticeVersion(tb testing.TB, c *http.Client, base string) int {
 	return v.Notice.Version
 }
 
-// MustBuildAdmit builds the admit binary into a temp directory.
+// admitBinary is the admit binary MustBuildAdmit builds, once per run of
+// this package; TestMain removes it.
+var admitBinary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// MustBuildAdmit builds the admit binary from the module root, the first
+// time it is called in this package's run, and returns its path.
 func MustBuildAdmit(tb testing.TB) string {
 	tb.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		tb.Fatalf("the crash test builds the real binary and needs the go command: %v", err)
+	admitBinary.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			admitBinary.err = fmt.Errorf("the crash test builds the real binary and needs the go command: %w", err)
+			return
+		}
+		if admitBinary.dir, err = os.MkdirTemp("", "admit-systemtest-"); err != nil {
+			admitBinary.err = err
+			return
+		}
+		bin := filepath.Join(admitBinary.dir, "admit")
+		cmd := exec.Command(goBin, "build", "-ldflags=-s -w", "-o", bin, ".")
+		cmd.Dir = moduleRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			admitBinary.err = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		admitBinary.path = bin
+	})
+	if admitBinary.err != nil {
+		tb.Fatal(admitBinary.err)
 	}
-	bin := filepath.Join(tb.TempDir(), "admit")
-	cmd := exec.Command(goBin, "build", "-ldflags=-s -w", "-o", bin, ".")
-	cmd.Dir = moduleRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return admitBinary.path
 }
 
 // process is one admit binary started by MustStartAdmit.

@@ -1,4 +1,4 @@
-package cli
+package systemtest
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"admit/internal/datalock"
 	"admit/migrations"
 	"admit/store"
 )
@@ -110,7 +111,7 @@ func mustRefuseServe(tb testing.TB, bin, dir string, env []string) (string, time
 // lockHolderPID reads the PID admit wrote in the data directory's lock file.
 func lockHolderPID(tb testing.TB, data string) int {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(data, lockFileName))
+	b, err := os.ReadFile(filepath.Join(data, "admit.lock"))
 	if err != nil {
 		tb.Fatalf("read the lock file: %v", err)
 	}
@@ -204,11 +205,11 @@ func TestDataDir_OwnerCommandDoesNotMigrateBesideAServer(t *testing.T) {
 	// The newest migration "pending" (a newer binary beside an older
 	// server), and the directory locked as a server locks it.
 	execSQL(t, filepath.Join(data, "admit.db"), `DELETE FROM goose_db_version WHERE version_id = ?`, store.KnownVersion())
-	lock, err := lockDataDir(data, "serve")
+	lock, err := datalock.Take(data, "serve")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.release()
+	defer lock.Release()
 	_, err = runCmd(t, env, "owner", "list", "--workspace", "Acme")
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("PID %d", os.Getpid())) || !strings.Contains(err.Error(), "migrations") {
 		t.Fatalf("owner list beside a server, migrations pending: err=%v, want a refusal naming the migrations and the server's PID", err)
@@ -220,27 +221,6 @@ func TestDataDir_OwnerCommandDoesNotMigrateBesideAServer(t *testing.T) {
 	if len(s.Pending) != 1 {
 		t.Fatalf("pending migrations after the refusal: %v, want the one left pending", s.Pending)
 	}
-}
-
-func TestDataDir_LockIsExclusiveAndNamesItsHolder(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "data")
-	first, err := lockDataDir(data, "serve")
-	if err != nil {
-		t.Fatalf("first lock: %v", err)
-	}
-	_, err = lockDataDir(data, "migrate")
-	busy := new(dataDirBusyError)
-	if !errors.As(err, &busy) || busy.PID != os.Getpid() || busy.Cmd != "serve" {
-		t.Fatalf("second lock: %v, want it held by serve, PID %d", err, os.Getpid())
-	}
-	if err := first.release(); err != nil {
-		t.Fatal(err)
-	}
-	again, err := lockDataDir(data, "migrate")
-	if err != nil {
-		t.Fatalf("lock after release: %v", err)
-	}
-	again.release()
 }
 
 // execSQL runs one statement on the database at path, outside admit.

@@ -470,16 +470,6 @@ func LoadKeys(env config.Environment, dataDir string) (handlers.Keys, error) {
 	return serverkeys.Load(cfg.Secrets, dataDir)
 }
 
-// mustLoadConfig is config.Load over env, failing the test on an error.
-func mustLoadConfig(tb testing.TB, env map[string]string) *config.Config {
-	tb.Helper()
-	cfg, err := config.Load(fakeEnv(env))
-	if err != nil {
-		tb.Fatalf("config.Load: %v", err)
-	}
-	return cfg
-}
-
 // TestMain runs the tests, then removes the binary MustBuildAdmit built.
 func TestMain(m *testing.M) {
 	code := m.Run()

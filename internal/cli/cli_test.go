@@ -1,13 +1,14 @@
 package cli
 
 import (
-	"admit/internal/config"
 	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"admit/internal/config"
 )
 
 func TestRun_HelpPrintsUsage(t *testing.T) {

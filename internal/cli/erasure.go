@@ -1,11 +1,12 @@
 package cli
 
 import (
-	"admit/backup"
-	"admit/store"
 	"context"
 	"log/slog"
 	"sync"
+
+	"admit/backup"
+	"admit/store"
 )
 
 // startErasure starts the sweeper, the eraser and the retirer and returns

@@ -1,13 +1,14 @@
 package cli
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+
 	"admit/handlers"
 	"admit/internal/config"
 	"admit/internal/identity"
 	"admit/store"
-	"context"
-	"fmt"
-	"log/slog"
 )
 
 // newIdentity picks the identity provider: OpenID Connect, Clerk, or the

@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"admit/internal/config"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"admit/internal/config"
 )
 
 func TestNewLogger_FormatAndLevelFromEnvironment(t *testing.T) {

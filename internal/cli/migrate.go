@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"admit/internal/config"
-	"admit/internal/datalock"
-	"admit/store"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +8,10 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"admit/internal/config"
+	"admit/internal/datalock"
+	"admit/store"
 )
 
 // migrateCmd is `admit migrate [-status]`.

@@ -1,14 +1,15 @@
 package cli
 
 import (
-	"admit/internal/config"
-	"admit/store"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
+
+	"admit/internal/config"
+	"admit/store"
 )
 
 func ownerCmd(ctx context.Context, args []string, env config.Environment, stdout io.Writer) (err error) {

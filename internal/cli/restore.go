@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"admit/backup"
-	"admit/internal/config"
-	"admit/internal/datalock"
 	"context"
 	"errors"
 	"flag"
@@ -12,6 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"admit/backup"
+	"admit/internal/config"
+	"admit/internal/datalock"
 
 	"github.com/superfly/ltx"
 )

@@ -1,12 +1,6 @@
 package cli
 
 import (
-	"admit/backup"
-	"admit/handlers"
-	"admit/internal/config"
-	"admit/internal/datalock"
-	"admit/internal/identity"
-	"admit/store"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +9,13 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"admit/backup"
+	"admit/handlers"
+	"admit/internal/config"
+	"admit/internal/datalock"
+	"admit/internal/identity"
+	"admit/store"
 )
 
 // serveStoreOptions are the options serve opens the database with. While

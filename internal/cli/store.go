@@ -1,14 +1,15 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	"admit/handlers"
 	"admit/internal/config"
 	"admit/internal/datalock"
 	"admit/internal/serverkeys"
 	"admit/store"
-	"context"
-	"errors"
-	"fmt"
 )
 
 // loadConfig is config.Load with the context its errors are reported in.

@@ -1,9 +1,10 @@
 package cli
 
 import (
-	"admit/store"
 	"context"
 	"testing"
+
+	"admit/store"
 )
 
 func TestOpenDB_TheWriteQueueComesFromTheEnvironment(t *testing.T) {

@@ -1,11 +1,12 @@
 package config
 
 import (
-	"admit/store"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"admit/store"
 )
 
 // fakeEnv is a getenv over a fixed map, so tests never read the real

@@ -1,8 +1,6 @@
 package serverkeys
 
 import (
-	"admit/handlers"
-	"admit/internal/config"
 	"bytes"
 	"encoding/hex"
 	"errors"
@@ -12,6 +10,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"admit/handlers"
+	"admit/internal/config"
 )
 
 // secretEnv returns all ADMIT_SECRET_* variables, each key filled with b.

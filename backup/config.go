@@ -59,8 +59,9 @@ type Config struct {
 	L0RetentionCheckInterval *time.Duration  `yaml:"l0-retention-check-interval"`
 	Retention                RetentionConfig `yaml:"retention"`
 
-	// Credentials and MaxLag come from admit's configuration, not from
-	// the file (internal/config sets them from the environment).
+	// Credentials and MaxLag are not in the file: they come from admit's
+	// configuration (internal/config reads them from the environment), and
+	// the caller sets them before Start, Restore or Verify.
 	Credentials Credentials   `yaml:"-"`
 	MaxLag      time.Duration `yaml:"-"`
 }

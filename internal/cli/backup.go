@@ -28,8 +28,8 @@ func loadBackupConfig(cfg *config.Config) (*backup.Config, error) {
 // startReplication starts continuous backup of dbPath when litestream.yml
 // names a replica for it, with a restore drill every drills (none when
 // zero) that holds writes through pause, and says in the log whether it
-// runs. It returns a nil Replicator
-// (whose methods do nothing) when replication is off.
+// runs. It returns a nil Replicator (whose methods do nothing) when
+// replication is off.
 func startReplication(ctx context.Context, bc *backup.Config, dbPath string, drills time.Duration, pause backup.PauseFunc, logger *slog.Logger) (*backup.Replicator, error) {
 	repl, err := backup.Start(ctx, bc, dbPath, logger)
 	if err != nil {

@@ -34,7 +34,7 @@ const (
 
 func TestRun_ServeTunesTheGarbageCollector(t *testing.T) {
 	resetGC(t)
-	srv := MustRunServe(t, nil)
+	srv := MustRunServe(t, map[string]string{"ADMIT_DATA": t.TempDir()})
 	if p, l := gcSettings(); p != gcPercent || l != gcMemoryLimit {
 		t.Errorf("serving: GOGC %d, memory limit %d; want %d, %d", p, l, gcPercent, gcMemoryLimit)
 	}

@@ -294,7 +294,7 @@ func TestRestore_PagesThatMissTheRecordedChecksumAreDamageAndTheNewestIntactStat
 	}
 
 	// admit restore falls back to the newest intact state and says why.
-	res, err := Restore(ctx, e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: filepath.Join(dir, "restored.db")})
+	res, err := Restore(ctx, e.Config, e.DBPath, RestoreOptions{Output: filepath.Join(dir, "restored.db")})
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}

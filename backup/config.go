@@ -22,10 +22,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ConfigEnv names the environment variable that points at litestream.yml.
-const ConfigEnv = "ADMIT_LITESTREAM_CONFIG"
-
-// DefaultConfigFile is read from the working directory when ConfigEnv is unset.
+// DefaultConfigFile is read from the working directory when admit's
+// configuration names no other file (ADMIT_LITESTREAM_CONFIG).
 const DefaultConfigFile = "litestream.yml"
 
 // Litestream's own defaults (cmd/litestream DefaultConfig), which apply when
@@ -37,15 +35,6 @@ const (
 	DefaultL0Retention              = litestream.DefaultL0Retention
 	DefaultL0RetentionCheckInterval = litestream.DefaultL0RetentionCheckInterval
 )
-
-// ConfigPath returns the litestream.yml admit reads: $ADMIT_LITESTREAM_CONFIG,
-// or litestream.yml in the working directory.
-func ConfigPath(getenv func(string) string) string {
-	if p := strings.TrimSpace(getenv(ConfigEnv)); p != "" {
-		return p
-	}
-	return DefaultConfigFile
-}
 
 // Config is the part of Litestream's configuration file that admit reads.
 // Keys and meanings are the official CLI's (cmd/litestream Config), so
@@ -69,6 +58,19 @@ type Config struct {
 	L0Retention              *time.Duration  `yaml:"l0-retention"`
 	L0RetentionCheckInterval *time.Duration  `yaml:"l0-retention-check-interval"`
 	Retention                RetentionConfig `yaml:"retention"`
+
+	// Credentials and MaxLag are not in the file: they come from admit's
+	// configuration (internal/config reads them from the environment), and
+	// the caller sets them before Start, Restore or Verify.
+	Credentials Credentials   `yaml:"-"`
+	MaxLag      time.Duration `yaml:"-"`
+}
+
+// Credentials are an S3 replica's access key pair. Empty, the AWS SDK's
+// default chain applies (shared config, instance role).
+type Credentials struct {
+	AccessKeyID     string
+	SecretAccessKey string
 }
 
 // SnapshotConfig is the `snapshot` section: how often a full snapshot is
@@ -154,12 +156,13 @@ func (r *ReplicaConfig) String() string {
 	}
 }
 
-// LoadConfig reads litestream.yml from path, expanding $VAR and ${VAR} from
-// getenv as the official CLI does. A missing file is not an error: the
+// LoadConfig reads litestream.yml from path, expanding $VAR and ${VAR}
+// with expand (admit's configuration gives it the environment's values)
+// as the official CLI does; a nil expand expands every variable to "". A missing file is not an error: the
 // returned Config has Exists false and names no replica. An unknown key, a
 // bad value or a setting admit cannot honour is an error naming the file,
 // line and key.
-func LoadConfig(path string, getenv func(string) string) (*Config, error) {
+func LoadConfig(path string, expand func(string) string) (*Config, error) {
 	c := &Config{File: path}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -172,7 +175,10 @@ func LoadConfig(path string, getenv func(string) string) (*Config, error) {
 		if k == "PID" {
 			return strconv.Itoa(os.Getpid())
 		}
-		return getenv(k)
+		if expand == nil {
+			return ""
+		}
+		return expand(k)
 	}))
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)

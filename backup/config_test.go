@@ -34,15 +34,6 @@ func mustLoadConfig(tb testing.TB, text string, env map[string]string) *Config {
 	return cfg
 }
 
-func TestConfigPath_EnvironmentOverridesTheWorkingDirectoryFile(t *testing.T) {
-	if got, want := ConfigPath(fakeEnv(nil)), "litestream.yml"; got != want {
-		t.Errorf("ConfigPath()=%q, want %q", got, want)
-	}
-	if got, want := ConfigPath(fakeEnv(map[string]string{ConfigEnv: "/etc/admit/litestream.yml"})), "/etc/admit/litestream.yml"; got != want {
-		t.Errorf("ConfigPath()=%q, want %q", got, want)
-	}
-}
-
 func TestLoadConfig_MissingFileMeansReplicationOff(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "litestream.yml")
 	cfg, err := LoadConfig(p, fakeEnv(nil))

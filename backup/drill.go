@@ -14,10 +14,6 @@ import (
 	"github.com/superfly/ltx"
 )
 
-// DrillIntervalEnv names the environment variable that sets how often the
-// server runs a restore drill, as a Go duration such as 30m, or "off".
-const DrillIntervalEnv = "ADMIT_BACKUP_DRILL_INTERVAL"
-
 // DefaultDrillInterval is how often the server runs a restore drill; it
 // also runs one right after every start and another a minute later.
 const DefaultDrillInterval = time.Hour
@@ -29,23 +25,6 @@ const (
 	drillHoldTimeout = 5 * time.Second
 	drillRetry       = time.Minute
 )
-
-// DrillInterval reads DrillIntervalEnv: DefaultDrillInterval when unset,
-// zero for "off".
-func DrillInterval(getenv func(string) string) (time.Duration, error) {
-	v := strings.TrimSpace(getenv(DrillIntervalEnv))
-	switch v {
-	case "":
-		return DefaultDrillInterval, nil
-	case "off":
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q must be a positive duration such as 1h, or off", DrillIntervalEnv, v)
-	}
-	return d, nil
-}
 
 // PauseFunc holds the database's writes until resume is called; the
 // store's PauseWrites.

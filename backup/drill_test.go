@@ -42,7 +42,7 @@ func (b *lockedBuffer) String() string {
 func (e *testEnv) MustStartLogged(tb testing.TB) (*Replicator, *lockedBuffer) {
 	tb.Helper()
 	log := &lockedBuffer{}
-	r, err := Start(context.Background(), e.Config, e.DBPath, fakeEnv(nil), slog.New(slog.NewTextHandler(log, nil)))
+	r, err := Start(context.Background(), e.Config, e.DBPath, slog.New(slog.NewTextHandler(log, nil)))
 	if err != nil || r == nil {
 		tb.Fatalf("Start: %v, %v", r, err)
 	}

@@ -26,10 +26,6 @@ import (
 // the replica fails, so a minute of lag means the replica is failing, not busy.
 const DefaultMaxLag = time.Minute
 
-// MaxLagEnv names the environment variable that overrides DefaultMaxLag, as
-// a Go duration such as 30s or 5m.
-const MaxLagEnv = "ADMIT_BACKUP_MAX_LAG"
-
 // replicaCheckTimeout bounds the reachability check at start.
 const replicaCheckTimeout = 15 * time.Second
 
@@ -38,7 +34,7 @@ const replicaCheckTimeout = 15 * time.Second
 // then report ready and do nothing.
 type Replicator struct {
 	// MaxLag is how long changes may wait for the replica before Ready
-	// fails; zero means DefaultMaxLag. Start sets it from MaxLagEnv.
+	// fails; zero means DefaultMaxLag. Start sets it from Config.MaxLag.
 	MaxLag time.Duration
 
 	replica *ReplicaConfig
@@ -82,16 +78,10 @@ type Status struct {
 //
 // Litestream's lifecycle rule: Close must be called only after every other
 // connection to the database has been closed (POSIX locks are per process).
-func Start(ctx context.Context, cfg *Config, dbPath string, getenv func(string) string, logger *slog.Logger) (*Replicator, error) {
+func Start(ctx context.Context, cfg *Config, dbPath string, logger *slog.Logger) (*Replicator, error) {
 	rc, err := cfg.ReplicaFor(dbPath)
 	if err != nil || rc == nil {
 		return nil, err
-	}
-	var maxLag time.Duration
-	if v := strings.TrimSpace(getenv(MaxLagEnv)); v != "" {
-		if maxLag, err = time.ParseDuration(v); err != nil || maxLag <= 0 {
-			return nil, fmt.Errorf("%s=%q must be a positive duration such as 1m", MaxLagEnv, v)
-		}
 	}
 	abs, err := expandPath(dbPath)
 	if err != nil {
@@ -105,7 +95,7 @@ func Start(ctx context.Context, cfg *Config, dbPath string, getenv func(string) 
 
 	db := litestream.NewDB(abs)
 	r := litestream.NewReplica(db)
-	if r.Client, err = newClient(rc, r, getenv); err != nil {
+	if r.Client, err = newClient(rc, r, cfg.Credentials); err != nil {
 		return nil, err
 	}
 	if rc.SyncInterval != nil {
@@ -132,7 +122,7 @@ func Start(ctx context.Context, cfg *Config, dbPath string, getenv func(string) 
 		_ = st.Close(context.Background())
 		return nil, fmt.Errorf("start replication to %s: %w", rc, err)
 	}
-	repl := &Replicator{MaxLag: maxLag, replica: rc, store: st, db: db, started: time.Now(), now: time.Now, log: logger}
+	repl := &Replicator{MaxLag: cfg.MaxLag, replica: rc, store: st, db: db, started: time.Now(), now: time.Now, log: logger}
 	repl.bg.run(repl.catchUp)
 	return repl, nil
 }
@@ -164,11 +154,12 @@ func checkReachable(ctx context.Context, c litestream.ReplicaClient) error {
 	return itr.Close()
 }
 
-// newClient builds the Litestream replica client for rc. S3 credentials come
-// from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or, as the official CLI
-// allows, LITESTREAM_ACCESS_KEY_ID and LITESTREAM_SECRET_ACCESS_KEY); without
-// them the AWS SDK's default chain applies (shared config, instance role).
-func newClient(rc *ReplicaConfig, r *litestream.Replica, getenv func(string) string) (litestream.ReplicaClient, error) {
+// newClient builds the Litestream replica client for rc. An S3 replica
+// uses cred (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or, as the
+// official CLI allows, LITESTREAM_ACCESS_KEY_ID and
+// LITESTREAM_SECRET_ACCESS_KEY); without them the AWS SDK's default chain
+// applies (shared config, instance role).
+func newClient(rc *ReplicaConfig, r *litestream.Replica, cred Credentials) (litestream.ReplicaClient, error) {
 	switch rc.kind() {
 	case "file":
 		p, err := expandPath(rc.Path)
@@ -190,14 +181,10 @@ func newClient(rc *ReplicaConfig, r *litestream.Replica, getenv func(string) str
 		if rc.ForcePathStyle != nil {
 			c.ForcePathStyle = *rc.ForcePathStyle
 		}
-		id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY")
-		if id == "" && secret == "" {
-			id, secret = getenv("LITESTREAM_ACCESS_KEY_ID"), getenv("LITESTREAM_SECRET_ACCESS_KEY")
-		}
-		if (id == "") != (secret == "") {
+		if (cred.AccessKeyID == "") != (cred.SecretAccessKey == "") {
 			return nil, errors.New("set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither")
 		}
-		c.AccessKeyID, c.SecretAccessKey = id, secret
+		c.AccessKeyID, c.SecretAccessKey = cred.AccessKeyID, cred.SecretAccessKey
 		return c, nil
 	}
 	return nil, fmt.Errorf("replica type %q is not supported", rc.Type)

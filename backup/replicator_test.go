@@ -63,7 +63,7 @@ func (e *testEnv) MustOpenStore(tb testing.TB) *store.DB {
 // the test stopped it.
 func (e *testEnv) MustStart(tb testing.TB) *Replicator {
 	tb.Helper()
-	r, err := Start(context.Background(), e.Config, e.DBPath, fakeEnv(nil), quietLogger())
+	r, err := Start(context.Background(), e.Config, e.DBPath, quietLogger())
 	if err != nil {
 		tb.Fatalf("Start: %v", err)
 	}
@@ -137,7 +137,7 @@ func (e *testEnv) mustRestore(tb testing.TB, out string, at time.Time) *RestoreR
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	res, err := Restore(ctx, e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: out, Timestamp: at})
+	res, err := Restore(ctx, e.Config, e.DBPath, RestoreOptions{Output: out, Timestamp: at})
 	if err != nil {
 		tb.Fatalf("Restore: %v", err)
 	}
@@ -272,7 +272,7 @@ func TestRestore_PointInTimeExcludesRowsWrittenAfterIt(t *testing.T) {
 	}
 
 	// Before the first backup there is nothing to restore.
-	_, err := Restore(context.Background(), e.Config, e.DBPath, fakeEnv(nil),
+	_, err := Restore(context.Background(), e.Config, e.DBPath,
 		RestoreOptions{Output: filepath.Join(dir, "early.db"), Timestamp: t1.Add(-time.Hour)})
 	if err == nil || !strings.Contains(err.Error(), "no backup") {
 		t.Errorf("restore before the first backup: err=%v, want a no-backup error", err)
@@ -322,7 +322,7 @@ func TestRestore_RefusesToOverwriteAnExistingFile(t *testing.T) {
 	if err := os.WriteFile(out, []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Restore(context.Background(), e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: out})
+	_, err := Restore(context.Background(), e.Config, e.DBPath, RestoreOptions{Output: out})
 	if err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("Restore over an existing file: err=%v, want already exists", err)
 	}
@@ -333,7 +333,7 @@ func TestRestore_RefusesToOverwriteAnExistingFile(t *testing.T) {
 
 func TestRestore_WithoutAReplicaSaysSo(t *testing.T) {
 	cfg := mustLoadConfig(t, "dbs:\n  - path: data/admit.db\n", nil)
-	_, err := Restore(context.Background(), cfg, "data/admit.db", fakeEnv(nil), RestoreOptions{Output: filepath.Join(t.TempDir(), "x.db")})
+	_, err := Restore(context.Background(), cfg, "data/admit.db", RestoreOptions{Output: filepath.Join(t.TempDir(), "x.db")})
 	if err == nil || !strings.Contains(err.Error(), "names no replica") {
 		t.Fatalf("err=%v, want names no replica", err)
 	}
@@ -347,7 +347,7 @@ func TestVerify_MatchesThenReportsUnreplicatedRows(t *testing.T) {
 	mustSync(t, r)
 
 	ctx := context.Background()
-	res, err := Verify(ctx, e.Config, e.DBPath, fakeEnv(nil), VerifyOptions{Attempts: 1})
+	res, err := Verify(ctx, e.Config, e.DBPath, VerifyOptions{Attempts: 1})
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -365,7 +365,7 @@ func TestVerify_MatchesThenReportsUnreplicatedRows(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	res, err = Verify(ctx, e.Config, e.DBPath, fakeEnv(nil), VerifyOptions{Attempts: 2, Wait: 10 * time.Millisecond})
+	res, err = Verify(ctx, e.Config, e.DBPath, VerifyOptions{Attempts: 2, Wait: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -434,7 +434,7 @@ func TestReplicator_StatusAndReadyFollowTheReplica(t *testing.T) {
 
 func TestReplicator_NilMeansReplicationOff(t *testing.T) {
 	cfg := mustLoadConfig(t, "dbs:\n  - path: data/admit.db\n", nil)
-	r, err := Start(context.Background(), cfg, "data/admit.db", fakeEnv(nil), quietLogger())
+	r, err := Start(context.Background(), cfg, "data/admit.db", quietLogger())
 	if err != nil || r != nil {
 		t.Fatalf("Start without a replica=%v, %v; want nil, nil", r, err)
 	}
@@ -456,7 +456,7 @@ func TestStart_UnreachableReplicaFailsTheStart(t *testing.T) {
 	if err := os.WriteFile(e.ReplicaDir, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Start(context.Background(), e.Config, e.DBPath, fakeEnv(nil), quietLogger())
+	r, err := Start(context.Background(), e.Config, e.DBPath, quietLogger())
 	if err == nil {
 		r.Close(context.Background())
 		t.Fatal("Start succeeded with an unusable replica")
@@ -498,7 +498,6 @@ func TestReplicate_S3CompatibleReplicaRoundTrips(t *testing.T) {
 	endpoint := MustFakeS3(t, "admit-backups")
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "admit.db")
-	env := map[string]string{"AWS_ACCESS_KEY_ID": "test-key", "AWS_SECRET_ACCESS_KEY": "test-secret"}
 	cfg := mustLoadConfig(t, `
 dbs:
   - path: `+dbPath+`
@@ -512,7 +511,8 @@ dbs:
 `, map[string]string{"S3_ENDPOINT": endpoint})
 	e := &testEnv{DBPath: dbPath, Config: cfg}
 	db := e.MustOpenStore(t)
-	r, err := Start(context.Background(), cfg, dbPath, fakeEnv(env), quietLogger())
+	cfg.Credentials = Credentials{AccessKeyID: "test-key", SecretAccessKey: "test-secret"}
+	r, err := Start(context.Background(), cfg, dbPath, quietLogger())
 	if err != nil {
 		t.Fatalf("Start with an S3 replica: %v", err)
 	}
@@ -523,7 +523,7 @@ dbs:
 	wantAudit := mustAuditEvents(t, dbPath)
 	mustStop(t, db, r)
 
-	res, err := Restore(context.Background(), cfg, dbPath, fakeEnv(env), RestoreOptions{Output: filepath.Join(dir, "restored.db")})
+	res, err := Restore(context.Background(), cfg, dbPath, RestoreOptions{Output: filepath.Join(dir, "restored.db")})
 	if err != nil {
 		t.Fatalf("Restore from S3: %v", err)
 	}

@@ -71,7 +71,7 @@ type SkippedState struct {
 // the check is an error and leaves no file. Without a requested point it
 // restores the newest state that passes, searching back from the newest
 // (README, Backups), and reports what it skipped.
-func Restore(ctx context.Context, cfg *Config, dbPath string, getenv func(string) string, opt RestoreOptions) (*RestoreResult, error) {
+func Restore(ctx context.Context, cfg *Config, dbPath string, opt RestoreOptions) (*RestoreResult, error) {
 	if opt.Output == "" {
 		return nil, errors.New("restore: an output path is required")
 	}
@@ -96,7 +96,7 @@ func Restore(ctx context.Context, cfg *Config, dbPath string, getenv func(string
 		return nil, err
 	}
 	r := litestream.NewReplica(nil)
-	if r.Client, err = newClient(rc, r, getenv); err != nil {
+	if r.Client, err = newClient(rc, r, cfg.Credentials); err != nil {
 		return nil, err
 	}
 	if err := initClient(ctx, rc, r.Client); err != nil {
@@ -323,7 +323,7 @@ func (v *VerifyResult) OK() bool { return len(v.Differences) == 0 && v.Skipped =
 // intact (a file that does not decode, or a failed integrity_check), it
 // steps back as Restore does to the newest state that does, compares that
 // one, and reports what it skipped: the backup is then not OK.
-func Verify(ctx context.Context, cfg *Config, dbPath string, getenv func(string) string, opt VerifyOptions) (*VerifyResult, error) {
+func Verify(ctx context.Context, cfg *Config, dbPath string, opt VerifyOptions) (*VerifyResult, error) {
 	if opt.Attempts <= 0 {
 		opt.Attempts = 3
 	}
@@ -338,7 +338,7 @@ func Verify(ctx context.Context, cfg *Config, dbPath string, getenv func(string)
 	var res *VerifyResult
 	for attempt := 1; ; attempt++ {
 		out := filepath.Join(dir, fmt.Sprintf("restore-%d.db", attempt))
-		restored, err := Restore(ctx, cfg, dbPath, getenv, RestoreOptions{Output: out})
+		restored, err := Restore(ctx, cfg, dbPath, RestoreOptions{Output: out})
 		if err != nil {
 			return nil, err
 		}

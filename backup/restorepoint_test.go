@@ -86,25 +86,25 @@ func TestRestore_DamagedNewestLTXRestoresTheNewestIntactState(t *testing.T) {
 	}
 
 	// A requested point is restored exactly or refused.
-	_, err = Restore(ctx, e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: filepath.Join(dir, "txid.db"), TXID: newest})
+	_, err = Restore(ctx, e.Config, e.DBPath, RestoreOptions{Output: filepath.Join(dir, "txid.db"), TXID: newest})
 	if err == nil || !strings.Contains(err.Error(), "failed its check") {
 		t.Errorf("restore of the damaged transaction: err=%v, want failed its check", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "txid.db")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused restore left its file: %v", err)
 	}
-	_, err = Restore(ctx, e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: filepath.Join(dir, "latest.db"), NoFallback: true})
+	_, err = Restore(ctx, e.Config, e.DBPath, RestoreOptions{Output: filepath.Join(dir, "latest.db"), NoFallback: true})
 	if err == nil || !strings.Contains(err.Error(), "failed its check") {
 		t.Errorf("restore of the newest state without fallback: err=%v, want failed its check", err)
 	}
-	got, err := Restore(ctx, e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: filepath.Join(dir, "intact.db"), TXID: res.TXID})
+	got, err := Restore(ctx, e.Config, e.DBPath, RestoreOptions{Output: filepath.Join(dir, "intact.db"), TXID: res.TXID})
 	if err != nil {
 		t.Fatalf("restore of transaction %s: %v", res.TXID, err)
 	}
 	if got.TXID != res.TXID || got.Skipped != nil || len(got.Tables.Diff(res.Tables)) > 0 {
 		t.Errorf("restore -txid %s: %s %v, want the same state as the fallback", res.TXID, got.TXID, got.Tables.Diff(res.Tables))
 	}
-	_, err = Restore(ctx, e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: filepath.Join(dir, "future.db"), TXID: newest + 100})
+	_, err = Restore(ctx, e.Config, e.DBPath, RestoreOptions{Output: filepath.Join(dir, "future.db"), TXID: newest + 100})
 	if err == nil || !strings.Contains(err.Error(), "cannot restore transaction") {
 		t.Errorf("restore of a transaction the replica lacks: err=%v", err)
 	}
@@ -119,7 +119,7 @@ func TestRestore_EveryDamagedPointIsAnError(t *testing.T) {
 	mustStop(t, db, r)
 	replicatest.DamageFiles(t, e.ReplicaDir)
 	out := filepath.Join(t.TempDir(), "x.db")
-	_, err := Restore(context.Background(), e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: out})
+	_, err := Restore(context.Background(), e.Config, e.DBPath, RestoreOptions{Output: out})
 	if err == nil || !strings.Contains(err.Error(), "no restore point passes its check") {
 		t.Fatalf("err=%v, want no restore point passes", err)
 	}
@@ -161,7 +161,7 @@ func TestRestore_AnL0FileThatDoesNotDecodeIsSteppedOver(t *testing.T) {
 	// The live state at the point just before the damaged file.
 	intact := filepath.Join(t.TempDir(), "intact.db")
 	ctx := context.Background()
-	if _, err := Restore(ctx, e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: intact, TXID: minTXID - 1}); err != nil {
+	if _, err := Restore(ctx, e.Config, e.DBPath, RestoreOptions{Output: intact, TXID: minTXID - 1}); err != nil {
 		t.Fatalf("restore of transaction %s before the damage: %v", minTXID-1, err)
 	}
 	wantCounts := mustCounts(t, intact)
@@ -170,7 +170,7 @@ func TestRestore_AnL0FileThatDoesNotDecodeIsSteppedOver(t *testing.T) {
 	dir := t.TempDir()
 	// The damage is a decoding error, not a failed check: a requested
 	// point past it is refused with the file named.
-	_, err = Restore(ctx, e.Config, e.DBPath, fakeEnv(nil), RestoreOptions{Output: filepath.Join(dir, "newest.db"), TXID: newest})
+	_, err = Restore(ctx, e.Config, e.DBPath, RestoreOptions{Output: filepath.Join(dir, "newest.db"), TXID: newest})
 	if err == nil || !strings.Contains(err.Error(), "does not decode") || !strings.Contains(err.Error(), filepath.Base(damaged)) {
 		t.Fatalf("restore -txid %s past the damaged file: err=%v, want it does not decode, naming %s", newest, err, filepath.Base(damaged))
 	}
@@ -195,7 +195,7 @@ func TestRestore_AnL0FileThatDoesNotDecodeIsSteppedOver(t *testing.T) {
 	}
 
 	// The drill restores the same point and says the newest is damaged.
-	v, err := Verify(ctx, e.Config, e.DBPath, fakeEnv(nil), VerifyOptions{Attempts: 1})
+	v, err := Verify(ctx, e.Config, e.DBPath, VerifyOptions{Attempts: 1})
 	if err != nil {
 		t.Fatalf("Verify: %v, want a result naming the damage", err)
 	}

@@ -24,30 +24,50 @@ func writeScaleReport(w io.Writer, m machine, results []*scaleResult) {
 	}
 	fmt.Fprintf(w, "## Scale\n\n%s, %d CPUs, %s, %s; disk %s; load average %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
 		m.CPUs, m.CPUModel, m.GoVersion, m.Disk, loadAverages())
-	head := func(first string) {
-		fmt.Fprintf(w, "| %s |", first)
-		for _, r := range results {
-			fmt.Fprintf(w, " %s |", sizeName(r.N))
-		}
-		fmt.Fprint(w, "\n|---|")
-		for range results {
-			fmt.Fprint(w, "---:|")
-		}
-		fmt.Fprintln(w)
+	t := scaleTable{w: w, results: results}
+	writeScalePages(t)
+	fmt.Fprintln(w)
+	writeScaleCosts(t)
+	fmt.Fprintln(w)
+	writeScaleTargets(w, results[len(results)-1])
+}
+
+// scaleTable writes a Markdown table with one column per database size.
+type scaleTable struct {
+	w       io.Writer
+	results []*scaleResult
+}
+
+// head writes the header row, first naming the rows, then the sizes.
+func (t scaleTable) head(first string) {
+	fmt.Fprintf(t.w, "| %s |", first)
+	for _, r := range t.results {
+		fmt.Fprintf(t.w, " %s |", sizeName(r.N))
 	}
-	row := func(name string, cell func(*scaleResult) string) {
-		fmt.Fprintf(w, "| %s |", name)
-		for _, r := range results {
-			fmt.Fprintf(w, " %s |", cell(r))
-		}
-		fmt.Fprintln(w)
+	fmt.Fprint(t.w, "\n|---|")
+	for range t.results {
+		fmt.Fprint(t.w, "---:|")
 	}
-	head("page p95 (p50), ms")
+	fmt.Fprintln(t.w)
+}
+
+// row writes one row: name, then cell of each size's result.
+func (t scaleTable) row(name string, cell func(*scaleResult) string) {
+	fmt.Fprintf(t.w, "| %s |", name)
+	for _, r := range t.results {
+		fmt.Fprintf(t.w, " %s |", cell(r))
+	}
+	fmt.Fprintln(t.w)
+}
+
+// writeScalePages writes each owner page's p95 (and p50) by size.
+func writeScalePages(t scaleTable) {
+	t.head("page p95 (p50), ms")
 	for _, name := range scalePages {
-		if results[len(results)-1].Pages[name] == nil {
+		if t.results[len(t.results)-1].Pages[name] == nil {
 			continue
 		}
-		row(name, func(r *scaleResult) string {
+		t.row(name, func(r *scaleResult) string {
 			res := r.Pages[name]
 			if res == nil {
 				return "–"
@@ -59,49 +79,51 @@ func writeScaleReport(w io.Writer, m machine, results []*scaleResult) {
 			return fmt.Sprintf("%s (%s)%s", ms(res.Percentile(95)), ms(res.Percentile(50)), errs)
 		})
 	}
-	fmt.Fprintln(w)
-	head("cost")
-	row("programs (largest)", func(r *scaleResult) string { return fmt.Sprintf("%d (%d)", r.Programs, r.Largest) })
-	row("database size per entry", func(r *scaleResult) string {
+}
+
+// writeScaleCosts writes what each size costs: disk, start, sync, sweep,
+// export, retirement, stop, verify, restore, scrape and seeding.
+func writeScaleCosts(t scaleTable) {
+	t.head("cost")
+	t.row("programs (largest)", func(r *scaleResult) string { return fmt.Sprintf("%d (%d)", r.Programs, r.Largest) })
+	t.row("database size per entry", func(r *scaleResult) string {
 		return fmt.Sprintf("%d B (%s MiB)", r.DBBytes/int64(r.N), mib(r.DBBytes))
 	})
-	row("start to ready, first start (median of later)", func(r *scaleResult) string {
+	t.row("start to ready, first start (median of later)", func(r *scaleResult) string {
 		return fmt.Sprintf("%s ms (%s ms)", ms(r.FirstReady), ms(median(r.Ready)))
 	})
-	row("replica's first full sync after start", func(r *scaleResult) string { return secs(r.FirstSync) })
-	row("sweep at start: erased, time", func(r *scaleResult) string {
+	t.row("replica's first full sync after start", func(r *scaleResult) string { return secs(r.FirstSync) })
+	t.row("sweep at start: erased, time", func(r *scaleResult) string {
 		return fmt.Sprintf("%d in %s", r.SweepErased, secs(r.SweepTook))
 	})
-	row("sweep: write txs, longest hold, > 50 ms (commits > 50 ms, longest commit)", func(r *scaleResult) string { return holdCell(r.SweepHolds) })
-	row("CSV export of the largest: time, size", func(r *scaleResult) string {
+	t.row("sweep: write txs, longest hold, > 50 ms (commits > 50 ms, longest commit)", func(r *scaleResult) string { return holdCell(r.SweepHolds) })
+	t.row("CSV export of the largest: time, size", func(r *scaleResult) string {
 		return fmt.Sprintf("%s, %s MiB", secs(r.ExportTook), mib(r.ExportBytes))
 	})
-	row("CSV export: admit's peak RSS (before)", func(r *scaleResult) string {
+	t.row("CSV export: admit's peak RSS (before)", func(r *scaleResult) string {
 		return fmt.Sprintf("%s MiB (%s)", mib(r.ExportRSS), mib(r.ExportBase))
 	})
-	row("CSV export: write txs, longest hold, > 50 ms (commits > 50 ms, longest commit)", func(r *scaleResult) string { return holdCell(r.ExportHolds) })
-	row("retirement of the largest: time", func(r *scaleResult) string {
+	t.row("CSV export: write txs, longest hold, > 50 ms (commits > 50 ms, longest commit)", func(r *scaleResult) string { return holdCell(r.ExportHolds) })
+	t.row("retirement of the largest: time", func(r *scaleResult) string {
 		if r.RetireErr != "" {
 			return secs(r.RetireTook) + " (answer lost: write timeout)"
 		}
 		return secs(r.RetireTook)
 	})
-	row("retirement: write txs, longest hold, > 50 ms (commits > 50 ms, longest commit)", func(r *scaleResult) string { return holdCell(r.RetireHolds) })
-	row("longest stop, SIGTERM to exit", func(r *scaleResult) string { return secs(r.Stop) })
-	row("`admit backup verify`: time (CPU, peak RSS)", func(r *scaleResult) string {
+	t.row("retirement: write txs, longest hold, > 50 ms (commits > 50 ms, longest commit)", func(r *scaleResult) string { return holdCell(r.RetireHolds) })
+	t.row("longest stop, SIGTERM to exit", func(r *scaleResult) string { return secs(r.Stop) })
+	t.row("`admit backup verify`: time (CPU, peak RSS)", func(r *scaleResult) string {
 		return fmt.Sprintf("%s (%s, %s MiB)", secs(r.Verify), secs(r.VerifyCPU), mib(r.VerifyRSS))
 	})
-	row("`admit restore`: time (CPU, peak RSS)", func(r *scaleResult) string {
+	t.row("`admit restore`: time (CPU, peak RSS)", func(r *scaleResult) string {
 		return fmt.Sprintf("%s (%s, %s MiB)", secs(r.Restore), secs(r.RestoreCPU), mib(r.RestoreRSS))
 	})
-	row("one metrics scrape", func(r *scaleResult) string { return ms(r.Scrape) + " ms" })
-	row("seeding (loadgen, admit stopped)", func(r *scaleResult) string { return secs(r.Seed) })
-	row("disk before seeding: fsyncs, p50, p99, longest, > 50 ms", func(r *scaleResult) string {
+	t.row("one metrics scrape", func(r *scaleResult) string { return ms(r.Scrape) + " ms" })
+	t.row("seeding (loadgen, admit stopped)", func(r *scaleResult) string { return secs(r.Seed) })
+	t.row("disk before seeding: fsyncs, p50, p99, longest, > 50 ms", func(r *scaleResult) string {
 		d := r.Disk
 		return fmt.Sprintf("%d in %s, %s ms, %s ms, %s ms, %d", d.N, secs(d.Length), ms(d.P50), ms(d.P99), ms(d.Max), d.Over50ms)
 	})
-	fmt.Fprintln(w)
-	writeScaleTargets(w, results[len(results)-1])
 }
 
 // writeScaleTargets says which targets the largest size meets.

@@ -257,7 +257,7 @@ func TestChecker_ScansEveryRestorePointOfAReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repl, err := backup.Start(ctx, cfg, dbPath, func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	repl, err := backup.Start(ctx, cfg, dbPath, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"admit/backup"
+	"admit/internal/config"
+	"admit/internal/datalock"
+
+	"github.com/superfly/ltx"
+)
+
+// restoreCmd is `admit restore [-timestamp T | -txid TXID] -o PATH`.
+func restoreCmd(ctx context.Context, args []string, env config.Environment, stdout io.Writer) (err error) {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	out := fs.String("o", "", "output path (must not exist)")
+	ts := fs.String("timestamp", "", "restore the database as it was at this RFC 3339 instant")
+	txid := fs.String("txid", "", "restore the database as of this transaction (16 hex digits, as Litestream prints it)")
+	if err := fs.Parse(args); err != nil {
+		return usagef("restore: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("restore: unexpected argument %q", fs.Arg(0))
+	}
+	if *out == "" {
+		return errors.New("restore: -o PATH is required: admit never restores over a file")
+	}
+	opt := backup.RestoreOptions{Output: *out}
+	if *ts != "" && *txid != "" {
+		return errors.New("restore: give -timestamp or -txid, not both")
+	}
+	if *ts != "" {
+		if opt.Timestamp, err = time.Parse(time.RFC3339, *ts); err != nil {
+			return fmt.Errorf("restore: -timestamp %q is not an RFC 3339 time such as 2025-01-02T15:04:05Z", *ts)
+		}
+	}
+	if *txid != "" {
+		if opt.TXID, err = ltx.ParseTXID(*txid); err != nil || opt.TXID == 0 {
+			return fmt.Errorf("restore: -txid %q is not a transaction ID such as 00000000000004d2 (16 hex digits)", *txid)
+		}
+	}
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	// rule: a restore into the live database's path holds the data
+	// directory's lock, so it is refused while a server runs and no server
+	// starts on a half-written file (docs/DEPLOY.md, "One server per data
+	// directory"). Restore itself never writes over an existing file.
+	if samePath(*out, cfg.DBPath()) {
+		lock, lerr := datalock.Take(cfg.DataDir, "restore")
+		if lerr != nil {
+			if busy := new(datalock.BusyError); errors.As(lerr, &busy) {
+				return fmt.Errorf("restore: -o %s is the live database, and %w: stop it first, "+
+					"or restore to a new path and swap the files while admit is stopped (docs/DEPLOY.md)", *out, lerr)
+			}
+			return lerr
+		}
+		defer func() { err = errors.Join(err, lock.Release()) }()
+	}
+	bc, err := loadBackupConfig(cfg)
+	if err != nil {
+		return err
+	}
+	res, err := backup.Restore(ctx, bc, cfg.DBPath(), opt)
+	if err != nil {
+		return err
+	}
+	point := "latest"
+	switch {
+	case !opt.Timestamp.IsZero():
+		point = "as of " + opt.Timestamp.UTC().Format(time.RFC3339)
+	case opt.TXID != 0:
+		point = "as requested"
+	case res.Skipped != nil:
+		point = "newest intact"
+	}
+	fmt.Fprintf(stdout, "restored %s from %s (%s: transaction %s, replicated %s): %d tables, %d rows, integrity_check ok\n",
+		res.Path, res.Replica, point, res.TXID, res.At.UTC().Format(time.RFC3339), len(res.Tables), res.Tables.Rows())
+	if sk := res.Skipped; sk != nil {
+		fmt.Fprintf(stdout, "skipped the newest %d transactions (up to %s, replicated %s): %s\n",
+			sk.Transactions, sk.NewestTXID, sk.NewestAt.UTC().Format(time.RFC3339), sk.Reason)
+	}
+	return nil
+}
+
+// samePath says whether a and b name the same file: the same path once
+// made absolute with the directory's symbolic links resolved, or, when
+// both exist, the same inode.
+func samePath(a, b string) bool {
+	ia, erra := os.Stat(a)
+	ib, errb := os.Stat(b)
+	if erra == nil && errb == nil {
+		return os.SameFile(ia, ib)
+	}
+	return resolvePath(a) == resolvePath(b)
+}
+
+// resolvePath makes p absolute and resolves the links in its directory.
+func resolvePath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	dir := filepath.Dir(abs)
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	return filepath.Join(dir, filepath.Base(abs))
+}

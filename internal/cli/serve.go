@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"admit/backup"
+	"admit/handlers"
+	"admit/internal/config"
+	"admit/internal/datalock"
+	"admit/internal/identity"
+	"admit/store"
+)
+
+// serveStoreOptions are the options serve opens the database with. While
+// litestream.yml names a replica, Litestream alone checkpoints the WAL:
+// admit's automatic checkpoint could otherwise, after a crash, copy frames
+// Litestream has not read yet into the database file and restart the WAL
+// before Litestream resumes, which corrupts every later restore point.
+func serveStoreOptions(bc *backup.Config) store.Options {
+	return store.Options{NoAutoCheckpoint: bc.Replicated()}
+}
+
+// serve runs admit until ctx is done: the store, replication, erasure, the
+// identity provider and the HTTP server, closed in the reverse order.
+func serve(ctx context.Context, env config.Environment, stdout, stderr io.Writer) (err error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg.Log, stderr)
+	tuneGC(cfg.GC)
+	// Read litestream.yml before any data is touched: a bad key refuses the start.
+	backupCfg, err := loadBackupConfig(cfg)
+	if err != nil {
+		return err
+	}
+	m := newServeMetrics(cfg)
+	lock, err := lockForServe(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, lock.Release()) }() // after everything below has closed
+	keys, db, err := openStore(ctx, cfg, m.storeOptions(serveStoreOptions(backupCfg)))
+	if err != nil {
+		return err
+	}
+	var repl *backup.Replicator
+	defer func() { closeStorage(db, repl, logger, &err) }()
+	if repl, err = startReplication(ctx, backupCfg, cfg.DBPath(), cfg.Backup.DrillInterval, db.PauseWrites, logger); err != nil {
+		return err
+	}
+	defer startErasure(ctx, db, repl, logger)()
+
+	// Listen first: with port 0 the public URL must name the bound port.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close()
+	cfg.UseListener(ln.Addr())
+
+	srv, err := newHandler(ctx, cfg, keys, db, repl, backupCfg, m, logger)
+	if err != nil {
+		return err
+	}
+	announce(stdout, cfg, ln.Addr())
+	stopSide, err := startSideListeners(cfg, db, repl, m, stdout, logger)
+	if err != nil {
+		return err
+	}
+	defer stopSide()
+	return serveHTTP(ctx, srv, ln, logger)
+}
+
+// lockForServe takes the data directory's lock for serve.
+//
+// rule: one server per data directory, locked before the keys or the
+// database are touched and held until the process ends
+// (docs/DEPLOY.md, "One server per data directory").
+func lockForServe(dataDir string) (*datalock.Lock, error) {
+	lock, err := datalock.Take(dataDir, "serve")
+	if busy := new(datalock.BusyError); errors.As(err, &busy) {
+		return nil, fmt.Errorf("%w: admit runs one server per data directory; stop that process "+
+			"(or let it finish) first, or give this server its own ADMIT_DATA", err)
+	}
+	return lock, err
+}
+
+// closeStorage closes the database, then the replicator, adding a failure
+// to close the database to *err.
+//
+// Litestream's lifecycle rule: it closes (with a final sync) only after
+// admit's own connections are closed. The HTTP server and the sweeper have
+// stopped by the time this runs.
+func closeStorage(db *store.DB, repl *backup.Replicator, logger *slog.Logger, err *error) {
+	closeDB(db, err)
+	closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := repl.Close(closeCtx); err != nil {
+		logger.Error("final backup sync failed: the latest changes may be missing from the backup", "err", err)
+	}
+}
+
+// newHandler builds the identity provider and admit's HTTP handler on db.
+func newHandler(ctx context.Context, cfg *config.Config, keys handlers.Keys, db *store.DB, repl *backup.Replicator,
+	backupCfg *backup.Config, m *metrics, logger *slog.Logger) (http.Handler, error) {
+	id, err := newIdentity(ctx, cfg, keys, db, logger)
+	if err != nil {
+		return nil, err
+	}
+	return handlers.New(handlers.Options{
+		PublicURL:           cfg.PublicURL,
+		ClientIPHeader:      cfg.ClientIPHeader,
+		RequestIDHeader:     cfg.RequestIDHeader,
+		Requests:            m.requestObserver(),
+		NetworkHourlyLimit:  cfg.NetworkHourlyLimit,
+		ClerkPublishableKey: cfg.ClerkPublishableKey,
+		Keys:                keys,
+		Logger:              logger,
+		BackupRetention:     backupCfg.BackupRetention(),
+		Ready:               readiness(ctx, id, repl, logger),
+		BackupStatus:        backupStatus(repl),
+	}, db, id)
+}
+
+// readiness is what /readyz checks besides the database: the replica is
+// not too far behind and, with OpenID Connect, the provider has been
+// discovered. It starts that discovery, retried with backoff while
+// /readyz says why.
+func readiness(ctx context.Context, id identity.Identity, repl *backup.Replicator, logger *slog.Logger) func(context.Context) error {
+	oi, ok := id.(*identity.OIDCIdentity)
+	if !ok {
+		return repl.Ready // not ready while changes wait too long for the replica
+	}
+	go oi.RunDiscovery(ctx, func(err error, wait time.Duration) {
+		if err != nil {
+			logger.Warn("identity provider discovery failed; retrying", "err", err, "retry_in", wait)
+		} else {
+			logger.Info("identity provider discovered")
+		}
+	})
+	return func(ctx context.Context) error {
+		if err := oi.Ready(); err != nil {
+			return err
+		}
+		return repl.Ready(ctx)
+	}
+}
+
+// startSideListeners starts the metrics and profiling listeners that cfg
+// turns on, and returns the function that stops them.
+func startSideListeners(cfg *config.Config, db *store.DB, repl *backup.Replicator, m *metrics, stdout io.Writer, logger *slog.Logger) (stop func(), err error) {
+	stopMetrics, err := m.start(cfg, db, repl, stdout, logger)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.PprofAddr == "" {
+		return stopMetrics, nil
+	}
+	stopPprof, err := startPprof(cfg.PprofAddr, logger)
+	if err != nil {
+		stopMetrics()
+		return nil, err
+	}
+	return func() { stopPprof(); stopMetrics() }, nil
+}
+
+// announce prints the address admit listens on and, with the development
+// identity, where to sign in.
+func announce(stdout io.Writer, cfg *config.Config, addr net.Addr) {
+	base := "http://" + addr.String()
+	fmt.Fprintf(stdout, "listening on %s\n", base)
+	if cfg.DevMode() {
+		fmt.Fprintf(stdout, "development sign-in: %s/sign-in (the demo owner signs in as ADMIT_DEV_OWNER_EMAIL, default owner@example.test)\n", base)
+	}
+}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"admit/handlers"
+	"admit/internal/config"
+	"admit/internal/datalock"
+	"admit/internal/serverkeys"
+	"admit/store"
+)
+
+// loadConfig is config.Load with the context its errors are reported in.
+func loadConfig(env config.Environment) (*config.Config, error) {
+	cfg, err := config.Load(env)
+	if err != nil {
+		return nil, fmt.Errorf("configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+// openStore loads the server keys from cfg's data directory and opens the
+// database with opt, the binding key and the retention policy.
+func openStore(ctx context.Context, cfg *config.Config, opt store.Options) (handlers.Keys, *store.DB, error) {
+	keys, err := serverkeys.Load(cfg.Secrets, cfg.DataDir)
+	if err != nil {
+		return handlers.Keys{}, nil, err
+	}
+	opt.BindingKey, opt.Retention, opt.SignupQueue = keys.Binding, cfg.Retention, cfg.WriteQueue
+	db, err := store.Open(ctx, cfg.DBPath(), opt)
+	if err != nil {
+		return handlers.Keys{}, nil, err
+	}
+	return keys, db, nil
+}
+
+// closeDB closes db and adds a failure to *err: closing the last connection
+// checkpoints the WAL, so a write is not safely on disk until it succeeds.
+func closeDB(db *store.DB, err *error) {
+	if cerr := db.Close(); cerr != nil {
+		*err = errors.Join(*err, fmt.Errorf("close database: %w", cerr))
+	}
+}
+
+// openBesideServer opens the database for a command that may run beside
+// admit serve (cmd names it in the lock file). Such a command migrates only
+// while it holds the data directory's lock; beside a running server, which
+// migrated at its start, it opens the schema as it is and refuses one with
+// migrations pending. release drops the lock, if it was taken.
+func openBesideServer(ctx context.Context, env config.Environment, cmd string) (db *store.DB, release func() error, err error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	schema, err := store.ReadSchema(ctx, cfg.DBPath())
+	if err != nil {
+		return nil, nil, err
+	}
+	opt := store.Options{NoMigrate: len(schema.Pending) == 0}
+	var lock *datalock.Lock
+	if !opt.NoMigrate {
+		if lock, err = datalock.Take(cfg.DataDir, cmd); err != nil {
+			if busy := new(datalock.BusyError); errors.As(err, &busy) {
+				return nil, nil, fmt.Errorf("%s: the database needs migrations this admit applies, and %w: "+
+					"restart the server with this admit (it migrates when it starts), then run this command again", cmd, err)
+			}
+			return nil, nil, err
+		}
+	}
+	if _, db, err = openStore(ctx, cfg, opt); err != nil {
+		return nil, nil, errors.Join(err, lock.Release())
+	}
+	return db, lock.Release, nil
+}

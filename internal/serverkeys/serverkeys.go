@@ -1,0 +1,143 @@
+// Package serverkeys loads admit's server keys — session, CSRF, binding,
+// counter and session-token keys, 32 random bytes each — from the
+// environment's values, a systemd credential, or the secrets file in the
+// data directory, which it generates on first start (docs/DEPLOY.md, "The
+// secrets file").
+package serverkeys
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"admit/handlers"
+	"admit/internal/config"
+)
+
+// addedSecrets are keys newer than the secrets file a data directory may
+// already have: Load generates each missing one and appends it.
+var addedSecrets = []string{"session_tokens"}
+
+// Load returns the server keys: those of the environment (src.Env, all
+// of them or none, config.Load checked), or else those of the secrets
+// file in dataDir, generating that file (mode 0600) on first start, or of
+// the systemd credential "secrets" when the service has one
+// (src.CredentialsDir/secrets, never generated). Keys never live in the
+// database. The previous session and CSRF keys of a rotation
+// (config.PreviousSecretNames) come from the same place, when present.
+func Load(src config.Secrets, dataDir string) (handlers.Keys, error) {
+	vals := src.Env
+	if len(vals) == 0 {
+		path := filepath.Join(dataDir, "secrets")
+		// A systemd credential named "secrets" (LoadCredential=) replaces
+		// the file in the data directory; it is never generated.
+		if src.CredentialsDir != "" {
+			cred := filepath.Join(src.CredentialsDir, "secrets")
+			if _, err := os.Stat(cred); err == nil {
+				path = cred
+			}
+		}
+		var err error
+		if vals, err = secretsFile(path); err != nil {
+			return handlers.Keys{}, err
+		}
+	}
+	if (vals["previous_session_hash"] == nil) != (vals["previous_session_block"] == nil) {
+		return handlers.Keys{}, errors.New("previous_session_hash and previous_session_block come together: set both or neither")
+	}
+	return handlers.Keys{SessionHash: vals["session_hash"], SessionBlock: vals["session_block"], CSRF: vals["csrf"],
+		Binding: vals["binding"], Counter: vals["counter"], SessionTokens: vals["session_tokens"],
+		PreviousSessionHash: vals["previous_session_hash"], PreviousSessionBlock: vals["previous_session_block"],
+		PreviousCSRF: vals["previous_csrf"]}, nil
+}
+
+func secretsFile(path string) (map[string][]byte, error) {
+	vals := map[string][]byte{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+		var sb strings.Builder
+		sb.WriteString("# admit server keys: keep private, back up separately from the database.\n")
+		for _, n := range config.SecretNames {
+			k := make([]byte, 32)
+			if _, err := rand.Read(k); err != nil {
+				return nil, err
+			}
+			vals[n] = k
+			fmt.Fprintf(&sb, "%s=%s\n", n, hex.EncodeToString(k))
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("create secrets file: %w", err)
+		}
+		if _, err := f.WriteString(sb.String()); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("write secrets file: %w", err)
+		}
+		return vals, f.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read secrets file: %w", err)
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("secrets file %s is readable by others (mode %o): chmod 600 it", path, st.Mode().Perm())
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		key, err := hex.DecodeString(v)
+		if !ok || err != nil || len(key) != 32 {
+			return nil, fmt.Errorf("secrets file %s line %d is not name=<64 hex>", path, i+1)
+		}
+		vals[k] = key
+	}
+	for _, n := range config.SecretNames {
+		if vals[n] == nil && !slices.Contains(addedSecrets, n) {
+			return nil, fmt.Errorf("secrets file %s has no %s key", path, n)
+		}
+	}
+	if err := appendAddedSecrets(path, vals); err != nil {
+		return nil, err
+	}
+	return vals, nil
+}
+
+// appendAddedSecrets generates the keys added since a secrets file was
+// written (addedSecrets) and appends them, so an upgrade keeps every
+// existing key.
+func appendAddedSecrets(path string, vals map[string][]byte) error {
+	var sb strings.Builder
+	for _, n := range addedSecrets {
+		if vals[n] != nil {
+			continue
+		}
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			return err
+		}
+		vals[n] = k
+		fmt.Fprintf(&sb, "%s=%s\n", n, hex.EncodeToString(k))
+	}
+	if sb.Len() == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("add keys to secrets file: %w", err)
+	}
+	if _, err := f.WriteString(sb.String()); err != nil {
+		f.Close()
+		return fmt.Errorf("add keys to secrets file: %w", err)
+	}
+	return f.Close()
+}

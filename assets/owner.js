@@ -96,7 +96,13 @@
     d.setAttribute("aria-labelledby", "confirm-title");
     d.setAttribute("aria-describedby", "confirm-consequences");
     d.setAttribute("data-testid", "confirm-dialog");
+    // The browser fires "close" some time after the dialog has closed
+    // (after close(), Cancel or Escape), not at once: by then the owner may
+    // have pressed the button again and the dialog be open with a new
+    // confirmation. That event belongs to the earlier one and must leave the
+    // open dialog, its content and its focus alone.
     d.addEventListener("close", function () {
+      if (d.open) return;
       d.innerHTML = "";
       if (opener && document.contains(opener)) opener.focus();
       opener = null;

@@ -3,7 +3,11 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -269,5 +273,97 @@ func TestOwnerWrites_HaveTheirOwnReserveWhileSignupsFillTheQueue(t *testing.T) {
 	}
 	if got := appCount(t, app, `SELECT count(*) FROM early_access_content WHERE body = 'Saved while signups queue.'`); got != 1 {
 		t.Fatalf("the owner's queued write was not saved")
+	}
+}
+
+// TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing: with
+// every in-progress place taken, 200 well-formed signups arrive at one
+// instant (the limiter's clock stands still). Each is refused 503 having
+// written nothing — no row of any table, no attempt on the network's
+// counter — and the refusals leave one per interval of the answer rate
+// (at the floor, 32 per mean target): the first at once, the k-th held at
+// least k intervals. Each held refusal's request log line says so
+// (held_ms), within its duration, which is the time the client waited.
+func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T) {
+	const n = 200
+	app := MustStartApp(t, withNetworkLimit(100000))
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	logs := &syncBuffer{}
+	ts := httptest.NewUnstartedServer(nil)
+	u, _ := url.Parse("http://" + ts.Listener.Addr().String())
+	srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, Logger: slog.New(slog.NewJSONHandler(logs, nil))}, app.DB, app.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.signups = newSignupLimiter(minSignupsInProgress, clock.Now)
+	for {
+		if _, ok := srv.signups.start(); !ok {
+			break
+		}
+	}
+	ts.Config.Handler = srv
+	ts.Start()
+	t.Cleanup(ts.Close)
+	before := dbFingerprint(t, app.DB)
+	attemptsBefore := networkAttempts(t, app)
+
+	c := &http.Client{}
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := signupJSONBody(uuid.NewString(), fmt.Sprintf("shed%03d@example.com", i), 1, true)
+			req, _ := http.NewRequest("POST", ts.URL+signupAPI, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Errorf("signup %d: %v", i, err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "1" {
+				refused.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := refused.Load(); got != n {
+		t.Fatalf("%d of %d signups refused 503 with Retry-After, want all", got, n)
+	}
+	wantNoChange(t, "signups shed for load", app, before)
+	if got := networkAttempts(t, app); got != attemptsBefore {
+		t.Fatalf("network attempts %d, want %d: a shed signup counts none", got, attemptsBefore)
+	}
+	if got := srv.signups.refusalsHeld(); got != 0 {
+		t.Fatalf("%d refusals still held after every answer", got)
+	}
+
+	var held []time.Duration
+	lines := logLines(t, logs.String(), "request")
+	for _, l := range lines {
+		if l["route"] != "POST /api/public/programs/{slug}/signups" || l["status"] != float64(503) {
+			t.Fatalf("unexpected request line %v", l)
+		}
+		h, ok := l["held_ms"].(float64)
+		if !ok {
+			continue
+		}
+		if d := l["duration_ms"].(float64); d < h {
+			t.Fatalf("a held refusal's duration %v ms is shorter than its hold %v ms", d, h)
+		}
+		held = append(held, time.Duration(h*float64(time.Millisecond)))
+	}
+	if len(lines) != n || len(held) != n-1 {
+		t.Fatalf("%d request lines, %d of them held; want %d and %d (all but the first)", len(lines), len(held), n, n-1)
+	}
+	slices.Sort(held)
+	interval := srv.signups.refusalInterval()
+	for k, h := range held {
+		// The log rounds to the microsecond.
+		if want := time.Duration(k+1)*interval - time.Microsecond; h < want {
+			t.Fatalf("the %d-th held refusal waited %v, want at least %v", k+1, h, want)
+		}
 	}
 }

@@ -26,6 +26,10 @@ type signupLimiter struct {
 	windowStart time.Time
 	window      int
 	rate        float64
+	// nextRefusal is the earliest time the next refusal may leave, and
+	// held how many refusals are being held now (refuse).
+	nextRefusal time.Time
+	held        int
 }
 
 const (
@@ -52,6 +56,12 @@ const (
 	// batches so small that each signup cost half as much CPU again
 	// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 	minSignupsInProgress = 32
+	// maxRefusalHold is the longest a refusal for load is held before it
+	// is sent, and maxRefusalsHeld how many may be held at once; past
+	// that a refusal leaves at once
+	// (docs/ARCHITECTURE.md, "Overload").
+	maxRefusalHold  = time.Second
+	maxRefusalsHeld = 1024
 )
 
 func newSignupLimiter(max int, now func() time.Time) *signupLimiter {
@@ -96,6 +106,52 @@ func (l *signupLimiter) done() {
 	l.limit = min(l.max, max(l.min, int(l.rate*l.target.Seconds())))
 }
 
+// refuse paces the refusals for load: they leave in order of arrival, no
+// more than one per refusalInterval, and none is held longer than
+// maxRefusalHold. It reports how long this one is held before it is sent
+// (0: at once; the caller then gets no sent func) and, when held, sent,
+// which the caller calls once it has waited. Clients that send again as
+// soon as they are refused (bots ignore Retry-After) then spin no faster
+// than places free up, and their refusals cost admit's CPU no more often;
+// a refusal arriving slower than that pace is never held. At most
+// maxRefusalsHeld are held at once: each holds a goroutine and a
+// connection, so a flood beyond that is answered at once as before.
+func (l *signupLimiter) refuse() (hold time.Duration, sent func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held >= maxRefusalsHeld {
+		return 0, nil
+	}
+	now := l.now()
+	at := l.nextRefusal
+	if at.Before(now) {
+		at = now
+	}
+	if hold = at.Sub(now); hold > maxRefusalHold {
+		hold, at = maxRefusalHold, now.Add(maxRefusalHold)
+	}
+	l.nextRefusal = at.Add(l.refusalInterval())
+	if hold <= 0 {
+		return 0, nil
+	}
+	l.held++
+	return hold, l.sent
+}
+
+// refusalInterval is the pace of refusals: one per answer at the rate the
+// bound was set from (bound/target), so at least the floor's worth — 32
+// per target — while no answer has been counted.
+func (l *signupLimiter) refusalInterval() time.Duration {
+	return l.target / time.Duration(l.limit)
+}
+
+// sent counts a held refusal as sent.
+func (l *signupLimiter) sent() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held--
+}
+
 // bound is the current bound, for tests.
 func (l *signupLimiter) bound() int {
 	l.mu.Lock()
@@ -108,4 +164,11 @@ func (l *signupLimiter) inProgress() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.inFlight
+}
+
+// refusalsHeld is how many refusals are held now, for tests.
+func (l *signupLimiter) refusalsHeld() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held
 }

@@ -276,18 +276,11 @@ func TestOwnerWrites_HaveTheirOwnReserveWhileSignupsFillTheQueue(t *testing.T) {
 	}
 }
 
-// TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing: with
-// every in-progress place taken, 200 well-formed signups arrive at one
-// instant (the limiter's clock stands still). Each is refused 503 having
-// written nothing — no row of any table, no attempt on the network's
-// counter — and the refusals leave one per interval of the answer rate
-// (at the floor, 32 per mean target): the first at once, the k-th held at
-// least k intervals. Each held refusal's request log line says so
-// (held_ms), within its duration, which is the time the client waited.
-func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T) {
-	const n = 200
-	app := MustStartApp(t, withNetworkLimit(100000))
-	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+// startPacedServer serves app's database through a Server whose log is
+// JSON lines in the returned buffer, its signup limiter on clock with
+// every in-progress place taken.
+func startPacedServer(t *testing.T, app *testApp, clock *testutil.Clock) (*httptest.Server, *Server, *syncBuffer) {
+	t.Helper()
 	logs := &syncBuffer{}
 	ts := httptest.NewUnstartedServer(nil)
 	u, _ := url.Parse("http://" + ts.Listener.Addr().String())
@@ -304,6 +297,22 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 	ts.Config.Handler = srv
 	ts.Start()
 	t.Cleanup(ts.Close)
+	return ts, srv, logs
+}
+
+// TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing: with
+// every in-progress place taken, 200 well-formed signups arrive at one
+// instant (the limiter's clock stands still). Each is refused 503 having
+// written nothing — no row of any table, no attempt on the network's
+// counter — and the refusals leave one per interval of the answer rate
+// (at the floor, 32 per mean target): the first at once, the k-th held at
+// least k intervals. Each held refusal's request log line says so
+// (held_ms), within its duration, which is the time the client waited.
+func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T) {
+	const n = 200
+	app := MustStartApp(t, withNetworkLimit(100000))
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	ts, srv, logs := startPacedServer(t, app, clock)
 	before := dbFingerprint(t, app.DB)
 	attemptsBefore := networkAttempts(t, app)
 
@@ -365,5 +374,51 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 		if want := time.Duration(k+1)*interval - time.Microsecond; h < want {
 			t.Fatalf("the %d-th held refusal waited %v, want at least %v", k+1, h, want)
 		}
+	}
+}
+
+// TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway: a refusal due to
+// wait the longest hold is let go as soon as its client disconnects, and
+// its log line gives the hold it really had.
+func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
+	app := MustStartApp(t)
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	ts, srv, logs := startPacedServer(t, app, clock)
+	// A second's worth of refusals already paced: the next waits a second.
+	for range int(maxRefusalHold/srv.signups.refusalInterval()) + 1 {
+		if _, sent := srv.signups.refuse(); sent != nil {
+			sent()
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+signupAPI,
+		strings.NewReader(signupJSONBody(uuid.NewString(), "gone@example.com", 1, true)))
+	req.Header.Set("Content-Type", "application/json")
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	eventually(t, "the refusal to be held", func() bool { return srv.signups.refusalsHeld() == 1 })
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled request was answered")
+	}
+	eventually(t, "the held refusal to end", func() bool { return srv.signups.refusalsHeld() == 0 })
+	var lines []map[string]any
+	eventually(t, "its request line", func() bool {
+		lines = logLines(t, logs.String(), "request")
+		return len(lines) == 1
+	})
+	h, ok := lines[0]["held_ms"].(float64)
+	if !ok {
+		t.Fatalf("the refusal's line has no held_ms: %v", lines[0])
+	}
+	if held := time.Duration(h * float64(time.Millisecond)); held >= maxRefusalHold {
+		t.Fatalf("held %v, the whole hold: it did not end when the client went away", held)
 	}
 }

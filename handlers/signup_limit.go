@@ -62,6 +62,12 @@ const (
 	// (docs/ARCHITECTURE.md, "Overload").
 	maxRefusalHold  = time.Second
 	maxRefusalsHeld = 1024
+	// answersPerRefusal paces the refusals for load: one may leave per
+	// four answers at the rate the bound was set from. A refusal costs
+	// admit about a third of an accepted signup's CPU (75 against 212 µs,
+	// docs/PERFORMANCE.md#overload-figures), so at this pace refusals
+	// take at most about a tenth as much again as the accepted work.
+	answersPerRefusal = 4
 )
 
 func newSignupLimiter(max int, now func() time.Time) *signupLimiter {
@@ -138,11 +144,11 @@ func (l *signupLimiter) refuse() (hold time.Duration, sent func()) {
 	return hold, l.sent
 }
 
-// refusalInterval is the pace of refusals: one per answer at the rate the
-// bound was set from (bound/target), so at least the floor's worth — 32
-// per target — while no answer has been counted.
+// refusalInterval is the pace of refusals: one per answersPerRefusal
+// answers at the rate the bound was set from (bound/target), the floor's
+// rate — 32 per target — while no answer has been counted.
 func (l *signupLimiter) refusalInterval() time.Duration {
-	return l.target / time.Duration(l.limit)
+	return answersPerRefusal * l.target / time.Duration(l.limit)
 }
 
 // sent counts a held refusal as sent.

@@ -114,7 +114,7 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	l := newSignupLimiter(1000, clock.Now)
 	answerAt(l, clock, 4000, 4000) // the bound at 133: one answer every 33.3 ms / 133
-	interval := signupMeanTarget / 133
+	interval := answersPerRefusal * signupMeanTarget / 133
 	if got := l.refusalInterval(); got != interval {
 		t.Fatalf("refusal interval %v at a bound of 133, want %v", got, interval)
 	}
@@ -142,9 +142,10 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 		t.Fatalf("%d still held after all were sent", got)
 	}
 
-	// With no answer counted the pace is the floor's: 32 per mean target.
+	// With no answer counted the pace is the floor's: 32 answers per mean
+	// target.
 	slow := newSignupLimiter(minSignupsInProgress, clock.Now)
-	if got, want := slow.refusalInterval(), signupMeanTarget/minSignupsInProgress; got != want {
+	if got, want := slow.refusalInterval(), answersPerRefusal*signupMeanTarget/minSignupsInProgress; got != want {
 		t.Fatalf("refusal interval at the floor %v, want %v", got, want)
 	}
 	holds, sents = refuseAll(slow, 1000)
@@ -158,9 +159,9 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 			capped++
 		}
 	}
-	// 1,000 at once against one every 1.04 ms: from the 962nd on they
+	// 1,000 at once against one every 4.17 ms: from the 242nd on they
 	// would wait a second or more, so they wait exactly a second.
-	if want := 39; capped != want {
+	if want := 759; capped != want {
 		t.Fatalf("%d refusals held the longest hold, want %d", capped, want)
 	}
 	for _, sent := range sents {

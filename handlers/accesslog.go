@@ -12,9 +12,9 @@ import (
 // it), and when the response is done writes one access-log line — method,
 // route pattern, status, duration, bytes, request ID, and held_ms when
 // the answer was held on purpose (a paced refusal; the duration includes
-// the hold). Nothing personal: the
-// route is the pattern (/waitlist/{slug}), never the path's values or the
-// query string, and an unknown method is logged as OTHER.
+// the hold). Nothing personal: the route is the pattern
+// (/waitlist/{slug}), never the path's values or the query string, and an
+// unknown method is logged as OTHER.
 func (s *Server) withRequestLog(mux *http.ServeMux, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

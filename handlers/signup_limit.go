@@ -57,8 +57,8 @@ const (
 	// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 	minSignupsInProgress = 32
 	// maxRefusalHold is the longest a refusal for load is held before it
-	// is sent, and maxRefusalsHeld how many may be held at once; past
-	// that a refusal leaves at once
+	// is sent (what its Retry-After asks), and maxRefusalsHeld how many
+	// may be held at once; past that a refusal leaves at once
 	// (docs/ARCHITECTURE.md, "Overload").
 	maxRefusalHold  = time.Second
 	maxRefusalsHeld = 1024
@@ -117,9 +117,9 @@ func (l *signupLimiter) done() {
 // maxRefusalHold. It reports how long this one is held before it is sent
 // (0: at once; the caller then gets no sent func) and, when held, sent,
 // which the caller calls once it has waited. Clients that send again as
-// soon as they are refused (bots ignore Retry-After) then spin no faster
-// than places free up, and their refusals cost admit's CPU no more often;
-// a refusal arriving slower than that pace is never held. At most
+// soon as they are refused (bots ignore Retry-After) are then refused no
+// more often than that pace, or each once a second, whichever is more
+// often; a refusal arriving slower than the pace is never held. At most
 // maxRefusalsHeld are held at once: each holds a goroutine and a
 // connection, so a flood beyond that is answered at once as before.
 func (l *signupLimiter) refuse() (hold time.Duration, sent func()) {
@@ -145,8 +145,8 @@ func (l *signupLimiter) refuse() (hold time.Duration, sent func()) {
 }
 
 // refusalInterval is the pace of refusals: one per answersPerRefusal
-// answers at the rate the bound was set from (bound/target), the floor's
-// rate — 32 per target — while no answer has been counted.
+// answers at the rate the bound was set from (bound/target; until the
+// first window closes the bound is its maximum).
 func (l *signupLimiter) refusalInterval() time.Duration {
 	return answersPerRefusal * l.target / time.Duration(l.limit)
 }

@@ -277,8 +277,8 @@ func TestOwnerWrites_HaveTheirOwnReserveWhileSignupsFillTheQueue(t *testing.T) {
 }
 
 // startPacedServer serves app's database through a Server whose log is
-// JSON lines in the returned buffer, its signup limiter on clock with
-// every in-progress place taken.
+// JSON lines in the returned buffer, its signup limiter on clock, pacing
+// refusals, with every in-progress place taken.
 func startPacedServer(t *testing.T, app *testApp, clock *testutil.Clock) (*httptest.Server, *Server, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
@@ -289,6 +289,7 @@ func startPacedServer(t *testing.T, app *testApp, clock *testutil.Clock) (*httpt
 		t.Fatal(err)
 	}
 	srv.signups = newSignupLimiter(minSignupsInProgress, clock.Now)
+	srv.signups.pacing = true // as after a window of refusals far outnumbering answers
 	for {
 		if _, ok := srv.signups.start(); !ok {
 			break

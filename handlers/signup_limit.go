@@ -26,6 +26,12 @@ type signupLimiter struct {
 	windowStart time.Time
 	window      int
 	rate        float64
+	// refused counts the refusals since windowStart; pacing is whether
+	// refusals are paced (refuse), decided as each window closes, and
+	// calm how many windows in a row have had few refusals.
+	refused int
+	pacing  bool
+	calm    int
 	// nextRefusal is the earliest time the next refusal may leave, and
 	// held how many refusals are being held now (refuse).
 	nextRefusal time.Time
@@ -68,6 +74,15 @@ const (
 	// docs/PERFORMANCE.md#overload-figures), so at this pace refusals
 	// take at most about a tenth as much again as the accepted work.
 	answersPerRefusal = 4
+	// Refusals are paced from a window in which they outnumbered the
+	// answers pacingFrom times — clients resending at once, not clients
+	// waiting their Retry-After — until they have been fewer than an
+	// eighth of the answers (refused * pacingUntil < answers), below the
+	// pace itself, for calmWindows windows in a row: longer than the
+	// longest hold, so that clients still held do not switch it off.
+	pacingFrom  = 2
+	pacingUntil = 2 * answersPerRefusal
+	calmWindows = int(maxRefusalHold/signupRateWindow) + 1
 )
 
 func newSignupLimiter(max int, now func() time.Time) *signupLimiter {
@@ -108,13 +123,24 @@ func (l *signupLimiter) done() {
 	} else {
 		l.rate = (l.rate + r) / 2
 	}
-	l.window, l.windowStart = 0, now
+	switch {
+	case l.refused > pacingFrom*l.window:
+		l.pacing, l.calm = true, 0
+	case l.refused*pacingUntil < l.window:
+		if l.calm++; l.calm >= calmWindows {
+			l.pacing = false
+		}
+	default:
+		l.calm = 0
+	}
+	l.window, l.refused, l.windowStart = 0, 0, now
 	l.limit = min(l.max, max(l.min, int(l.rate*l.target.Seconds())))
 }
 
-// refuse paces the refusals for load: they leave in order of arrival, no
-// more than one per refusalInterval, and none is held longer than
-// maxRefusalHold. It reports how long this one is held before it is sent
+// refuse paces the refusals for load while they arrive far faster than
+// the answers (pacing; otherwise each leaves at once): they leave in
+// order of arrival, no more than one per refusalInterval, and none is
+// held longer than maxRefusalHold. It reports how long this one is held before it is sent
 // (0: at once; the caller then gets no sent func) and, when held, sent,
 // which the caller calls once it has waited. Clients that send again as
 // soon as they are refused (bots ignore Retry-After) are then refused no
@@ -125,7 +151,8 @@ func (l *signupLimiter) done() {
 func (l *signupLimiter) refuse() (hold time.Duration, sent func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.held >= maxRefusalsHeld {
+	l.refused++
+	if !l.pacing || l.held >= maxRefusalsHeld {
 		return 0, nil
 	}
 	now := l.now()

@@ -98,6 +98,14 @@ func TestSignupLimiter_RefusesExactlyPastTheBound(t *testing.T) {
 	}
 }
 
+// pace switches l's pacing of refusals on, as a window of refusals far
+// outnumbering answers would.
+func pace(l *signupLimiter) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pacing = true
+}
+
 // refuseAll refuses n signups on l at one instant and returns each hold.
 func refuseAll(l *signupLimiter, n int) (holds []time.Duration, sents []func()) {
 	for range n {
@@ -114,6 +122,7 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	l := newSignupLimiter(1000, clock.Now)
 	answerAt(l, clock, 4000, 4000) // the bound at 133: one answer every 33.3 ms / 133
+	pace(l)
 	interval := answersPerRefusal * signupMeanTarget / 133
 	if got := l.refusalInterval(); got != interval {
 		t.Fatalf("refusal interval %v at a bound of 133, want %v", got, interval)
@@ -145,6 +154,7 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	// With no answer counted the pace is the floor's: 32 answers per mean
 	// target.
 	slow := newSignupLimiter(minSignupsInProgress, clock.Now)
+	pace(slow)
 	if got, want := slow.refusalInterval(), answersPerRefusal*signupMeanTarget/minSignupsInProgress; got != want {
 		t.Fatalf("refusal interval at the floor %v, want %v", got, want)
 	}
@@ -178,6 +188,7 @@ func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	const n = 3 * maxRefusalsHeld
 	l := newSignupLimiter(1000, clock.Now)
+	pace(l)
 	var mu sync.Mutex
 	var sents []func()
 	var atOnce int
@@ -219,5 +230,85 @@ func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	}
 	if got := l.refusalsHeld(); got != 0 {
 		t.Fatalf("%d still held after all were sent", got)
+	}
+}
+
+// window closes one rate window on l: answers signups answered (a
+// divisor of the window's 250 ms, so that the last closes it) and
+// refusals refused within it.
+func window(l *signupLimiter, clock *testutil.Clock, answers, refusals int) {
+	step := signupRateWindow / time.Duration(answers)
+	for i := range answers {
+		for range refusals / answers {
+			if _, sent := l.refuse(); sent != nil {
+				sent()
+			}
+		}
+		if i == 0 {
+			for range refusals % answers {
+				if _, sent := l.refuse(); sent != nil {
+					sent()
+				}
+			}
+		}
+		done, ok := l.start()
+		if !ok {
+			panic("no place for an answer")
+		}
+		clock.Add(step)
+		done()
+	}
+}
+
+func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	l := newSignupLimiter(1000, clock.Now)
+	pacing := func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.pacing
+	}
+	// Clients waiting their Retry-After: as many refusals as answers, even
+	// twice as many, are never held.
+	for _, refusals := range []int{100, 200} {
+		window(l, clock, 100, refusals)
+		if pacing() {
+			t.Fatalf("%d refusals against 100 answers started pacing", refusals)
+		}
+	}
+	holds, _ := refuseAll(l, 50)
+	for i, h := range holds {
+		if h != 0 {
+			t.Fatalf("refusal %d held %v while not pacing", i, h)
+		}
+	}
+	// One more than twice the answers: paced from the next refusal on.
+	window(l, clock, 100, 201)
+	if !pacing() {
+		t.Fatal("201 refusals against 100 answers did not start pacing")
+	}
+	holds, sents := refuseAll(l, 2)
+	if holds[1] != l.refusalInterval() || len(sents) != 1 {
+		t.Fatalf("two refusals at once while pacing held %v, want the second held one interval", holds)
+	}
+	sents[0]()
+	// Paced clients come back at the pace, a quarter of the answers or
+	// more: still paced, and at 13 (13 × 8 ≥ 100) too. Fewer than an
+	// eighth (12) stops it only after calmWindows such windows in a row,
+	// longer than the longest hold: clients still held do not count.
+	for _, refusals := range []int{25, 13, 0, 0, 0, 0, 13} {
+		window(l, clock, 100, refusals)
+		if !pacing() {
+			t.Fatalf("%d refusals against 100 answers stopped pacing", refusals)
+		}
+	}
+	if calmWindows != 5 {
+		t.Fatalf("calmWindows=%d, want 5 (a second and a window)", calmWindows)
+	}
+	for i := range calmWindows {
+		window(l, clock, 100, 12)
+		if got, want := pacing(), i < calmWindows-1; got != want {
+			t.Fatalf("after %d calm windows pacing=%v, want %v", i+1, got, want)
+		}
 	}
 }

@@ -10,9 +10,11 @@ import (
 // withRequestLog is the outermost layer: it gives the request its ID
 // (returned in X-Request-ID and shown on 5xx pages so a person can quote
 // it), and when the response is done writes one access-log line — method,
-// route pattern, status, duration, bytes, request ID. Nothing personal: the
-// route is the pattern (/waitlist/{slug}), never the path's values or the
-// query string, and an unknown method is logged as OTHER.
+// route pattern, status, duration, bytes, request ID, and held_ms when
+// the answer was held on purpose (a paced refusal; the duration includes
+// the hold). Nothing personal: the route is the pattern
+// (/waitlist/{slug}), never the path's values or the query string, and an
+// unknown method is logged as OTHER.
 func (s *Server) withRequestLog(mux *http.ServeMux, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -23,17 +25,21 @@ func (s *Server) withRequestLog(mux *http.ServeMux, next http.Handler) http.Hand
 		next.ServeHTTP(rec, r)
 
 		route, method, took := s.routePattern(mux, r), logMethod(r.Method), time.Since(start)
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("method", method),
-			slog.String("route", route),
-			slog.Int("status", rec.status),
-			slog.Float64("duration_ms", float64(took.Microseconds())/1000),
-			slog.Int64("bytes", rec.bytes))
+		attrs := [6]slog.Attr{slog.String("method", method), slog.String("route", route),
+			slog.Int("status", rec.status), slog.Float64("duration_ms", millis(took)), slog.Int64("bytes", rec.bytes)}
+		n := 5
+		if info.held > 0 {
+			attrs[n], n = slog.Float64("held_ms", millis(info.held)), n+1
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs[:n]...)
 		if s.opts.Requests != nil {
 			s.opts.Requests.Request(method, route, rec.status, took)
 		}
 	})
 }
+
+// millis is d in milliseconds, to the microsecond.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // routePattern is the pattern of the route that serves r, from the mux's
 // own table — also for a request refused before its handler ran (a foreign

@@ -3,7 +3,11 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -269,5 +273,154 @@ func TestOwnerWrites_HaveTheirOwnReserveWhileSignupsFillTheQueue(t *testing.T) {
 	}
 	if got := appCount(t, app, `SELECT count(*) FROM early_access_content WHERE body = 'Saved while signups queue.'`); got != 1 {
 		t.Fatalf("the owner's queued write was not saved")
+	}
+}
+
+// startPacedServer serves app's database through a Server whose log is
+// JSON lines in the returned buffer, its signup limiter on clock, pacing
+// refusals, with every in-progress place taken.
+func startPacedServer(t *testing.T, app *testApp, clock *testutil.Clock) (*httptest.Server, *Server, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	ts := httptest.NewUnstartedServer(nil)
+	u, _ := url.Parse("http://" + ts.Listener.Addr().String())
+	srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, Logger: slog.New(slog.NewJSONHandler(logs, nil))}, app.DB, app.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.signups = newSignupLimiter(minSignupsInProgress, clock.Now)
+	srv.signups.pacing = true // as after a window of refusals far outnumbering answers
+	for {
+		if _, ok := srv.signups.start(); !ok {
+			break
+		}
+	}
+	ts.Config.Handler = srv
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts, srv, logs
+}
+
+// TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing: with
+// every in-progress place taken, 200 well-formed signups arrive at one
+// instant (the limiter's clock stands still). Each is refused 503 having
+// written nothing — no row of any table, no attempt on the network's
+// counter — and the refusals leave one per refusal interval (four answers
+// at the floor's rate, 32 per mean target): the first at once, the k-th
+// held at least k intervals, up to the longest hold. Each held refusal's
+// request log line says so (held_ms), within its duration, which is the
+// time the client waited.
+func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T) {
+	const n = 200
+	app := MustStartApp(t, withNetworkLimit(100000))
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	ts, srv, logs := startPacedServer(t, app, clock)
+	before := dbFingerprint(t, app.DB)
+	attemptsBefore := networkAttempts(t, app)
+
+	c := &http.Client{}
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := signupJSONBody(uuid.NewString(), fmt.Sprintf("shed%03d@example.com", i), 1, true)
+			req, _ := http.NewRequest("POST", ts.URL+signupAPI, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Errorf("signup %d: %v", i, err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "1" {
+				refused.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := refused.Load(); got != n {
+		t.Fatalf("%d of %d signups refused 503 with Retry-After, want all", got, n)
+	}
+	wantNoChange(t, "signups shed for load", app, before)
+	if got := networkAttempts(t, app); got != attemptsBefore {
+		t.Fatalf("network attempts %d, want %d: a shed signup counts none", got, attemptsBefore)
+	}
+	if got := srv.signups.refusalsHeld(); got != 0 {
+		t.Fatalf("%d refusals still held after every answer", got)
+	}
+
+	var held []time.Duration
+	lines := logLines(t, logs.String(), "request")
+	for _, l := range lines {
+		if l["route"] != "POST /api/public/programs/{slug}/signups" || l["status"] != float64(503) {
+			t.Fatalf("unexpected request line %v", l)
+		}
+		h, ok := l["held_ms"].(float64)
+		if !ok {
+			continue
+		}
+		if d := l["duration_ms"].(float64); d < h {
+			t.Fatalf("a held refusal's duration %v ms is shorter than its hold %v ms", d, h)
+		}
+		held = append(held, time.Duration(h*float64(time.Millisecond)))
+	}
+	if len(lines) != n || len(held) != n-1 {
+		t.Fatalf("%d request lines, %d of them held; want %d and %d (all but the first)", len(lines), len(held), n, n-1)
+	}
+	slices.Sort(held)
+	interval := srv.signups.refusalInterval()
+	for k, h := range held {
+		// The log rounds to the microsecond.
+		if want := min(time.Duration(k+1)*interval, maxRefusalHold) - time.Microsecond; h < want {
+			t.Fatalf("the %d-th held refusal waited %v, want at least %v", k+1, h, want)
+		}
+	}
+}
+
+// TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway: a refusal due to
+// wait the longest hold is let go as soon as its client disconnects, and
+// its log line gives the hold it really had.
+func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
+	app := MustStartApp(t)
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	ts, srv, logs := startPacedServer(t, app, clock)
+	// A second's worth of refusals already paced: the next waits a second.
+	for range int(maxRefusalHold/srv.signups.refusalInterval()) + 1 {
+		if _, sent := srv.signups.refuse(); sent != nil {
+			sent()
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+signupAPI,
+		strings.NewReader(signupJSONBody(uuid.NewString(), "gone@example.com", 1, true)))
+	req.Header.Set("Content-Type", "application/json")
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	eventually(t, "the refusal to be held", func() bool { return srv.signups.refusalsHeld() == 1 })
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled request was answered")
+	}
+	eventually(t, "the held refusal to end", func() bool { return srv.signups.refusalsHeld() == 0 })
+	var lines []map[string]any
+	eventually(t, "its request line", func() bool {
+		lines = logLines(t, logs.String(), "request")
+		return len(lines) == 1
+	})
+	h, ok := lines[0]["held_ms"].(float64)
+	if !ok {
+		t.Fatalf("the refusal's line has no held_ms: %v", lines[0])
+	}
+	if held := time.Duration(h * float64(time.Millisecond)); held >= maxRefusalHold {
+		t.Fatalf("held %v, the whole hold: it did not end when the client went away", held)
 	}
 }

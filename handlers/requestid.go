@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"time"
 )
 
 // requestInfo is what admit knows about a request for its log line and
@@ -13,6 +14,9 @@ import (
 type requestInfo struct {
 	// id is the request ID: the trusted proxy's, or one admit made.
 	id string
+	// held is how long the answer was deliberately held before it was
+	// sent (a paced refusal for load), part of the request's duration.
+	held time.Duration
 }
 
 type requestInfoKey struct{}

@@ -62,12 +62,34 @@ func (s *Server) signupIntake(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		done, ok := s.startSignup()
 		if !ok {
-			s.busy.write(w, r)
+			s.refuseBusy(w, r)
 			return
 		}
 		defer done()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseBusy answers a signup that found no place: the prepared 503, held
+// first as long as the limiter's pace asks (signupLimiter.refuse), or less
+// if the client goes away. The hold is parked on a timer, not spent on a
+// core, and the request log shows it: the line's duration includes it and
+// held_ms says how much of it was the hold.
+func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request) {
+	if hold, sent := s.signups.refuse(); hold > 0 {
+		start := time.Now()
+		t := time.NewTimer(hold)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+		sent()
+		if info := requestInfoFrom(r.Context()); info != nil {
+			info.held = time.Since(start)
+		}
+	}
+	s.busy.write(w, r)
 }
 
 // readSignupBody reads r's body (already bounded by maxBody) under the

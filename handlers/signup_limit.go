@@ -26,6 +26,16 @@ type signupLimiter struct {
 	windowStart time.Time
 	window      int
 	rate        float64
+	// refused counts the refusals since windowStart; pacing is whether
+	// refusals are paced (refuse), decided as each window closes, and
+	// calm how many windows in a row have had few refusals.
+	refused int
+	pacing  bool
+	calm    int
+	// nextRefusal is the earliest time the next refusal may leave, and
+	// held how many refusals are being held now (refuse).
+	nextRefusal time.Time
+	held        int
 }
 
 const (
@@ -52,6 +62,27 @@ const (
 	// batches so small that each signup cost half as much CPU again
 	// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 	minSignupsInProgress = 32
+	// maxRefusalHold is the longest a refusal for load is held before it
+	// is sent (what its Retry-After asks), and maxRefusalsHeld how many
+	// may be held at once; past that a refusal leaves at once
+	// (docs/ARCHITECTURE.md, "Overload").
+	maxRefusalHold  = time.Second
+	maxRefusalsHeld = 1024
+	// answersPerRefusal paces the refusals for load: one may leave per
+	// four answers at the rate the bound was set from. A refusal costs
+	// admit about a third of an accepted signup's CPU (75 against 212 µs,
+	// docs/PERFORMANCE.md#overload-figures), so at this pace refusals
+	// take at most about a tenth as much again as the accepted work.
+	answersPerRefusal = 4
+	// Refusals are paced from a window in which they outnumbered the
+	// answers pacingFrom times — clients resending at once, not clients
+	// waiting their Retry-After — until they have been fewer than an
+	// eighth of the answers (refused * pacingUntil < answers), below the
+	// pace itself, for calmWindows windows in a row: longer than the
+	// longest hold, so that clients still held do not switch it off.
+	pacingFrom  = 2
+	pacingUntil = 2 * answersPerRefusal
+	calmWindows = int(maxRefusalHold/signupRateWindow) + 1
 )
 
 func newSignupLimiter(max int, now func() time.Time) *signupLimiter {
@@ -92,8 +123,66 @@ func (l *signupLimiter) done() {
 	} else {
 		l.rate = (l.rate + r) / 2
 	}
-	l.window, l.windowStart = 0, now
+	switch {
+	case l.refused > pacingFrom*l.window:
+		l.pacing, l.calm = true, 0
+	case l.refused*pacingUntil < l.window:
+		if l.calm++; l.calm >= calmWindows {
+			l.pacing = false
+		}
+	default:
+		l.calm = 0
+	}
+	l.window, l.refused, l.windowStart = 0, 0, now
 	l.limit = min(l.max, max(l.min, int(l.rate*l.target.Seconds())))
+}
+
+// refuse paces the refusals for load while they arrive far faster than
+// the answers (pacing; otherwise each leaves at once): they leave in
+// order of arrival, no more than one per refusalInterval, and none is
+// held longer than maxRefusalHold. It reports how long this one is held before it is sent
+// (0: at once; the caller then gets no sent func) and, when held, sent,
+// which the caller calls once it has waited. Clients that send again as
+// soon as they are refused (bots ignore Retry-After) are then refused no
+// more often than that pace, or each once a second, whichever is more
+// often; a refusal arriving slower than the pace is never held. At most
+// maxRefusalsHeld are held at once: each holds a goroutine and a
+// connection, so a flood beyond that is answered at once as before.
+func (l *signupLimiter) refuse() (hold time.Duration, sent func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refused++
+	if !l.pacing || l.held >= maxRefusalsHeld {
+		return 0, nil
+	}
+	now := l.now()
+	at := l.nextRefusal
+	if at.Before(now) {
+		at = now
+	}
+	if hold = at.Sub(now); hold > maxRefusalHold {
+		hold, at = maxRefusalHold, now.Add(maxRefusalHold)
+	}
+	l.nextRefusal = at.Add(l.refusalInterval())
+	if hold <= 0 {
+		return 0, nil
+	}
+	l.held++
+	return hold, l.sent
+}
+
+// refusalInterval is the pace of refusals: one per answersPerRefusal
+// answers at the rate the bound was set from (bound/target; until the
+// first window closes the bound is its maximum).
+func (l *signupLimiter) refusalInterval() time.Duration {
+	return answersPerRefusal * l.target / time.Duration(l.limit)
+}
+
+// sent counts a held refusal as sent.
+func (l *signupLimiter) sent() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held--
 }
 
 // bound is the current bound, for tests.
@@ -108,4 +197,11 @@ func (l *signupLimiter) inProgress() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.inFlight
+}
+
+// refusalsHeld is how many refusals are held now, for tests.
+func (l *signupLimiter) refusalsHeld() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held
 }

@@ -97,3 +97,218 @@ func TestSignupLimiter_RefusesExactlyPastTheBound(t *testing.T) {
 		t.Fatalf("answers all at one instant moved the bound to %d, want %d: no window closed", got, max)
 	}
 }
+
+// pace switches l's pacing of refusals on, as a window of refusals far
+// outnumbering answers would.
+func pace(l *signupLimiter) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pacing = true
+}
+
+// refuseAll refuses n signups on l at one instant and returns each hold.
+func refuseAll(l *signupLimiter, n int) (holds []time.Duration, sents []func()) {
+	for range n {
+		hold, sent := l.refuse()
+		holds = append(holds, hold)
+		if sent != nil {
+			sents = append(sents, sent)
+		}
+	}
+	return holds, sents
+}
+
+func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHold(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	l := newSignupLimiter(1000, clock.Now)
+	answerAt(l, clock, 4000, 4000) // the bound at 133: one answer every 33.3 ms / 133
+	pace(l)
+	interval := answersPerRefusal * signupMeanTarget / 133
+	if got := l.refusalInterval(); got != interval {
+		t.Fatalf("refusal interval %v at a bound of 133, want %v", got, interval)
+	}
+	// Refusals no faster than that pace are never held.
+	for i := range 50 {
+		if hold, sent := l.refuse(); hold != 0 || sent != nil {
+			t.Fatalf("refusal %d, one every interval, held %v", i, hold)
+		}
+		clock.Add(interval)
+	}
+	// A burst at one instant leaves one per interval, in order of arrival.
+	holds, sents := refuseAll(l, 10)
+	for i, hold := range holds {
+		if want := time.Duration(i) * interval; hold != want {
+			t.Fatalf("refusal %d of a burst held %v, want %v", i, hold, want)
+		}
+	}
+	if got, want := l.refusalsHeld(), 9; got != want || len(sents) != want {
+		t.Fatalf("%d held (%d to send), want %d: the first leaves at once", got, len(sents), want)
+	}
+	for _, sent := range sents {
+		sent()
+	}
+	if got := l.refusalsHeld(); got != 0 {
+		t.Fatalf("%d still held after all were sent", got)
+	}
+
+	// With no answer counted the pace is the floor's: 32 answers per mean
+	// target.
+	slow := newSignupLimiter(minSignupsInProgress, clock.Now)
+	pace(slow)
+	if got, want := slow.refusalInterval(), answersPerRefusal*signupMeanTarget/minSignupsInProgress; got != want {
+		t.Fatalf("refusal interval at the floor %v, want %v", got, want)
+	}
+	holds, sents = refuseAll(slow, 1000)
+	capped := 0
+	for i, hold := range holds {
+		want := min(time.Duration(i)*slow.refusalInterval(), maxRefusalHold)
+		if hold != want {
+			t.Fatalf("refusal %d held %v, want %v", i, hold, want)
+		}
+		if hold == maxRefusalHold {
+			capped++
+		}
+	}
+	// 1,000 at once against one every 4.17 ms: from the 242nd on they
+	// would wait a second or more, so they wait exactly a second.
+	if want := 759; capped != want {
+		t.Fatalf("%d refusals held the longest hold, want %d", capped, want)
+	}
+	for _, sent := range sents {
+		sent()
+	}
+	// Once the burst is over the pace starts afresh.
+	clock.Add(2 * maxRefusalHold)
+	if hold, _ := slow.refuse(); hold != 0 {
+		t.Fatalf("a refusal after a quiet spell held %v", hold)
+	}
+}
+
+func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	const n = 3 * maxRefusalsHeld
+	l := newSignupLimiter(1000, clock.Now)
+	pace(l)
+	var mu sync.Mutex
+	var sents []func()
+	var atOnce int
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hold, sent := l.refuse()
+			mu.Lock()
+			defer mu.Unlock()
+			if hold == 0 {
+				atOnce++
+				return
+			}
+			if hold > maxRefusalHold {
+				t.Errorf("held %v, past the longest hold", hold)
+			}
+			sents = append(sents, sent)
+		}()
+	}
+	wg.Wait()
+	// The clock stands still: the first leaves at once, the next 1,024
+	// are held, and every later one leaves at once.
+	if len(sents) != maxRefusalsHeld || atOnce != n-maxRefusalsHeld || l.refusalsHeld() != maxRefusalsHeld {
+		t.Fatalf("%d held (limiter says %d), %d at once; want %d and %d", len(sents), l.refusalsHeld(), atOnce,
+			maxRefusalsHeld, n-maxRefusalsHeld)
+	}
+	for _, sent := range sents[:10] {
+		sent()
+	}
+	if hold, sent := l.refuse(); hold == 0 || sent == nil {
+		t.Fatal("with places among the held free again, a refusal in the burst was not held")
+	} else {
+		sent()
+	}
+	for _, sent := range sents[10:] {
+		sent()
+	}
+	if got := l.refusalsHeld(); got != 0 {
+		t.Fatalf("%d still held after all were sent", got)
+	}
+}
+
+// window closes one rate window on l: answers signups answered (a
+// divisor of the window's 250 ms, so that the last closes it) and
+// refusals refused within it.
+func window(l *signupLimiter, clock *testutil.Clock, answers, refusals int) {
+	step := signupRateWindow / time.Duration(answers)
+	for i := range answers {
+		for range refusals / answers {
+			if _, sent := l.refuse(); sent != nil {
+				sent()
+			}
+		}
+		if i == 0 {
+			for range refusals % answers {
+				if _, sent := l.refuse(); sent != nil {
+					sent()
+				}
+			}
+		}
+		done, ok := l.start()
+		if !ok {
+			panic("no place for an answer")
+		}
+		clock.Add(step)
+		done()
+	}
+}
+
+func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	l := newSignupLimiter(1000, clock.Now)
+	pacing := func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.pacing
+	}
+	// Clients waiting their Retry-After: as many refusals as answers, even
+	// twice as many, are never held.
+	for _, refusals := range []int{100, 200} {
+		window(l, clock, 100, refusals)
+		if pacing() {
+			t.Fatalf("%d refusals against 100 answers started pacing", refusals)
+		}
+	}
+	holds, _ := refuseAll(l, 50)
+	for i, h := range holds {
+		if h != 0 {
+			t.Fatalf("refusal %d held %v while not pacing", i, h)
+		}
+	}
+	// One more than twice the answers: paced from the next refusal on.
+	window(l, clock, 100, 201)
+	if !pacing() {
+		t.Fatal("201 refusals against 100 answers did not start pacing")
+	}
+	holds, sents := refuseAll(l, 2)
+	if holds[1] != l.refusalInterval() || len(sents) != 1 {
+		t.Fatalf("two refusals at once while pacing held %v, want the second held one interval", holds)
+	}
+	sents[0]()
+	// Paced clients come back at the pace, a quarter of the answers or
+	// more: still paced, and at 13 (13 × 8 ≥ 100) too. Fewer than an
+	// eighth (12) stops it only after calmWindows such windows in a row,
+	// longer than the longest hold: clients still held do not count.
+	for _, refusals := range []int{25, 13, 0, 0, 0, 0, 13} {
+		window(l, clock, 100, refusals)
+		if !pacing() {
+			t.Fatalf("%d refusals against 100 answers stopped pacing", refusals)
+		}
+	}
+	if calmWindows != 5 {
+		t.Fatalf("calmWindows=%d, want 5 (a second and a window)", calmWindows)
+	}
+	for i := range calmWindows {
+		window(l, clock, 100, 12)
+		if got, want := pacing(), i < calmWindows-1; got != want {
+			t.Fatalf("after %d calm windows pacing=%v, want %v", i+1, got, want)
+		}
+	}
+}

@@ -36,16 +36,16 @@ func TestEvaluateGoodput_JudgesEachLevelAsRatiosAgainstTheFirst(t *testing.T) {
 		met[c.Target], got[c.Target] = c.Met, c.Got
 	}
 	want := map[string]bool{
-		"32 clients: errors = 0":                       true,
-		"32 clients: refusal p99 in admit ≤ 1ms":       true,
-		"512 clients: errors = 0":                      true,
-		"512 clients: goodput ≥ 0.8 × 32 clients'":     true,
-		"512 clients: accepted p99 ≤ 4 × 32 clients'":  true,
-		"512 clients: refusal p99 in admit ≤ 1ms":      true,
-		"1024 clients: errors = 0":                     false,
-		"1024 clients: goodput ≥ 0.8 × 32 clients'":    false,
-		"1024 clients: accepted p99 ≤ 4 × 32 clients'": false,
-		"1024 clients: refusal p99 in admit ≤ 1ms":     false,
+		"32 clients: errors = 0": true,
+		"32 clients: refusal p99 in admit, its hold excluded, ≤ 1ms":   true,
+		"512 clients: errors = 0":                                      true,
+		"512 clients: goodput ≥ 0.8 × 32 clients'":                     true,
+		"512 clients: accepted p99 ≤ 4 × 32 clients'":                  true,
+		"512 clients: refusal p99 in admit, its hold excluded, ≤ 1ms":  true,
+		"1024 clients: errors = 0":                                     false,
+		"1024 clients: goodput ≥ 0.8 × 32 clients'":                    false,
+		"1024 clients: accepted p99 ≤ 4 × 32 clients'":                 false,
+		"1024 clients: refusal p99 in admit, its hold excluded, ≤ 1ms": false,
 	}
 	if len(met) != len(want) {
 		t.Errorf("verdicts %v, want exactly %v", met, want)
@@ -63,7 +63,7 @@ func TestEvaluateGoodput_JudgesEachLevelAsRatiosAgainstTheFirst(t *testing.T) {
 	if g := got["1024 clients: accepted p99 ≤ 4 × 32 clients'"]; !strings.HasPrefix(g, "4.02 × (201.00 ms against 50.00 ms)") {
 		t.Errorf("the 1024 level's p99 reads %q", g)
 	}
-	if g := got["32 clients: refusal p99 in admit ≤ 1ms"]; g != "none refused" {
+	if g := got["32 clients: refusal p99 in admit, its hold excluded, ≤ 1ms"]; g != "none refused" {
 		t.Errorf("a level with no refusal reads %q, want none refused", g)
 	}
 }
@@ -88,12 +88,17 @@ func TestSignupTimes_ReadsTheSignupRoutes202sAnd503sFromAdmitsLog(t *testing.T) 
 		`time=2026-12-04T17:00:00.001Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=202 duration_ms=40.5 bytes=99 request_id=bb`,
 		`time=2026-12-04T17:00:00.002Z level=INFO msg=request method=POST route="POST /waitlist/{slug}" status=503 duration_ms=9 bytes=900 request_id=cc`,
 		`time=2026-12-04T17:00:00.003Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=1.5 bytes=24 request_id=dd`,
+		`time=2026-12-04T17:00:00.004Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=250.3 bytes=24 request_id=ee held_ms=250.1`,
 		`time=2026-12-04T17:00:00.004Z level=WARN msg="something \"quoted\"" status=503 duration_ms=7`,
 		`not a log line`,
 	}, "\n")
-	accepted, refused := signupTimes(strings.NewReader(log))
-	if want := []time.Duration{12 * time.Microsecond, 1500 * time.Microsecond}; !slices.Equal(refused, want) {
+	accepted, refused, holds := signupTimes(strings.NewReader(log))
+	// A held refusal's time in admit is its duration less its hold.
+	if want := []time.Duration{12 * time.Microsecond, 200 * time.Microsecond, 1500 * time.Microsecond}; !slices.Equal(refused, want) {
 		t.Fatalf("refusal times %v, want %v", refused, want)
+	}
+	if want := []time.Duration{0, 0, 250100 * time.Microsecond}; !slices.Equal(holds, want) {
+		t.Fatalf("refusal holds %v, want %v", holds, want)
 	}
 	if want := []time.Duration{40500 * time.Microsecond}; !slices.Equal(accepted, want) {
 		t.Fatalf("accepted times %v, want %v", accepted, want)
@@ -163,24 +168,24 @@ func TestRun_GoodputScenarioReadsRefusalsFromAdmitsLog(t *testing.T) {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
-		if len(cells) == 13 {
+		if len(cells) == 14 {
 			rows[cells[0]] = cells
 		}
 	}
-	// | clients | accepted | accepted/s | × | p99 | × | p99 in admit | refused | refusal p99 in admit | at the client | errors | CPU | load |
+	// | clients | accepted | accepted/s | × | p99 | × | p99 in admit | refused | refusal p99 in admit | hold | at the client | errors | CPU | load |
 	for _, level := range []string{"2", "48"} {
 		row := rows[level]
 		if row == nil {
 			t.Fatalf("no row for %s clients:\n%s", level, report)
 		}
-		if accepted, _ := strconv.Atoi(row[1]); accepted < 1 || row[10] != "0" {
-			t.Errorf("%s clients: accepted %q, errors %q; want some accepted and no error", level, row[1], row[10])
+		if accepted, _ := strconv.Atoi(row[1]); accepted < 1 || row[11] != "0" {
+			t.Errorf("%s clients: accepted %q, errors %q; want some accepted and no error", level, row[1], row[11])
 		}
 	}
 	if refused, _ := strconv.Atoi(rows["48"][7]); refused < 1 {
 		t.Fatalf("48 clients against 2 places were refused %q times, want some 503s\n%s", rows["48"][7], report)
 	}
-	want := fmt.Sprintf("48 clients: refusal p99 in admit ≤ 1ms | %s ms (%s in the log)", rows["48"][8], rows["48"][7])
+	want := fmt.Sprintf("48 clients: refusal p99 in admit, its hold excluded, ≤ 1ms | %s ms (%s in the log)", rows["48"][8], rows["48"][7])
 	if !strings.Contains(report, want) {
 		t.Errorf("the report does not judge every refusal the clients saw from admit's log (want %q):\n%s", want, report)
 	}

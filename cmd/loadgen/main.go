@@ -24,7 +24,7 @@
 //	         level, clients retrying at once after a 503, with admit and
 //	         loadgen pinned to a core each (taskset): goodput and accepted
 //	         p99 as ratios against the first level, refusals' p99 from
-//	         admit's own request log (goodput.go)
+//	         admit's own request log, less any hold (goodput.go)
 //	timing   (only when named) one request at a time, signups of new and of
 //	         listed addresses interleaved (-timing-pairs of each, JSON and
 //	         form): the Mann-Whitney z of their latencies, which must stay

@@ -320,16 +320,7 @@ func (r *runner) measure(ctx context.Context, name string, clients int, dur time
 	if err := resetPeakRSS(pid); err != nil {
 		r.progress("cannot reset the peak RSS mark (%v): the figure is the process's lifetime peak", err)
 	}
-	var profDone chan struct{}
-	if r.cfg.PprofDir != "" {
-		profDone = make(chan struct{})
-		go func() {
-			defer close(profDone)
-			if err := r.profile(ctx, name, dur); err != nil {
-				r.progress("pprof %s: %v", name, err)
-			}
-		}()
-	}
+	profDone := r.profileAsync(ctx, name, dur)
 	r.progress("%s: %d clients, %v", name, clients, dur)
 	cpu0, cpuErr := processCPU(pid)
 	l := load{Clients: clients, Duration: dur, MaxRequests: r.cfg.MaxRequests, RequestTimeout: 10 * time.Second, seq: &r.seq}
@@ -337,9 +328,7 @@ func (r *runner) measure(ctx context.Context, name string, clients int, dur time
 	if cpu1, err := processCPU(pid); err == nil && cpuErr == nil {
 		res.ServerCPU = cpu1 - cpu0
 	}
-	if profDone != nil {
-		<-profDone
-	}
+	<-profDone
 	if rss, err := readPeakRSS(pid); err == nil {
 		res.PeakRSS = rss
 	}
@@ -353,6 +342,23 @@ func (r *runner) measure(ctx context.Context, name string, clients int, dur time
 	}
 	r.results = append(r.results, res)
 	return res
+}
+
+// profileAsync starts a CPU profile of the server over dur when -pprof-dir
+// asks for one; the channel closes when it is saved (at once without one).
+func (r *runner) profileAsync(ctx context.Context, name string, dur time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	if r.cfg.PprofDir == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		if err := r.profile(ctx, name, dur); err != nil {
+			r.progress("pprof %s: %v", name, err)
+		}
+	}()
+	return done
 }
 
 // profile saves a CPU profile of the server taken over dur.

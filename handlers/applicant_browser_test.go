@@ -247,7 +247,7 @@ func TestBrowser_RemovalLinkIsShownOnceWithACopyButton(t *testing.T) {
 					t.Fatalf("click copy: %v", err)
 				}
 				said, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById("copy-status").textContent || null`,
-					chromedp.WithPollingTimeout(browserWait)))
+					chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait)))
 				if err != nil || !strings.HasPrefix(said, "Copied.") {
 					t.Fatalf("after copying the page says %q (%v)", said, err)
 				}
@@ -302,7 +302,7 @@ func TestBrowser_RemovalByTheLinkLeavesNothingBehindAfterBack(t *testing.T) {
 					t.Fatalf("paste the link: %v", err)
 				}
 			} else if _, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById("token").value || null`,
-				chromedp.WithPollingTimeout(browserWait))); err != nil {
+				chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
 				t.Fatalf("the script never filled the token: %v", err)
 			}
 			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#remove-form button[type="submit"]`)),
@@ -341,7 +341,7 @@ func TestBrowser_FormErrorsSummaryTakesFocusAndLeadsToTheField(t *testing.T) {
 			// The browser applies autofocus when it next renders the page,
 			// which can be just after the load event.
 			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.activeElement && document.activeElement.id === "error-summary"`,
-				chromedp.WithPollingTimeout(browserWait))); err != nil {
+				chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
 				t.Fatalf("focus is on %q, want the error summary", mustEval[string](t, ctx, `document.activeElement && document.activeElement.id`))
 			}
 			// The unticked choice's message looks like the address's.

@@ -121,7 +121,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 		t.Fatalf("filter: %v", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`location.search.includes("state=waiting") &&
-		document.querySelectorAll('[data-testid="queue-row"]').length === 3`, chromedp.WithPollingTimeout(browserWait))); err != nil {
+		document.querySelectorAll('[data-testid="queue-row"]').length === 3`, chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the filtered queue never appeared (url %s): %v", owEval[string](t, ctx, `location.href`), err)
 	}
 	if got := owCountIn(t, ctx, `[data-testid="queue-row"][data-entry-id="`+declined+`"]`); got != 0 {
@@ -135,7 +135,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 	// htmx settles the swapped block after the swap itself; a click before
 	// then can land on a checkbox about to be replaced.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')`,
-		chromedp.WithPollingTimeout(browserWait))); err != nil {
+		chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the filtered block never settled: %v", err)
 	}
 	target := waiting[1]
@@ -144,7 +144,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 		t.Fatalf("choose an entry: %v", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('`+box+`:checked')`,
-		chromedp.WithPollingTimeout(browserWait))); err != nil {
+		chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the chosen entry's box is not checked: %v", err)
 	}
 	if err := chromedp.Do(ctx,
@@ -157,7 +157,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 		var f = document.querySelector('[data-testid="flash"]');
 		return !!f && f.textContent.includes("Selected 1 entry") &&
 			document.querySelectorAll('[data-testid="queue-row"]').length === 2;
-	})()`, chromedp.WithPollingTimeout(browserWait))); err != nil {
+	})()`, chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the selection never showed (flash %q, %d rows): %v",
 			owEval[string](t, ctx, `(document.querySelector('[data-testid="flash"]') || {}).textContent || ""`),
 			owCountIn(t, ctx, `[data-testid="queue-row"]`), err)
@@ -195,7 +195,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(function () {
 		var s = document.querySelector('#entry-block [data-testid="entry-state"]');
 		return !!s && s.textContent === "declined" && !!document.querySelector('#entry-block [data-testid="flash"]');
-	})()`, chromedp.WithPollingTimeout(browserWait))); err != nil {
+	})()`, chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
 		t.Fatalf("the declined state never showed: %v", err)
 	}
 	if got, want := owEntryState(t, app, waiting[0]), "declined"; got != want {
@@ -305,7 +305,7 @@ func owWaitFor(tb testing.TB, ctx context.Context, what, cond string) {
 func owPoll(ctx context.Context, cond string, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
-		_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(time.Until(deadline))))
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(time.Until(deadline))))
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
 			return err
 		}

@@ -148,7 +148,7 @@ func TestBrowser_WithJavaScriptRemoveThroughTheFragmentLink(t *testing.T) {
 	filled, err := chromedp.Run(ctx, chromedp.Poll[string](`(function () {
 		var v = document.querySelector('#remove-form input[name="token"]').value;
 		return v === "" ? null : v;
-	})()`, chromedp.WithPollingTimeout(browserWait)))
+	})()`, chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait)))
 	if err != nil {
 		t.Fatalf("manage.js never filled the token field: %v", err)
 	}

@@ -140,9 +140,9 @@ func (l *signupLimiter) done() {
 // refuse paces the refusals for load while they arrive far faster than
 // the answers (pacing; otherwise each leaves at once): they leave in
 // order of arrival, no more than one per refusalInterval, and none is
-// held longer than maxRefusalHold. It reports how long this one is held before it is sent
-// (0: at once; the caller then gets no sent func) and, when held, sent,
-// which the caller calls once it has waited. Clients that send again as
+// held longer than maxRefusalHold. It reports how long this one is held
+// before it is sent (0: at once; the caller then gets no sent func) and,
+// when held, sent, which the caller calls once it has waited. Clients that send again as
 // soon as they are refused (bots ignore Retry-After) are then refused no
 // more often than that pace, or each once a second, whichever is more
 // often; a refusal arriving slower than the pace is never held. At most

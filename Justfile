@@ -4,7 +4,8 @@
 run:
     go run .
 
-# Run every test (browser tests need Chromium at /usr/bin/chromium). The
+# Run every test (browser tests need Debian's chromium-headless-shell or
+# chromium, or CHROMIUM_PATH). The
 # release build check is opt-in: ADMIT_TEST_RELEASE=1 just test.
 test:
     go test ./...

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -347,5 +348,43 @@ func TestMustNew_FailsAfterTheLastAttempt(t *testing.T) {
 	}
 	if got, want := launches(), browser.StartAttempts; got != want {
 		t.Fatalf("launches=%d, want %d", got, want)
+	}
+}
+
+// TestExecPath_PrefersTheHeadlessShellThenChromiumUnlessNamed checks the
+// order ExecPath looks in: CHROMIUM_PATH, then each of DefaultPaths.
+func TestExecPath_PrefersTheHeadlessShellThenChromiumUnlessNamed(t *testing.T) {
+	dir := t.TempDir()
+	shell, full, named := filepath.Join(dir, "shell"), filepath.Join(dir, "full"), filepath.Join(dir, "named")
+	for _, p := range []string{full, named} {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved := browser.DefaultPaths
+	t.Cleanup(func() { browser.DefaultPaths = saved })
+	browser.DefaultPaths = []string{shell, full}
+	t.Setenv("CHROMIUM_PATH", "")
+
+	check := func(what, want string) {
+		t.Helper()
+		got, err := browser.ExecPath()
+		if err != nil || got != want {
+			t.Errorf("%s: ExecPath() = %q, %v; want %q", what, got, err, want)
+		}
+	}
+	check("only chromium installed", full)
+	if err := os.WriteFile(shell, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check("both installed", shell)
+	t.Setenv("CHROMIUM_PATH", named)
+	check("CHROMIUM_PATH set", named)
+
+	t.Setenv("CHROMIUM_PATH", "")
+	browser.DefaultPaths = []string{filepath.Join(dir, "none-1"), filepath.Join(dir, "none-2")}
+	_, err := browser.ExecPath()
+	if err == nil || !strings.Contains(err.Error(), "none-1") || !strings.Contains(err.Error(), "none-2") {
+		t.Errorf("neither installed: ExecPath() error = %v; want one naming both paths", err)
 	}
 }

@@ -383,6 +383,19 @@ func TestRestoreCmd_DamagedNewestLTXRestoresTheNewestIntactStateAndSaysWhatItSki
 // not restore and fails.
 func TestRestoreCmd_AnL0FileThatDoesNotDecodeIsSteppedOverByRestoreAndVerify(t *testing.T) {
 	b := MustBackupEnv(t)
+	// Level 1 compacts every hour, not every 30 s: the level-0 files the
+	// signups below write stay after the newest compaction however slowly
+	// a busy machine runs them.
+	cfg, err := os.OpenFile(b.Env["ADMIT_LITESTREAM_CONFIG"], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.WriteString("levels:\n  - interval: 1h\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Close(); err != nil {
+		t.Fatal(err)
+	}
 	srv := MustRunServe(t, b.Env)
 	c := &http.Client{Timeout: 10 * time.Second}
 	version := demoNoticeVersion(t, c, srv.URL)

@@ -261,7 +261,7 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		app.Arrived.Add(1)
 		srv.ServeHTTP(w, r)
-	}), ReadHeaderTimeout: 5 * time.Second}
+	}), ReadHeaderTimeout: 5 * time.Second, ConnContext: ConnContext}
 	go hs.Serve(ln)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"admit/internal/identity"
 	"admit/store"
@@ -98,9 +99,13 @@ const (
 	notSavedSignedOut = "Your session ended, so your last action was not saved. Sign in to go back to the page, then do it again."
 )
 
-// busyRetryAfter is the Retry-After, in seconds, of a write refused
-// because admit's writer is full (store.ErrBusy).
-const busyRetryAfter = "1"
+// busyRetryWait is how long a client refused for load is asked to wait
+// (busyRetryAfter, its Retry-After in seconds): a write refused because
+// admit's writer is full (store.ErrBusy) or a signup that found no place.
+const (
+	busyRetryWait  = time.Second
+	busyRetryAfter = "1"
+)
 
 // A refusal for load has a page of its own: it is not the sign-in
 // provider's 503, and it says when to try again.

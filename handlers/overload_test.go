@@ -3,9 +3,11 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strings"
@@ -276,10 +278,11 @@ func TestOwnerWrites_HaveTheirOwnReserveWhileSignupsFillTheQueue(t *testing.T) {
 	}
 }
 
-// startPacedServer serves app's database through a Server whose log is
+// startFullServer serves app's database through a Server whose log is
 // JSON lines in the returned buffer, its signup limiter on clock, pacing
-// refusals, with every in-progress place taken.
-func startPacedServer(t *testing.T, app *testApp, clock *testutil.Clock) (*httptest.Server, *Server, *syncBuffer) {
+// every refusal when pacing is set (as after a window of refusals far
+// outnumbering answers), with every in-progress place taken.
+func startFullServer(t *testing.T, app *testApp, clock *testutil.Clock, pacing bool) (*httptest.Server, *Server, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	ts := httptest.NewUnstartedServer(nil)
@@ -289,13 +292,14 @@ func startPacedServer(t *testing.T, app *testApp, clock *testutil.Clock) (*httpt
 		t.Fatal(err)
 	}
 	srv.signups = newSignupLimiter(minSignupsInProgress, clock.Now)
-	srv.signups.pacing = true // as after a window of refusals far outnumbering answers
+	srv.signups.pacing = pacing
 	for {
 		if _, ok := srv.signups.start(); !ok {
 			break
 		}
 	}
 	ts.Config.Handler = srv
+	ts.Config.ConnContext = ConnContext
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts, srv, logs
@@ -314,7 +318,7 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 	const n = 200
 	app := MustStartApp(t, withNetworkLimit(100000))
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	ts, srv, logs := startPacedServer(t, app, clock)
+	ts, srv, logs := startFullServer(t, app, clock, true)
 	before := dbFingerprint(t, app.DB)
 	attemptsBefore := networkAttempts(t, app)
 
@@ -385,10 +389,10 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 	app := MustStartApp(t)
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	ts, srv, logs := startPacedServer(t, app, clock)
+	ts, srv, logs := startFullServer(t, app, clock, true)
 	// A second's worth of refusals already paced: the next waits a second.
 	for range int(maxRefusalHold/srv.signups.refusalInterval()) + 1 {
-		if _, sent := srv.signups.refuse(); sent != nil {
+		if _, sent := srv.signups.refuse(nil); sent != nil {
 			sent()
 		}
 	}
@@ -422,5 +426,80 @@ func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 	}
 	if held := time.Duration(h * float64(time.Millisecond)); held >= maxRefusalHold {
 		t.Fatalf("held %v, the whole hold: it did not end when the client went away", held)
+	}
+}
+
+// TestSignupBusy_AResendBeforeRetryAfterOnItsConnectionIsPaced: with
+// refusals overall not paced and every place taken (the limiter's clock
+// stands still), a client that sends again at once on the same keep-alive
+// connection, ignoring Retry-After, is paced: its first resend leaves at
+// once (the pace has nothing scheduled), each later one one refusal
+// interval after the one before. A client on a new connection each time
+// is never held, nor is the first client once its Retry-After has passed.
+func TestSignupBusy_AResendBeforeRetryAfterOnItsConnectionIsPaced(t *testing.T) {
+	app := MustStartApp(t, withNetworkLimit(100000))
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	ts, srv, logs := startFullServer(t, app, clock, false)
+	interval := srv.signups.refusalInterval()
+
+	keepAlive := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	newEach := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	t.Cleanup(keepAlive.CloseIdleConnections)
+	sent := 0
+	// send signs up through c and returns the refusal's hold from the
+	// request log, and whether the request went on a connection used before.
+	send := func(what string, c *http.Client) (held time.Duration, reused bool) {
+		t.Helper()
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST",
+			ts.URL+signupAPI, strings.NewReader(signupJSONBody(uuid.NewString(), "resend@example.com", 1, true)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != busyRetryAfter {
+			t.Fatalf("%s: status %d, Retry-After %q; want 503 and %s", what, resp.StatusCode,
+				resp.Header.Get("Retry-After"), busyRetryAfter)
+		}
+		sent++
+		var lines []map[string]any
+		eventually(t, what+"'s request line", func() bool {
+			lines = logLines(t, logs.String(), "request")
+			return len(lines) == sent
+		})
+		h, _ := lines[sent-1]["held_ms"].(float64)
+		return time.Duration(h * float64(time.Millisecond)), reused
+	}
+	wantHeld := func(what string, c *http.Client, reuse bool, atLeast time.Duration) {
+		t.Helper()
+		held, reused := send(what, c)
+		if reused != reuse {
+			t.Fatalf("%s: went on a connection used before = %v, want %v", what, reused, reuse)
+		}
+		// The log rounds to the microsecond.
+		if atLeast == 0 && held != 0 || atLeast > 0 && held < atLeast-time.Microsecond {
+			t.Fatalf("%s: held %v, want %v", what, held, atLeast)
+		}
+	}
+
+	wantHeld("the first signup", keepAlive, false, 0)
+	wantHeld("its first resend", keepAlive, true, 0)
+	for k := 1; k <= 3; k++ {
+		wantHeld(fmt.Sprintf("resend %d", k+1), keepAlive, true, time.Duration(k)*interval)
+	}
+	// Three intervals are scheduled ahead now; a new connection each time
+	// is not a resend, and leaves at once every time.
+	for k := range 3 {
+		wantHeld(fmt.Sprintf("signup %d on a new connection", k+1), newEach, false, 0)
+	}
+	// The last resend left three intervals from now; a Retry-After later
+	// the same connection is not resending early.
+	clock.Add(3*interval + busyRetryWait)
+	wantHeld("a signup after the Retry-After", keepAlive, true, 0)
+	if got := srv.signups.refusalsHeld(); got != 0 {
+		t.Fatalf("%d refusals still held after every answer", got)
 	}
 }

@@ -71,12 +71,13 @@ func (s *Server) signupIntake(next http.Handler) http.Handler {
 }
 
 // refuseBusy answers a signup that found no place: the prepared 503, held
-// first as long as the limiter's pace asks (signupLimiter.refuse), or less
+// first as long as the limiter's pace asks of a client that ignores
+// Retry-After (signupLimiter.refuse), or less
 // if the client goes away. The hold is parked on a timer, not spent on a
 // core, and the request log shows it: the line's duration includes it and
 // held_ms says how much of it was the hold.
 func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request) {
-	if hold, sent := s.signups.refuse(); hold > 0 {
+	if hold, sent := s.signups.refuse(connRecordFrom(r.Context())); hold > 0 {
 		start := time.Now()
 		t := time.NewTimer(hold)
 		select {

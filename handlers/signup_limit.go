@@ -66,7 +66,7 @@ const (
 	// is sent (what its Retry-After asks), and maxRefusalsHeld how many
 	// may be held at once; past that a refusal leaves at once
 	// (docs/ARCHITECTURE.md, "Overload").
-	maxRefusalHold  = time.Second
+	maxRefusalHold  = busyRetryWait
 	maxRefusalsHeld = 1024
 	// answersPerRefusal paces the refusals for load: one may leave per
 	// four answers at the rate the bound was set from. A refusal costs
@@ -137,25 +137,29 @@ func (l *signupLimiter) done() {
 	l.limit = min(l.max, max(l.min, int(l.rate*l.target.Seconds())))
 }
 
-// refuse paces the refusals for load while they arrive far faster than
-// the answers (pacing; otherwise each leaves at once): they leave in
-// order of arrival, no more than one per refusalInterval, and none is
-// held longer than maxRefusalHold. It reports how long this one is held
-// before it is sent (0: at once; the caller then gets no sent func) and,
-// when held, sent, which the caller calls once it has waited. Clients that send again as
+// refuse paces the refusals for load that come from clients ignoring
+// Retry-After: all of them while refusals arrive far faster than the
+// answers (pacing), and otherwise those resent on conn before the
+// Retry-After of the refusal before ended (connRecord; nil: no record).
+// Paced refusals leave in order of arrival, no more than one per
+// refusalInterval, and none is held longer than maxRefusalHold; any other
+// leaves at once. It reports how long this one is held before it is sent
+// (0: at once; the caller then gets no sent func) and, when held, sent,
+// which the caller calls once it has waited. Clients that send again as
 // soon as they are refused (bots ignore Retry-After) are then refused no
 // more often than that pace, or each once a second, whichever is more
 // often; a refusal arriving slower than the pace is never held. At most
 // maxRefusalsHeld are held at once: each holds a goroutine and a
 // connection, so a flood beyond that is answered at once as before.
-func (l *signupLimiter) refuse() (hold time.Duration, sent func()) {
+func (l *signupLimiter) refuse(conn *connRecord) (hold time.Duration, sent func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refused++
-	if !l.pacing || l.held >= maxRefusalsHeld {
+	now := l.now()
+	if (!l.pacing && !conn.resendsBefore(now)) || l.held >= maxRefusalsHeld {
+		conn.refusedAt(now)
 		return 0, nil
 	}
-	now := l.now()
 	at := l.nextRefusal
 	if at.Before(now) {
 		at = now
@@ -164,6 +168,7 @@ func (l *signupLimiter) refuse() (hold time.Duration, sent func()) {
 		hold, at = maxRefusalHold, now.Add(maxRefusalHold)
 	}
 	l.nextRefusal = at.Add(l.refusalInterval())
+	conn.refusedAt(at)
 	if hold <= 0 {
 		return 0, nil
 	}

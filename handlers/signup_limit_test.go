@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -109,7 +110,7 @@ func pace(l *signupLimiter) {
 // refuseAll refuses n signups on l at one instant and returns each hold.
 func refuseAll(l *signupLimiter, n int) (holds []time.Duration, sents []func()) {
 	for range n {
-		hold, sent := l.refuse()
+		hold, sent := l.refuse(nil)
 		holds = append(holds, hold)
 		if sent != nil {
 			sents = append(sents, sent)
@@ -129,7 +130,7 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	}
 	// Refusals no faster than that pace are never held.
 	for i := range 50 {
-		if hold, sent := l.refuse(); hold != 0 || sent != nil {
+		if hold, sent := l.refuse(nil); hold != 0 || sent != nil {
 			t.Fatalf("refusal %d, one every interval, held %v", i, hold)
 		}
 		clock.Add(interval)
@@ -179,7 +180,7 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	}
 	// Once the burst is over the pace starts afresh.
 	clock.Add(2 * maxRefusalHold)
-	if hold, _ := slow.refuse(); hold != 0 {
+	if hold, _ := slow.refuse(nil); hold != 0 {
 		t.Fatalf("a refusal after a quiet spell held %v", hold)
 	}
 }
@@ -197,7 +198,7 @@ func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hold, sent := l.refuse()
+			hold, sent := l.refuse(nil)
 			mu.Lock()
 			defer mu.Unlock()
 			if hold == 0 {
@@ -220,7 +221,7 @@ func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	for _, sent := range sents[:10] {
 		sent()
 	}
-	if hold, sent := l.refuse(); hold == 0 || sent == nil {
+	if hold, sent := l.refuse(nil); hold == 0 || sent == nil {
 		t.Fatal("with places among the held free again, a refusal in the burst was not held")
 	} else {
 		sent()
@@ -240,13 +241,13 @@ func window(l *signupLimiter, clock *testutil.Clock, answers, refusals int) {
 	step := signupRateWindow / time.Duration(answers)
 	for i := range answers {
 		for range refusals / answers {
-			if _, sent := l.refuse(); sent != nil {
+			if _, sent := l.refuse(nil); sent != nil {
 				sent()
 			}
 		}
 		if i == 0 {
 			for range refusals % answers {
-				if _, sent := l.refuse(); sent != nil {
+				if _, sent := l.refuse(nil); sent != nil {
 					sent()
 				}
 			}
@@ -311,4 +312,96 @@ func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 			t.Fatalf("after %d calm windows pacing=%v, want %v", i+1, got, want)
 		}
 	}
+}
+
+// refuseEach refuses one signup on each of conns, all at once from a
+// goroutine each, and returns the holds, sorted, and their sent funcs.
+func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, sents []func()) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hold, sent := l.refuse(c)
+			mu.Lock()
+			defer mu.Unlock()
+			holds = append(holds, hold)
+			if sent != nil {
+				sents = append(sents, sent)
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(holds)
+	return holds, sents
+}
+
+func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	l := newSignupLimiter(1000, clock.Now)
+	answerAt(l, clock, 4000, 4000) // the bound at 133, a refusal interval of about 1 ms
+	interval := l.refusalInterval()
+	const n = 100
+	conns := make([]*connRecord, n)
+	for i := range conns {
+		conns[i] = &connRecord{}
+	}
+	wantAtOnce := func(what string, holds []time.Duration, sents []func()) {
+		t.Helper()
+		for i, h := range holds {
+			if h != 0 {
+				t.Fatalf("%s: refusal %d held %v", what, i, h)
+			}
+		}
+		if len(sents) != 0 || l.refusalsHeld() != 0 {
+			t.Fatalf("%s: %d held", what, l.refusalsHeld())
+		}
+	}
+	// Refusals overall are not paced: a first refusal on each of 100
+	// connections at one instant leaves at once, and so does one on no
+	// connection.
+	holds, sents := refuseEach(l, conns)
+	wantAtOnce("first refusals", holds, sents)
+	holds, sents = refuseEach(l, []*connRecord{nil, nil})
+	wantAtOnce("refusals with no connection", holds, sents)
+
+	// Each connection sends again at once: paced, one per interval in order
+	// of arrival, the first at once.
+	holds, sents = refuseEach(l, conns)
+	for k, h := range holds {
+		if want := time.Duration(k) * interval; h != want {
+			t.Fatalf("the %d-th resend held %v, want %v", k, h, want)
+		}
+	}
+	if len(sents) != n-1 || l.refusalsHeld() != n-1 {
+		t.Fatalf("%d resends held (limiter says %d), want %d", len(sents), l.refusalsHeld(), n-1)
+	}
+	for _, sent := range sents {
+		sent()
+	}
+	// Each connection's Retry-After runs from when its refusal left: the
+	// last left 99 intervals from now. Until a second after that it is
+	// resending early, then not.
+	early := func(at time.Time) (n int) {
+		for _, c := range conns {
+			if c.resendsBefore(at) {
+				n++
+			}
+		}
+		return n
+	}
+	lastEnds := clock.Now().Add((n-1)*interval + busyRetryWait)
+	if got := early(lastEnds.Add(-interval)); got != 1 {
+		t.Fatalf("%d connections resend early an interval before the last Retry-After ends, want 1", got)
+	}
+	if got := early(lastEnds.Add(-time.Nanosecond)); got != 1 {
+		t.Fatalf("%d connections resend early just before the last Retry-After ends, want 1", got)
+	}
+	clock.Add((n-1)*interval + busyRetryWait)
+	if got := early(clock.Now()); got != 0 {
+		t.Fatalf("%d connections still resend early once every Retry-After has passed", got)
+	}
+	holds, sents = refuseEach(l, conns)
+	wantAtOnce("signups after their Retry-After", holds, sents)
 }

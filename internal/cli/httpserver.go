@@ -8,12 +8,15 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"admit/handlers"
 )
 
 // serveHTTP serves h on ln until ctx is done, then shuts down gracefully.
 func serveHTTP(ctx context.Context, h http.Handler, ln net.Listener, logger *slog.Logger) error {
 	hs := &http.Server{
 		Handler:           h,
+		ConnContext:       handlers.ConnContext,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,

@@ -190,28 +190,16 @@ func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	const n = 3 * maxRefusalsHeld
 	l := newSignupLimiter(1000, clock.Now)
 	pace(l)
-	var mu sync.Mutex
-	var sents []func()
-	var atOnce int
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			hold, sent := l.refuse(nil)
-			mu.Lock()
-			defer mu.Unlock()
-			if hold == 0 {
-				atOnce++
-				return
-			}
-			if hold > maxRefusalHold {
-				t.Errorf("held %v, past the longest hold", hold)
-			}
-			sents = append(sents, sent)
-		}()
+	holds, sents := refuseEach(l, make([]*connRecord, n))
+	atOnce := 0
+	for _, hold := range holds {
+		if hold == 0 {
+			atOnce++
+		}
 	}
-	wg.Wait()
+	if longest := holds[n-1]; longest > maxRefusalHold {
+		t.Errorf("held %v, past the longest hold", longest)
+	}
 	// The clock stands still: the first leaves at once, the next 1,024
 	// are held, and every later one leaves at once.
 	if len(sents) != maxRefusalsHeld || atOnce != n-maxRefusalsHeld || l.refusalsHeld() != maxRefusalsHeld {
@@ -314,8 +302,9 @@ func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 	}
 }
 
-// refuseEach refuses one signup on each of conns, all at once from a
-// goroutine each, and returns the holds, sorted, and their sent funcs.
+// refuseEach refuses one signup on each of conns (nil: no record), all at
+// once from a goroutine each, and returns the holds, sorted, and the sent
+// funcs of those held.
 func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, sents []func()) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -1,7 +1,6 @@
 package backup
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,34 +13,17 @@ import (
 	"time"
 
 	"admit/internal/replicatest"
+	"admit/internal/testutil"
 	"admit/store"
 
 	"github.com/google/uuid"
 	"github.com/superfly/ltx"
 )
 
-// lockedBuffer is a log destination safe for concurrent writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // MustStartLogged is MustStart with a log the test can read.
-func (e *testEnv) MustStartLogged(tb testing.TB) (*Replicator, *lockedBuffer) {
+func (e *testEnv) MustStartLogged(tb testing.TB) (*Replicator, *testutil.SyncBuffer) {
 	tb.Helper()
-	log := &lockedBuffer{}
+	log := &testutil.SyncBuffer{}
 	r, err := Start(context.Background(), e.Config, e.DBPath, slog.New(slog.NewTextHandler(log, nil)))
 	if err != nil || r == nil {
 		tb.Fatalf("Start: %v, %v", r, err)

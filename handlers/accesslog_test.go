@@ -14,14 +14,15 @@ import (
 	"strings"
 	"testing"
 
+	"admit/internal/testutil"
 	"admit/store"
 )
 
 // startLoggedServer serves app's database and identity through a second
 // Server whose log is JSON lines in the returned buffer.
-func startLoggedServer(tb testing.TB, app *testApp, db *store.DB, requestIDHeader string) (*httptest.Server, *syncBuffer) {
+func startLoggedServer(tb testing.TB, app *testApp, db *store.DB, requestIDHeader string) (*httptest.Server, *testutil.SyncBuffer) {
 	tb.Helper()
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	ts := httptest.NewUnstartedServer(nil)
 	u, _ := url.Parse("http://" + ts.Listener.Addr().String())
 	srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, RequestIDHeader: requestIDHeader,

@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,7 +42,7 @@ type testApp struct {
 	OwnerID string
 	// Demo is the seeded demo program.
 	Demo *store.Program
-	Logs *syncBuffer
+	Logs *testutil.SyncBuffer
 	// Arrived counts the requests that reached admit's handler: their
 	// headers were read and admit began serving them.
 	Arrived atomic.Int64
@@ -128,24 +127,6 @@ func withSignupBodyTimeout(d time.Duration) appOption {
 	return func(c *appConfig) { c.signupBodyTimeout = d }
 }
 
-// syncBuffer collects log output for assertions.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // testKey returns a deterministic 32-byte key.
 func testKey(b byte) []byte {
 	k := make([]byte, 32)
@@ -186,7 +167,7 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	}
 	base := "http://" + ln.Addr().String()
 	public, _ := url.Parse(base)
-	app := &testApp{URL: base, DB: db, Clock: clock, Logs: &syncBuffer{}}
+	app := &testApp{URL: base, DB: db, Clock: clock, Logs: &testutil.SyncBuffer{}}
 
 	keys := Keys{SessionHash: testKey(1), SessionBlock: testKey(40), CSRF: testKey(80), Binding: testKey(120), Counter: testKey(160),
 		SessionTokens: testKey(200)}

@@ -282,9 +282,9 @@ func TestOwnerWrites_HaveTheirOwnReserveWhileSignupsFillTheQueue(t *testing.T) {
 // JSON lines in the returned buffer, its signup limiter on clock, pacing
 // every refusal when pacing is set (as after a window of refusals far
 // outnumbering answers), with every in-progress place taken.
-func startFullServer(t *testing.T, app *testApp, clock *testutil.Clock, pacing bool) (*httptest.Server, *Server, *syncBuffer) {
+func startFullServer(t *testing.T, app *testApp, clock *testutil.Clock, pacing bool) (*httptest.Server, *Server, *testutil.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	ts := httptest.NewUnstartedServer(nil)
 	u, _ := url.Parse("http://" + ts.Listener.Addr().String())
 	srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, Logger: slog.New(slog.NewJSONHandler(logs, nil))}, app.DB, app.Dev)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"admit/backup"
+	"admit/internal/testutil"
 
 	"github.com/google/uuid"
 )
@@ -120,7 +121,7 @@ func MustBuildAdmit(tb testing.TB) string {
 type process struct {
 	URL    string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	done   chan error    // receives Wait's result once
 	exited chan struct{} // closed when the process has been waited for
 }
@@ -132,7 +133,7 @@ func MustStartAdmit(tb testing.TB, bin, dir string, env []string) *process {
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = dir
 	cmd.Env = env
-	p := &process{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1), exited: make(chan struct{})}
+	p := &process{cmd: cmd, stderr: &testutil.SyncBuffer{}, done: make(chan error, 1), exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

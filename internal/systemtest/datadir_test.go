@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"admit/internal/datalock"
+	"admit/internal/testutil"
 	"admit/migrations"
 	"admit/store"
 )
@@ -69,7 +70,7 @@ func mustRefuseServe(tb testing.TB, bin, dir string, env []string) (string, time
 	tb.Helper()
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir, cmd.Env = dir, env
-	stderr := &syncBuffer{}
+	stderr := &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

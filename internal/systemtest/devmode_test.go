@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"admit/internal/testutil"
 )
 
 // realSignInHint is what every refused development setting must say: how
@@ -46,7 +48,7 @@ func TestServe_DevModeRefusesToStartBehindAProxy(t *testing.T) {
 			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir,
 				"ADMIT_ADDR=127.0.0.1:0", "ADMIT_DATA=" + data,
 				"ADMIT_LITESTREAM_CONFIG=" + filepath.Join(dir, "no-litestream.yml")}, tc.env...)
-			var stderr syncBuffer
+			var stderr testutil.SyncBuffer
 			cmd.Stderr = &stderr
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {

@@ -25,26 +25,9 @@ import (
 	"admit/internal/cli"
 	"admit/internal/config"
 	"admit/internal/serverkeys"
+	"admit/internal/testutil"
 	"admit/store"
 )
-
-// syncBuffer is an io.Writer safe for the server's concurrent log writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // hermetic returns a copy of env that points ADMIT_LITESTREAM_CONFIG at a
 // file that does not exist, unless env sets it: the repository's own
@@ -62,7 +45,7 @@ func hermetic(tb testing.TB, env map[string]string) map[string]string {
 type runningServer struct {
 	// URL is the base URL read from the "listening on" line.
 	URL    string
-	Stderr *syncBuffer
+	Stderr *testutil.SyncBuffer
 	// Stdout receives every stdout line after the "listening on" line.
 	Stdout <-chan string
 	// Stop cancels Run's context and returns Run's result, failing the
@@ -79,7 +62,7 @@ func MustRunServe(tb testing.TB, env map[string]string) *runningServer {
 	env = hermetic(tb, env)
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	stderr := &syncBuffer{}
+	stderr := &testutil.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		err := cli.Run(ctx, nil, fakeEnv(env), pw, stderr)
@@ -261,7 +244,7 @@ func TestRun_DevIdentityRefusesAllInterfaces(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", net.JoinHostPort("0.0.0.0", strconv.Itoa(port)), net.JoinHostPort("", strconv.Itoa(port))} {
 		t.Run(addr, func(t *testing.T) {
 			data := t.TempDir()
-			var stdout, stderr syncBuffer
+			var stdout, stderr testutil.SyncBuffer
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)

@@ -44,16 +44,6 @@ func signInThroughForm(tb testing.TB, ctx context.Context, email string) *networ
 
 // waitFor reports whether script comes true within d, across page loads
 // (an evaluation that fails while a page is replaced is tried again).
-func waitFor(ctx context.Context, script string, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](script)); err == nil && ok {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
-}
 
 // mustEval runs a script that returns T.
 func mustEval[T any](tb testing.TB, ctx context.Context, script string) T {
@@ -246,10 +236,11 @@ func TestBrowser_RemovalLinkIsShownOnceWithACopyButton(t *testing.T) {
 				if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("copy-removal"))); err != nil {
 					t.Fatalf("click copy: %v", err)
 				}
-				said, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById("copy-status").textContent || null`,
-					chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait)))
-				if err != nil || !strings.HasPrefix(said, "Copied.") {
-					t.Fatalf("after copying the page says %q (%v)", said, err)
+				if err := adbrowser.WaitFor(ctx, `document.getElementById("copy-status").textContent !== ""`, browserWait); err != nil {
+					t.Fatal(err)
+				}
+				if said := mustEval[string](t, ctx, `document.getElementById("copy-status").textContent`); !strings.HasPrefix(said, "Copied.") {
+					t.Fatalf("after copying the page says %q", said)
 				}
 				copied, err := chromedp.Run(ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
 				if err != nil || copied != link {
@@ -301,8 +292,7 @@ func TestBrowser_RemovalByTheLinkLeavesNothingBehindAfterBack(t *testing.T) {
 				if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("token"), link)); err != nil {
 					t.Fatalf("paste the link: %v", err)
 				}
-			} else if _, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById("token").value || null`,
-				chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
+			} else if err := adbrowser.WaitFor(ctx, `document.getElementById("token").value !== ""`, browserWait); err != nil {
 				t.Fatalf("the script never filled the token: %v", err)
 			}
 			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#remove-form button[type="submit"]`)),
@@ -315,8 +305,8 @@ func TestBrowser_RemovalByTheLinkLeavesNothingBehindAfterBack(t *testing.T) {
 			if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](`history.back()`)); err != nil {
 				t.Fatalf("back: %v", err)
 			}
-			if !waitFor(ctx, `location.pathname === "/manage/" && document.readyState === "complete" && !!document.getElementById("token")`, browserWait) {
-				t.Fatal("Back did not return to the removal page")
+			if err := adbrowser.WaitFor(ctx, `location.pathname === "/manage/" && document.readyState === "complete" && !!document.getElementById("token")`, browserWait); err != nil {
+				t.Fatalf("Back did not return to the removal page: %v", err)
 			}
 			time.Sleep(300 * time.Millisecond) // let any script or form restoration run
 			if v := mustEval[string](t, ctx, `document.getElementById("token").value`); v != "" {
@@ -340,8 +330,7 @@ func TestBrowser_FormErrorsSummaryTakesFocusAndLeadsToTheField(t *testing.T) {
 			signupBrowserLoad(t, ctx, "submit without ticking", 400, chromedp.Click(chromedp.CSS(`#signup-form button[type="submit"]`)))
 			// The browser applies autofocus when it next renders the page,
 			// which can be just after the load event.
-			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.activeElement && document.activeElement.id === "error-summary"`,
-				chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
+			if err := adbrowser.WaitFor(ctx, `!!document.activeElement && document.activeElement.id === "error-summary"`, browserWait); err != nil {
 				t.Fatalf("focus is on %q, want the error summary", mustEval[string](t, ctx, `document.activeElement && document.activeElement.id`))
 			}
 			// The unticked choice's message looks like the address's.

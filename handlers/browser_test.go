@@ -15,18 +15,12 @@ import (
 	"admit/store"
 )
 
-// browserWait bounds a browser test's wait for a condition on its page: a
+// browserWait bounds a browser test's wait for a condition on its page
+// (browser.WaitFor): a
 // guard against a condition that never comes, not a time it is expected to
 // take, so it is long enough for a machine loaded many times over (a pass
 // returns as soon as the condition holds). A failure names the condition.
 const browserWait = 2 * time.Minute
-
-// pollEvery is how often a browser test's poll evaluates its condition. A
-// poll runs on a timer, not in requestAnimationFrame (chromedp's default):
-// a tab that the shared Chromium is not painting at that moment, one of
-// several side by side on a busy machine, runs no animation frame and its
-// poll would wait out browserWait although the condition already held.
-const pollEvery = 50 * time.Millisecond
 
 // phoneWidth and phoneHeight are a common phone viewport in CSS pixels.
 const phoneWidth, phoneHeight = 390, 844

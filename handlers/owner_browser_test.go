@@ -120,8 +120,8 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 	); err != nil {
 		t.Fatalf("filter: %v", err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`location.search.includes("state=waiting") &&
-		document.querySelectorAll('[data-testid="queue-row"]').length === 3`, chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
+	if err := browser.WaitFor(ctx, `location.search.includes("state=waiting") &&
+		document.querySelectorAll('[data-testid="queue-row"]').length === 3`, browserWait); err != nil {
 		t.Fatalf("the filtered queue never appeared (url %s): %v", owEval[string](t, ctx, `location.href`), err)
 	}
 	if got := owCountIn(t, ctx, `[data-testid="queue-row"][data-entry-id="`+declined+`"]`); got != 0 {
@@ -134,8 +134,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 	// Choose one entry and select it with a reason: one swap, no navigation.
 	// htmx settles the swapped block after the swap itself; a click before
 	// then can land on a checkbox about to be replaced.
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')`,
-		chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
+	if err := browser.WaitFor(ctx, `!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')`, browserWait); err != nil {
 		t.Fatalf("the filtered block never settled: %v", err)
 	}
 	target := waiting[1]
@@ -143,8 +142,7 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(box))); err != nil {
 		t.Fatalf("choose an entry: %v", err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('`+box+`:checked')`,
-		chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
+	if err := browser.WaitFor(ctx, `!!document.querySelector('`+box+`:checked')`, browserWait); err != nil {
 		t.Fatalf("the chosen entry's box is not checked: %v", err)
 	}
 	if err := chromedp.Do(ctx,
@@ -153,11 +151,11 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 	); err != nil {
 		t.Fatalf("bulk select: %v", err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(function () {
+	if err := browser.WaitFor(ctx, `(function () {
 		var f = document.querySelector('[data-testid="flash"]');
 		return !!f && f.textContent.includes("Selected 1 entry") &&
 			document.querySelectorAll('[data-testid="queue-row"]').length === 2;
-	})()`, chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
+	})()`, browserWait); err != nil {
 		t.Fatalf("the selection never showed (flash %q, %d rows): %v",
 			owEval[string](t, ctx, `(document.querySelector('[data-testid="flash"]') || {}).textContent || ""`),
 			owCountIn(t, ctx, `[data-testid="queue-row"]`), err)
@@ -192,10 +190,10 @@ func TestBrowser_OwnerFiltersAndSelectsWithHTMX(t *testing.T) {
 		t.Fatalf("choose a reason: %v", err)
 	}
 	owLoad(t, ctx, "confirm the decline", chromedp.Click(chromedp.CSS(`dialog[open] [data-testid="confirm-submit"]`)))
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(function () {
+	if err := browser.WaitFor(ctx, `(function () {
 		var s = document.querySelector('#entry-block [data-testid="entry-state"]');
 		return !!s && s.textContent === "declined" && !!document.querySelector('#entry-block [data-testid="flash"]');
-	})()`, chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait))); err != nil {
+	})()`, browserWait); err != nil {
 		t.Fatalf("the declined state never showed: %v", err)
 	}
 	if got, want := owEntryState(t, app, waiting[0]), "declined"; got != want {
@@ -291,25 +289,11 @@ func TestBrowser_OwnerFiltersAndSelectsWithoutJavaScript(t *testing.T) {
 // most: a pass returns as soon as it holds).
 func owWaitFor(tb testing.TB, ctx context.Context, what, cond string) {
 	tb.Helper()
-	if err := owPoll(ctx, cond, browserWait); err != nil {
+	if err := browser.WaitFor(ctx, cond, browserWait); err != nil {
 		// Where the page is, to tell a dialog that never opened from a
 		// fallback to the confirmation page.
 		at, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " (" + document.title + ")"`))
-		tb.Fatalf("%s never showed (%s) on %s: %v", what, cond, at, err)
-	}
-}
-
-// owPoll waits until cond is true, polling again when polling failed
-// because a page load replaced the document it was polling: a form submitted before htmx took over the
-// swapped-in form loads its page the ordinary way, with the same result.
-func owPoll(ctx context.Context, cond string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(time.Until(deadline))))
-		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond) // the new document is loading
+		tb.Fatalf("%s never showed on %s: %v", what, at, err)
 	}
 }
 

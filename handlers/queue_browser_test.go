@@ -60,7 +60,7 @@ func owRows(tb testing.TB, ctx context.Context) string {
 func owWantRows(tb testing.TB, ctx context.Context, what string, ids ...string) {
 	tb.Helper()
 	want := strings.Join(ids, ",")
-	if err := owPoll(ctx, `Array.from(document.querySelectorAll('[data-testid="queue-row"]')).map(function (r) { return r.dataset.entryId; }).join(",") === `+jsQuote(want),
+	if err := browser.WaitFor(ctx, `Array.from(document.querySelectorAll('[data-testid="queue-row"]')).map(function (r) { return r.dataset.entryId; }).join(",") === `+jsQuote(want),
 		browserWait); err != nil {
 		tb.Fatalf("%s: rows %q, want %q", what, owRows(tb, ctx), want)
 	}
@@ -486,15 +486,8 @@ func owBack(tb testing.TB, ctx context.Context, want string) {
 		page.NavigateToHistoryEntryParams{EntryID: hist.Entries[hist.CurrentIndex-1].ID}); err != nil {
 		tb.Fatalf("Back: %v", err)
 	}
-	// Poll from Go: each try evaluates in the document of the moment, which
-	// a navigation replaces.
 	cond := `location.href === ` + jsQuote(want) + ` && document.readyState === "complete" && !!document.querySelector("main")`
-	for deadline := time.Now().Add(browserWait); ; time.Sleep(100 * time.Millisecond) {
-		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](cond)); err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("after Back the page is %s, want %s", owEval[string](tb, ctx, `location.href + " " + document.title`), want)
-		}
+	if err := browser.WaitFor(ctx, cond, browserWait); err != nil {
+		tb.Fatalf("after Back the page is %s, want %s: %v", owEval[string](tb, ctx, `location.href + " " + document.title`), want, err)
 	}
 }

@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"time"
-
 	"strings"
 	"testing"
 
@@ -89,8 +87,8 @@ func TestBrowser_SignedInNavigationIsOneRowOnAPhone(t *testing.T) {
 			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="nav-menu-button"]`))); err != nil {
 				t.Fatalf("open the menu: %v", err)
 			}
-			if !waitFor(ctx, `document.querySelector('[data-testid="nav-menu"]').open`, 5*time.Second) {
-				t.Fatal("the menu did not open")
+			if err := adbrowser.WaitFor(ctx, `document.querySelector('[data-testid="nav-menu"]').open`, browserWait); err != nil {
+				t.Fatalf("the menu did not open: %v", err)
 			}
 			if got := mustText(t, ctx, `[data-testid="signed-in-as"]`); !strings.Contains(got, "owner@example.test") {
 				t.Errorf("the open menu says %q, want who is signed in", got)

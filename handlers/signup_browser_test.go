@@ -145,12 +145,12 @@ func TestBrowser_WithJavaScriptRemoveThroughTheFragmentLink(t *testing.T) {
 	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || loc != link {
 		t.Fatalf("at %q (%v), want the removal link %q", loc, err, link)
 	}
-	filled, err := chromedp.Run(ctx, chromedp.Poll[string](`(function () {
-		var v = document.querySelector('#remove-form input[name="token"]').value;
-		return v === "" ? null : v;
-	})()`, chromedp.WithPollingInterval(pollEvery), chromedp.WithPollingTimeout(browserWait)))
-	if err != nil {
+	if err := browser.WaitFor(ctx, `document.querySelector('#remove-form input[name="token"]').value !== ""`, browserWait); err != nil {
 		t.Fatalf("manage.js never filled the token field: %v", err)
+	}
+	filled, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#remove-form input[name="token"]').value`))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if filled != token {
 		t.Fatalf("token field=%q, want the fragment's token %q", filled, token)

@@ -377,3 +377,48 @@ func ScriptsRun(ctx context.Context) (bool, error) {
 		return d.querySelector("noscript i") === null;
 	})()`))
 }
+
+// PollInterval is how often WaitFor evaluates its condition.
+const PollInterval = 50 * time.Millisecond
+
+// WaitFor waits until the JavaScript expression cond is true in the page
+// open in ctx, for at most within. It evaluates cond from Go every
+// PollInterval. chromedp.Poll would poll inside the page instead, and
+// neither of its clocks is sure to run there: a page whose scripts are off
+// runs no timers, so a condition false at its first evaluation would wait
+// out ctx's whole deadline, and a tab the shared Chromium is not painting
+// at that moment, one of several side by side on a busy machine, runs no
+// animation frames. An evaluation that fails, as one does while a new
+// document replaces the old, is tried again; the error after within names
+// the condition and the last such failure.
+func WaitFor(ctx context.Context, cond string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var lastErr error
+	for {
+		evalCtx, cancel := context.WithDeadline(ctx, deadline)
+		ok, err := chromedp.Run(evalCtx, chromedp.Evaluate[bool](cond))
+		cancel()
+		switch {
+		case err == nil && ok:
+			return nil
+		case err != nil && ctx.Err() != nil:
+			return fmt.Errorf("waiting for %s: %w", cond, ctx.Err())
+		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			lastErr = err
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			if lastErr != nil {
+				return fmt.Errorf("%s still not true after %v (last evaluation failed: %v)", cond, within, lastErr)
+			}
+			return fmt.Errorf("%s still not true after %v", cond, within)
+		}
+		t := time.NewTimer(min(wait, PollInterval))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for %s: %w", cond, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

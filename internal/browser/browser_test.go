@@ -3,6 +3,7 @@ package browser_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -386,5 +387,65 @@ func TestExecPath_PrefersTheHeadlessShellThenChromiumUnlessNamed(t *testing.T) {
 	_, err := browser.ExecPath()
 	if err == nil || !strings.Contains(err.Error(), "none-1") || !strings.Contains(err.Error(), "none-2") {
 		t.Errorf("neither installed: ExecPath() error = %v; want one naming both paths", err)
+	}
+}
+
+// TestWaitFor_WaitsWithScriptsOff: a condition that is false at first
+// becomes true on its third evaluation, in a tab whose scripts are off.
+func TestWaitFor_WaitsWithScriptsOff(t *testing.T) {
+	srv := mustServePage(t)
+	for _, js := range []bool{false, true} {
+		t.Run(fmt.Sprintf("scripts on=%v", js), func(t *testing.T) {
+			var opts []browser.Option
+			if !js {
+				opts = append(opts, browser.WithJavaScriptDisabled())
+			}
+			ctx := browser.MustNew(t, opts...)
+			loadPage(t, ctx, srv.URL+"/")
+			if err := browser.WaitFor(ctx, `(window.__evaluations = (window.__evaluations || 0) + 1) >= 3`, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__evaluations`))
+			if err != nil || n != 3 {
+				t.Fatalf("the condition was evaluated %d times (%v), want 3", n, err)
+			}
+		})
+	}
+}
+
+// TestWaitFor_GivesUpNamingTheCondition: a condition never true, or one
+// whose evaluation fails, ends with an error that says which, well before
+// the tab's own deadline.
+func TestWaitFor_GivesUpNamingTheCondition(t *testing.T) {
+	srv := mustServePage(t)
+	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
+	loadPage(t, ctx, srv.URL+"/")
+	for cond, want := range map[string]string{
+		`document.title === "never"`:  `document.title === "never" still not true after 200ms`,
+		`document.nosuch.thing === 1`: "last evaluation failed",
+	} {
+		err := browser.WaitFor(ctx, cond, 200*time.Millisecond)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("WaitFor(%s) = %v, want an error saying %q", cond, err, want)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the tab's own deadline ran out: %v", ctx.Err())
+	}
+}
+
+// TestPoll_InPageTimerNeverFiresWithScriptsOff shows why WaitFor exists:
+// chromedp.Poll with scripts off never times itself out, so a condition
+// false at its first evaluation waits until the caller's context ends.
+func TestPoll_InPageTimerNeverFiresWithScriptsOff(t *testing.T) {
+	srv := mustServePage(t)
+	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
+	loadPage(t, ctx, srv.URL+"/")
+	pollCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(pollCtx, chromedp.Poll[bool](`false`,
+		chromedp.WithPollingInterval(browser.PollInterval), chromedp.WithPollingTimeout(100*time.Millisecond)))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("chromedp.Poll with scripts off returned %v, want it to wait until the context ended", err)
 	}
 }

@@ -13,6 +13,9 @@
 // RowsErrUnchecked finds *sql.Rows results whose Err is never consulted, so a
 // failure part-way through the rows would pass as a short result.
 //
+// InPagePoll finds chromedp's waits that keep time inside the page, which
+// never time out in a page whose scripts are off.
+//
 // DocLinks finds citations of a document (a file of docs/ and a heading's
 // anchor, in a comment, the Justfile, SQL or the docs) whose file or heading
 // does not exist.

@@ -80,7 +80,7 @@ func matchWants(t *testing.T, findings []testlint.Finding, want map[string]strin
 	}
 }
 
-// TestCheckers_ReportExactlyTheMarkedLines runs both checks on code with
+// TestCheckers_ReportExactlyTheMarkedLines runs the checks on code with
 // known mistakes and known allowed forms.
 func TestCheckers_ReportExactlyTheMarkedLines(t *testing.T) {
 	dir := filepath.Join("testdata", "cases")
@@ -89,12 +89,14 @@ func TestCheckers_ReportExactlyTheMarkedLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	findings := append(testlint.FailNowOffTestGoroutine(pkgs), testlint.RowsErrUnchecked(pkgs)...)
+	findings = append(findings, testlint.InPagePoll(pkgs)...)
 	matchWants(t, findings, wants(t, dir))
 }
 
-// TestAdmit_Checks runs the checks on all of admit (one load serves both):
+// TestAdmit_Checks runs the checks on all of admit (one load serves them all):
 // no test ends a goroutine other than its own with t.Fatal and friends,
-// directly or through a helper, and no query's rows are read without Err.
+// directly or through a helper, no query's rows are read without Err, and
+// no browser test waits on a page's own timers.
 func TestAdmit_Checks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads and type-checks the whole module")
@@ -110,6 +112,11 @@ func TestAdmit_Checks(t *testing.T) {
 	})
 	t.Run("EveryRowsErrIsChecked", func(t *testing.T) {
 		for _, f := range testlint.RowsErrUnchecked(pkgs) {
+			t.Error(f)
+		}
+	})
+	t.Run("NoWaitOnThePagesOwnTimers", func(t *testing.T) {
+		for _, f := range testlint.InPagePoll(pkgs) {
 			t.Error(f)
 		}
 	})

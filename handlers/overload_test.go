@@ -291,7 +291,7 @@ func startFullServer(t *testing.T, app *testApp, clock *testutil.Clock, pacing b
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.signups = newSignupLimiter(minSignupsInProgress, clock.Now)
+	srv.signups = newSignupLimiter(minSignupsInProgress, clock.Now, idleCPU)
 	srv.signups.pacing = pacing
 	for {
 		if _, ok := srv.signups.start(); !ok {

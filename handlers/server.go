@@ -166,7 +166,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	if db != nil {
 		depth, _ = db.QueueBounds()
 	}
-	s.signups = newSignupLimiter(depth, time.Now)
+	s.signups = newSignupLimiter(depth, time.Now, processCPUMeter)
 	s.answers = &answerSchedule{delay: opts.SignupAnswerDelay}
 	dev := id.Mode() == identity.ModeDev
 	var err error

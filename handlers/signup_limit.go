@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"runtime"
 	"sync"
 	"time"
 )
@@ -12,11 +13,17 @@ import (
 // batch's worth (minSignupsInProgress). On a machine whose CPU, not
 // its disk, is the limit, signups wait mostly before the writer's queue, so
 // a bound on that queue alone would let their latency grow; a fixed count
-// would suit only one machine's speed (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
+// would suit only one machine's speed. When the last window kept every CPU
+// admit may use busy, the mean aimed at is a quarter as long
+// (cpuBoundDivisor): signups beyond what keeps the CPU busy would only
+// wait for it, while a disk-bound machine, whose CPU idles through each
+// commit's fsync, needs the larger bound for large commit batches
+// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 type signupLimiter struct {
 	max, min int
 	target   time.Duration
 	now      func() time.Time
+	cpu      cpuMeter
 
 	mu       sync.Mutex
 	inFlight int
@@ -36,7 +43,24 @@ type signupLimiter struct {
 	// held how many refusals are being held now (refuse).
 	nextRefusal time.Time
 	held        int
+	// cpuAt is the CPU time used when the window started, and cpuBound
+	// whether the window before kept every CPU busy.
+	cpuAt    time.Duration
+	cpuBound bool
 }
+
+// cpuMeter tells how busy admit's CPUs are: used is the CPU time the
+// process has used so far, user and system, and cores how many CPUs it may
+// use at once.
+type cpuMeter struct {
+	used  func() time.Duration
+	cores func() int
+}
+
+// processCPUMeter measures admit's own process: its CPU time from the
+// system and its CPUs from GOMAXPROCS, which Go sets from the CPUs the
+// process may run on and any container CPU limit.
+var processCPUMeter = cpuMeter{used: processCPU, cores: func() int { return runtime.GOMAXPROCS(0) }}
 
 const (
 	// signupLatencyTarget is the time a signup's answer should take at
@@ -83,14 +107,23 @@ const (
 	pacingFrom  = 2
 	pacingUntil = 2 * answersPerRefusal
 	calmWindows = int(maxRefusalHold/signupRateWindow) + 1
+	// A window in which admit used cpuBoundFrom of all its CPUs' time
+	// is CPU-bound, and the bound that follows it aims at a mean of
+	// signupMeanTarget/cpuBoundDivisor. With the database on tmpfs (the
+	// CPU the limit), the accepted signups' p99 inside admit at 512 and
+	// 1,024 clients fell from 72–136 ms to 14–26 ms with the quarter; on the
+	// disk, where admit used about half its CPU, nothing changed
+	// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
+	cpuBoundFrom    = 0.9
+	cpuBoundDivisor = 4
 )
 
-func newSignupLimiter(max int, now func() time.Time) *signupLimiter {
+func newSignupLimiter(max int, now func() time.Time, cpu cpuMeter) *signupLimiter {
 	if max < 1 {
 		max = 1
 	}
 	return &signupLimiter{max: max, min: min(minSignupsInProgress, max), target: signupMeanTarget, now: now,
-		limit: max, windowStart: now()}
+		cpu: cpu, cpuAt: cpu.used(), limit: max, windowStart: now()}
 }
 
 // start takes a place among the signups in progress, or reports that none
@@ -106,7 +139,7 @@ func (l *signupLimiter) start() (done func(), ok bool) {
 }
 
 // done gives the place back, counts the answer and, once a window is
-// over, sets the bound from the answers' rate.
+// over, sets the bound from the answers' rate and how busy the CPUs were.
 func (l *signupLimiter) done() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -133,8 +166,14 @@ func (l *signupLimiter) done() {
 	default:
 		l.calm = 0
 	}
-	l.window, l.refused, l.windowStart = 0, 0, now
-	l.limit = min(l.max, max(l.min, int(l.rate*l.target.Seconds())))
+	used := l.cpu.used()
+	l.cpuBound = float64(used-l.cpuAt) >= cpuBoundFrom*float64(l.cpu.cores())*float64(elapsed)
+	l.window, l.refused, l.windowStart, l.cpuAt = 0, 0, now, used
+	target := l.target
+	if l.cpuBound {
+		target = l.target / cpuBoundDivisor
+	}
+	l.limit = min(l.max, max(l.min, int(l.rate*target.Seconds())))
 }
 
 // refuse paces the refusals for load that come from clients ignoring
@@ -177,9 +216,14 @@ func (l *signupLimiter) refuse(conn *connRecord) (hold time.Duration, sent func(
 }
 
 // refusalInterval is the pace of refusals: one per answersPerRefusal
-// answers at the rate the bound was set from (bound/target; until the
-// first window closes the bound is its maximum).
+// answers at the rate of recent windows. Until the first window closes it
+// takes the rate the bound implies (bound/target, the bound then its
+// maximum); the measured rate is what counts later, as the bound may be
+// held at its floor or cut for a busy CPU.
 func (l *signupLimiter) refusalInterval() time.Duration {
+	if l.rate > 0 {
+		return time.Duration(answersPerRefusal * float64(time.Second) / l.rate)
+	}
 	return answersPerRefusal * l.target / time.Duration(l.limit)
 }
 

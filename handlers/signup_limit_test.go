@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -8,6 +9,34 @@ import (
 
 	"admit/internal/testutil"
 )
+
+// idleCPU is a CPU never busy: the bound follows the answer rate alone.
+var idleCPU = cpuMeter{used: func() time.Duration { return 0 }, cores: func() int { return 1 }}
+
+// fakeCPU is CPU time a test spends by hand, on cores CPUs.
+type fakeCPU struct {
+	used  time.Duration
+	cores int
+}
+
+func (c *fakeCPU) meter() cpuMeter {
+	return cpuMeter{used: func() time.Duration { return c.used }, cores: func() int { return c.cores }}
+}
+
+// answerWithCPU runs n signups through l, each answered at rate a second on
+// clock while the process uses busy of all cpu's cores.
+func answerWithCPU(l *signupLimiter, clock *testutil.Clock, cpu *fakeCPU, n int, rate, busy float64) {
+	gap := time.Duration(float64(time.Second) / rate)
+	for range n {
+		done, ok := l.start()
+		if !ok {
+			panic("refused below the bound")
+		}
+		clock.Add(gap)
+		cpu.used += time.Duration(busy * float64(cpu.cores) * float64(gap))
+		done()
+	}
+}
 
 // answerAt runs n signups through l, each answered at rate a second on
 // clock, and returns how many were refused.
@@ -27,7 +56,7 @@ func answerAt(l *signupLimiter, clock *testutil.Clock, n int, rate float64) (ref
 
 func TestSignupLimiter_BoundFollowsTheAnswerRate(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	l := newSignupLimiter(1000, clock.Now)
+	l := newSignupLimiter(1000, clock.Now, idleCPU)
 	if got := l.bound(); got != 1000 {
 		t.Fatalf("bound before any answer=%d, want the maximum 1000", got)
 	}
@@ -60,10 +89,72 @@ func TestSignupLimiter_BoundFollowsTheAnswerRate(t *testing.T) {
 	}
 }
 
+func TestSignupLimiter_ACPUBoundWindowAimsAtAQuarterOfTheMean(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	cpu := &fakeCPU{cores: 2}
+	l := newSignupLimiter(1000, clock.Now, cpu.meter())
+	steps := []struct {
+		what string
+		rate float64
+		busy float64 // of both cores
+		want int
+	}{
+		// 10,000 answers a second: a third of 100 ms of them is 333, a
+		// quarter of that 83.
+		{"both cores busy", 10000, 1, 83},
+		{"half of each core", 10000, 0.5, 333},
+		{"one core busy and the other idle", 10000, 0.5, 333},
+		{"just over nine tenths", 10000, 0.91, 83},
+		{"just under nine tenths", 10000, 0.89, 333},
+		// A quarter of 2,000 a second's third of 100 ms is 16: the floor.
+		{"a slow machine's busy cores", 2000, 1, minSignupsInProgress},
+		{"a slow machine's idle cores", 2000, 0.2, 66},
+	}
+	for i, st := range steps {
+		if i > 0 && st.rate != steps[i-1].rate {
+			// The rate is a running average: let it settle on the new one.
+			answerWithCPU(l, clock, cpu, int(st.rate)*5, st.rate, 0)
+		}
+		// Two windows at the step's rate, so the rate's average is it.
+		answerWithCPU(l, clock, cpu, int(st.rate/2), st.rate, st.busy)
+		if got := l.bound(); got != st.want {
+			t.Fatalf("%s at %.0f/s: bound %d, want %d", st.what, st.rate, got, st.want)
+		}
+		// Refusals are paced from the answers' rate, whatever the bound.
+		want := time.Duration(answersPerRefusal * float64(time.Second) / st.rate)
+		if got := l.refusalInterval(); got < want-want/1000 || got > want+want/1000 {
+			t.Fatalf("%s at %.0f/s: refusal interval %v, want one per %d answers, %v", st.what, st.rate, got, answersPerRefusal, want)
+		}
+	}
+}
+
+func TestProcessCPUMeter_CountsThisProcesssWorkOnItsCores(t *testing.T) {
+	if got, want := processCPUMeter.cores(), runtime.GOMAXPROCS(0); got != want {
+		t.Fatalf("cores %d, want GOMAXPROCS %d", got, want)
+	}
+	start := processCPUMeter.used()
+	if start <= 0 {
+		t.Fatalf("CPU used so far %v: the system did not say", start)
+	}
+	// Work until the process has used 20 ms more; a meter that did not
+	// count it would end the test at its guard.
+	guard := time.Now().Add(time.Minute)
+	x := uint64(1)
+	for processCPUMeter.used()-start < 20*time.Millisecond {
+		for range 100000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		if time.Now().After(guard) {
+			t.Fatalf("a minute of work counted %v of CPU", processCPUMeter.used()-start)
+		}
+	}
+	_ = x
+}
+
 func TestSignupLimiter_RefusesExactlyPastTheBound(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	const n, max = 500, 100
-	l := newSignupLimiter(max, clock.Now)
+	l := newSignupLimiter(max, clock.Now, idleCPU)
 	var mu sync.Mutex
 	var dones []func()
 	var refused int
@@ -121,12 +212,12 @@ func refuseAll(l *signupLimiter, n int) (holds []time.Duration, sents []func()) 
 
 func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHold(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	l := newSignupLimiter(1000, clock.Now)
-	answerAt(l, clock, 4000, 4000) // the bound at 133: one answer every 33.3 ms / 133
+	l := newSignupLimiter(1000, clock.Now, idleCPU)
+	answerAt(l, clock, 4000, 4000) // 4,000 answers a second
 	pace(l)
-	interval := answersPerRefusal * signupMeanTarget / 133
+	interval := answersPerRefusal * time.Second / 4000
 	if got := l.refusalInterval(); got != interval {
-		t.Fatalf("refusal interval %v at a bound of 133, want %v", got, interval)
+		t.Fatalf("refusal interval %v at 4,000 answers a second, want %v", got, interval)
 	}
 	// Refusals no faster than that pace are never held.
 	for i := range 50 {
@@ -154,7 +245,7 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 
 	// With no answer counted the pace is the floor's: 32 answers per mean
 	// target.
-	slow := newSignupLimiter(minSignupsInProgress, clock.Now)
+	slow := newSignupLimiter(minSignupsInProgress, clock.Now, idleCPU)
 	pace(slow)
 	if got, want := slow.refusalInterval(), answersPerRefusal*signupMeanTarget/minSignupsInProgress; got != want {
 		t.Fatalf("refusal interval at the floor %v, want %v", got, want)
@@ -188,7 +279,7 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	const n = 3 * maxRefusalsHeld
-	l := newSignupLimiter(1000, clock.Now)
+	l := newSignupLimiter(1000, clock.Now, idleCPU)
 	pace(l)
 	holds, sents := refuseEach(l, make([]*connRecord, n))
 	atOnce := 0
@@ -251,7 +342,7 @@ func window(l *signupLimiter, clock *testutil.Clock, answers, refusals int) {
 
 func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	l := newSignupLimiter(1000, clock.Now)
+	l := newSignupLimiter(1000, clock.Now, idleCPU)
 	pacing := func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -328,7 +419,7 @@ func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, s
 
 func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	l := newSignupLimiter(1000, clock.Now)
+	l := newSignupLimiter(1000, clock.Now, idleCPU)
 	answerAt(l, clock, 4000, 4000) // the bound at 133, a refusal interval of about 1 ms
 	interval := l.refusalInterval()
 	const n = 100

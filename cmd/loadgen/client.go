@@ -53,7 +53,14 @@ type request struct {
 	Want int
 	// Into, when set, receives the JSON response body.
 	Into any
+	// Attempt, when set, names this exchange in admit's request log: it is
+	// sent as attemptHeader, which admit takes as the request ID.
+	Attempt string
 }
+
+// attemptHeader carries a request's Attempt; the admit the load generator
+// starts trusts it as its request-ID header (ADMIT_REQUEST_ID_HEADER).
+const attemptHeader = "X-Loadgen-Attempt"
 
 // do sends the request, reads the whole answer and checks its status.
 // On success it returns the response (body consumed) and the body bytes
@@ -72,6 +79,9 @@ func (c *client) do(ctx context.Context, r request) (*http.Response, []byte, err
 	}
 	if strings.HasPrefix(r.Path, "/api/") {
 		req.Header.Set("Accept", "application/json")
+	}
+	if r.Attempt != "" {
+		req.Header.Set(attemptHeader, r.Attempt)
 	}
 	if s := r.Session; s != nil {
 		req.Header.Set("Cookie", s.Cookie)

@@ -29,6 +29,13 @@ import (
 // admit's own request log times them (its handler's time, duration_ms,
 // less held_ms: the time admit held the refusal on purpose, parked, which
 // the report gives on its own).
+// A level's clients all start at once and never stop until its end. Its
+// first -warmup is the opening, when every client's first signup arrives
+// together: the accepted p99 of the attempts begun then is shown, not
+// judged. What is judged is the -duration after it, the overload's steady
+// state. Each attempt's ID, which the admit started here logs as its
+// request ID, says its level and whether it belongs to the opening, so
+// admit's log is read for exactly the attempts measured.
 // admit is pinned to one core and this program to another (taskset), so
 // that refusals compete with accepted signups for admit's core alone and
 // not with the load generator's.
@@ -60,14 +67,16 @@ type GoodputResult struct {
 	// client waits beyond them is time before admit's handler ran or
 	// after it answered.
 	RefusedInAdmit, AcceptedInAdmit, RefusalHolds []time.Duration
-	Errors                                        int
-	ErrorSamples                                  []string
+	// Opening is the latencies of the accepted attempts begun in the
+	// level's opening, sorted.
+	Opening      []time.Duration
+	Errors       int
+	ErrorSamples []string
 	// CPU is admit's CPU time over the level.
 	CPU     time.Duration
 	LoadAvg string
-	// logFrom and logTo delimit the level's lines in admit's log (logTo
-	// -1: to its end).
-	logFrom, logTo int64
+	// attempts prefixes the IDs of the level's measured attempts.
+	attempts string
 }
 
 // Goodput is accepted signups a second.
@@ -76,6 +85,18 @@ func (g *GoodputResult) Goodput() float64 {
 		return 0
 	}
 	return float64(len(g.Accepted)) / g.Elapsed.Seconds()
+}
+
+// recordOpening adds the outcome of an attempt begun in the opening: its
+// latency when accepted, an error as any error counts.
+func (g *GoodputResult) recordOpening(lat time.Duration, status int, err error) {
+	switch {
+	case err == nil && status == http.StatusAccepted:
+		g.Opening = append(g.Opening, lat)
+	case err == nil && status == http.StatusServiceUnavailable:
+	default:
+		g.record(lat, status, err)
+	}
 }
 
 // record adds one attempt's outcome.
@@ -154,15 +175,21 @@ func (r *runner) pinSelf() {
 }
 
 // goodputSignup sends one signup until it is answered otherwise than 503,
-// recording each attempt.
-func (r *runner) goodputSignup(ctx context.Context, p *program, res *GoodputResult, mu *sync.Mutex, deadline time.Time,
-	attempts *atomic.Int64) {
+// recording each attempt: in res when it begins from measureFrom on, as
+// the opening's otherwise.
+func (r *runner) goodputSignup(ctx context.Context, p *program, res *GoodputResult, mu *sync.Mutex,
+	measureFrom, deadline time.Time, attempts *atomic.Int64) {
 	body := signupBody(p, fmt.Sprintf("goodput-%s-%d@example.test", r.runID, r.seq.Add(1)))
 	limit := r.cfg.MaxRequests * goodputAttemptsPerMax
 	for ctx.Err() == nil && time.Now().Before(deadline) && attempts.Add(1) <= limit {
 		t0 := time.Now()
+		measured := !t0.Before(measureFrom)
+		id := fmt.Sprintf("%so%d", res.attempts, r.seq.Add(1))
+		if measured {
+			id = fmt.Sprintf("%s%d", res.attempts, r.seq.Add(1))
+		}
 		resp, _, err := r.c.do(ctx, request{Method: http.MethodPost, Path: "/api/public/programs/" + p.Slug + "/signups",
-			ContentType: "application/json", Body: body, Want: http.StatusAccepted})
+			ContentType: "application/json", Body: body, Want: http.StatusAccepted, Attempt: id})
 		lat := time.Since(t0)
 		status := 0
 		if resp != nil {
@@ -175,7 +202,11 @@ func (r *runner) goodputSignup(ctx context.Context, p *program, res *GoodputResu
 			return // cut by the level's end: neither answer nor error
 		}
 		mu.Lock()
-		res.record(lat, status, err)
+		if measured {
+			res.record(lat, status, err)
+		} else {
+			res.recordOpening(lat, status, err)
+		}
 		mu.Unlock()
 		if status != http.StatusServiceUnavailable {
 			return
@@ -184,18 +215,27 @@ func (r *runner) goodputSignup(ctx context.Context, p *program, res *GoodputResu
 	}
 }
 
-// goodputLevel runs clients clients against p for dur.
-func (r *runner) goodputLevel(ctx context.Context, p *program, clients int, dur time.Duration) *GoodputResult {
-	res := &GoodputResult{Clients: clients, LoadAvg: loadAverage()}
-	cpu0, cpuErr := processCPU(r.srv.Pid())
+// goodputLevel runs clients clients against p without a pause: an
+// opening of warmup, then dur measured. attempts prefixes the IDs of its
+// measured attempts.
+func (r *runner) goodputLevel(ctx context.Context, p *program, clients int, attempts string, warmup, dur time.Duration) *GoodputResult {
+	res := &GoodputResult{Clients: clients, LoadAvg: loadAverage(), attempts: attempts}
 	var (
 		mu       sync.Mutex
 		accepted atomic.Int64
-		attempts atomic.Int64
+		tries    atomic.Int64
 		wg       sync.WaitGroup
+		cpu0     time.Duration
+		cpuErr   error
 	)
 	begin := time.Now()
-	deadline := begin.Add(dur)
+	measureFrom := begin.Add(warmup)
+	deadline := measureFrom.Add(dur)
+	opened := make(chan struct{})
+	time.AfterFunc(warmup, func() {
+		cpu0, cpuErr = processCPU(r.srv.Pid())
+		close(opened)
+	})
 	lctx, stop := context.WithDeadline(ctx, deadline.Add(10*time.Second))
 	defer stop()
 	for range clients {
@@ -203,23 +243,23 @@ func (r *runner) goodputLevel(ctx context.Context, p *program, clients int, dur 
 		go func() {
 			defer wg.Done()
 			for lctx.Err() == nil && time.Now().Before(deadline) && accepted.Add(1) <= r.cfg.MaxRequests {
-				r.goodputSignup(lctx, p, res, &mu, deadline, &attempts)
+				r.goodputSignup(lctx, p, res, &mu, measureFrom, deadline, &tries)
 			}
 		}()
 	}
 	wg.Wait()
-	res.Elapsed = time.Since(begin)
+	<-opened
+	res.Elapsed = time.Since(measureFrom)
 	if cpu1, err := processCPU(r.srv.Pid()); err == nil && cpuErr == nil {
 		res.CPU = cpu1 - cpu0
 	}
 	slices.Sort(res.Accepted)
 	slices.Sort(res.Refused)
+	slices.Sort(res.Opening)
 	return res
 }
 
-// goodput runs the levels in order, each on a fresh program after an
-// unmeasured warm-up, and notes where each level's lines of admit's log
-// begin and end.
+// goodput runs the levels in order, each on a fresh program.
 func (r *runner) goodput(ctx context.Context) error {
 	r.progress("goodput: %s", r.pin)
 	for i, clients := range r.cfg.GoodputLevels {
@@ -228,20 +268,12 @@ func (r *runner) goodput(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("create program %s: %w", slug, err)
 		}
-		if n := len(r.goodputs); n > 0 {
-			r.goodputs[n-1].logTo = fileSize(r.logPath)
-		}
-		if r.cfg.Warmup > 0 {
-			r.goodputLevel(ctx, p, clients, r.cfg.Warmup)
-		}
-		from := fileSize(r.logPath)
-		r.progress("goodput: %d clients retrying at once, %v", clients, r.cfg.Duration)
-		profDone := r.profileAsync(ctx, fmt.Sprintf("goodput %d", clients), r.cfg.Duration)
-		res := r.goodputLevel(ctx, p, clients, r.cfg.Duration)
+		r.progress("goodput: %d clients retrying at once, %v measured after a %v opening", clients, r.cfg.Duration, r.cfg.Warmup)
+		profDone := r.profileAsync(ctx, fmt.Sprintf("goodput %d", clients), r.cfg.Warmup+r.cfg.Duration)
+		res := r.goodputLevel(ctx, p, clients, fmt.Sprintf("goodput%d-", i+1), r.cfg.Warmup, r.cfg.Duration)
 		<-profDone
-		res.logFrom, res.logTo = from, -1
-		r.progress("  accepted %d (%.0f/s, p99 %s ms), refused %d (client p99 %s ms), errors %d, load %s",
-			len(res.Accepted), res.Goodput(), ms(percentile(res.Accepted, 99)), len(res.Refused),
+		r.progress("  accepted %d (%.0f/s, p99 %s ms; opening p99 %s ms), refused %d (client p99 %s ms), errors %d, load %s",
+			len(res.Accepted), res.Goodput(), ms(percentile(res.Accepted, 99)), ms(percentile(res.Opening, 99)), len(res.Refused),
 			ms(percentile(res.Refused, 99)), res.Errors, res.LoadAvg)
 		for _, e := range res.ErrorSamples {
 			r.progress("  error: %s", e)
@@ -254,7 +286,7 @@ func (r *runner) goodput(ctx context.Context) error {
 	return nil
 }
 
-// readRefusalTimes fills each level's RefusedInAdmit from admit's log at
+// readRefusalTimes fills each level's times in admit from admit's log at
 // path (the server has stopped, so its log is complete).
 func readRefusalTimes(path string, levels []*GoodputResult) error {
 	for _, g := range levels {
@@ -262,35 +294,31 @@ func readRefusalTimes(path string, levels []*GoodputResult) error {
 		if err != nil {
 			return err
 		}
-		var src io.Reader = f
-		if _, err := f.Seek(g.logFrom, io.SeekStart); err != nil {
-			f.Close()
-			return err
-		}
-		if g.logTo >= 0 {
-			src = io.LimitReader(f, g.logTo-g.logFrom)
-		}
-		g.AcceptedInAdmit, g.RefusedInAdmit, g.RefusalHolds = signupTimes(src)
+		g.AcceptedInAdmit, g.RefusedInAdmit, g.RefusalHolds = signupTimes(f, g.attempts)
 		f.Close()
 	}
 	return nil
 }
 
 // signupTimes reads the handler times of the JSON signup route's 202s
-// and 503s from request log lines, and the 503s' holds, each sorted; a
-// 503's time is its duration less its hold.
-func signupTimes(log io.Reader) (accepted, refused, holds []time.Duration) {
+// and 503s from request log lines whose request ID is a measured
+// attempt's of the level with prefix attempts (a number after it), and
+// the 503s' holds, each sorted; a 503's time is its duration less its
+// hold.
+func signupTimes(log io.Reader, attempts string) (accepted, refused, holds []time.Duration) {
 	sc := bufio.NewScanner(log)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		route, status, took, held, ok := parseRequestLine(sc.Text())
-		switch {
-		case !ok || route != signupRoute:
-		case status == http.StatusAccepted:
-			accepted = append(accepted, took)
-		case status == http.StatusServiceUnavailable:
-			refused = append(refused, took-held)
-			holds = append(holds, held)
+		l, ok := parseRequestLine(sc.Text())
+		if !ok || l.route != signupRoute || !measuredAttempt(l.id, attempts) {
+			continue
+		}
+		switch l.status {
+		case http.StatusAccepted:
+			accepted = append(accepted, l.took)
+		case http.StatusServiceUnavailable:
+			refused = append(refused, l.took-l.held)
+			holds = append(holds, l.held)
 		}
 	}
 	slices.Sort(accepted)
@@ -299,30 +327,55 @@ func signupTimes(log io.Reader) (accepted, refused, holds []time.Duration) {
 	return accepted, refused, holds
 }
 
+// measuredAttempt reports whether id is prefix followed by digits only:
+// a measured attempt of that level, not one of its opening ("o" first)
+// nor another level's.
+func measuredAttempt(id, prefix string) bool {
+	n, found := strings.CutPrefix(id, prefix)
+	if !found || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// requestLine is what the goodput report reads from one line of admit's
+// request log.
+type requestLine struct {
+	route, id  string
+	status     int
+	took, held time.Duration
+}
+
 // parseRequestLine reads admit's access-log line (slog's text format, msg
-// "request"): the route, the status, duration_ms and held_ms (0 when the
-// line has none).
-func parseRequestLine(line string) (route string, status int, took, held time.Duration, ok bool) {
+// "request"): the route, the request ID, the status, duration_ms and
+// held_ms (0 when the line has none).
+func parseRequestLine(line string) (requestLine, bool) {
 	f := logFields(line)
 	if f["msg"] != "request" {
-		return "", 0, 0, 0, false
+		return requestLine{}, false
 	}
 	status, err := strconv.Atoi(f["status"])
 	if err != nil {
-		return "", 0, 0, 0, false
+		return requestLine{}, false
 	}
 	msec, err := strconv.ParseFloat(f["duration_ms"], 64)
 	if err != nil {
-		return "", 0, 0, 0, false
+		return requestLine{}, false
 	}
+	l := requestLine{route: f["route"], id: f["request_id"], status: status, took: time.Duration(msec * float64(time.Millisecond))}
 	if h, found := f["held_ms"]; found {
 		hm, err := strconv.ParseFloat(h, 64)
 		if err != nil {
-			return "", 0, 0, 0, false
+			return requestLine{}, false
 		}
-		held = time.Duration(hm * float64(time.Millisecond))
+		l.held = time.Duration(hm * float64(time.Millisecond))
 	}
-	return f["route"], status, time.Duration(msec * float64(time.Millisecond)), held, true
+	return l, true
 }
 
 // logFields splits a slog text line into its key=value pairs, unquoting
@@ -360,20 +413,20 @@ func writeGoodputReport(w io.Writer, levels []*GoodputResult, pin pinning) {
 	fmt.Fprintln(w, "\n### Goodput under overload (JSON signups; refused clients retry at once, ignoring Retry-After)")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%s.\n\n", pin)
-	fmt.Fprintln(w, "| clients | accepted | accepted/s | × first | accepted p99 ms | × first | accepted p99 in admit ms | refused (503) | refusal p99 in admit ms | refusal hold p50, p99 ms | refusal p99 at the client ms | errors | admit CPU µs per accepted | load avg (1 min) |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| clients | accepted | accepted/s | × first | accepted p99 ms | × first | accepted p99 in admit ms | refused (503) | refusal p99 in admit ms | refusal hold p50, p99 ms | refusal p99 at the client ms | errors | admit CPU µs per accepted | opening's accepted p99 ms (not judged) | load avg (1 min) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	base := levels[0]
 	for _, g := range levels {
 		cpu := time.Duration(0)
 		if len(g.Accepted) > 0 {
 			cpu = g.CPU / time.Duration(len(g.Accepted))
 		}
-		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s | %s, %s | %s | %d | %s | %s |\n", g.Clients, len(g.Accepted), g.Goodput(),
+		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s | %s, %s | %s | %d | %s | %s | %s |\n", g.Clients, len(g.Accepted), g.Goodput(),
 			ratioCell(g.Goodput(), base.Goodput()), ms(percentile(g.Accepted, 99)),
 			ratioCell(float64(percentile(g.Accepted, 99)), float64(percentile(base.Accepted, 99))),
 			ms(percentile(g.AcceptedInAdmit, 99)), len(g.Refused), ms(percentile(g.RefusedInAdmit, 99)),
 			ms(percentile(g.RefusalHolds, 50)), ms(percentile(g.RefusalHolds, 99)), ms(percentile(g.Refused, 99)),
-			g.Errors, us(cpu), g.LoadAvg)
+			g.Errors, us(cpu), openingCell(g.Opening), g.LoadAvg)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | measured | met |")
@@ -385,6 +438,14 @@ func writeGoodputReport(w io.Writer, levels []*GoodputResult, pin pinning) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s |\n", c.Target, c.Got, v)
 	}
+}
+
+// openingCell is the opening's accepted p99, "—" when there was none.
+func openingCell(opening []time.Duration) string {
+	if len(opening) == 0 {
+		return "—"
+	}
+	return ms(percentile(opening, 99))
 }
 
 // ratioCell is a/b with two decimals, "—" when b is 0.

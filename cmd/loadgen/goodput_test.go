@@ -82,17 +82,22 @@ func TestEvaluateGoodput_NothingAcceptedOrRefusalsMissingFromTheLogAreMisses(t *
 	}
 }
 
-func TestSignupTimes_ReadsTheSignupRoutes202sAnd503sFromAdmitsLog(t *testing.T) {
+func TestSignupTimes_ReadsTheLevelsMeasuredSignups202sAnd503sFromAdmitsLog(t *testing.T) {
 	log := strings.Join([]string{
-		`time=2026-12-04T17:00:00.000Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=0.012 bytes=24 request_id=aa`,
-		`time=2026-12-04T17:00:00.001Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=202 duration_ms=40.5 bytes=99 request_id=bb`,
-		`time=2026-12-04T17:00:00.002Z level=INFO msg=request method=POST route="POST /waitlist/{slug}" status=503 duration_ms=9 bytes=900 request_id=cc`,
-		`time=2026-12-04T17:00:00.003Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=1.5 bytes=24 request_id=dd`,
-		`time=2026-12-04T17:00:00.004Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=250.3 bytes=24 request_id=ee held_ms=250.1`,
-		`time=2026-12-04T17:00:00.004Z level=WARN msg="something \"quoted\"" status=503 duration_ms=7`,
+		`time=2026-12-04T17:00:00.000Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=0.012 bytes=24 request_id=goodput2-11`,
+		`time=2026-12-04T17:00:00.001Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=202 duration_ms=40.5 bytes=99 request_id=goodput2-12`,
+		`time=2026-12-04T17:00:00.002Z level=INFO msg=request method=POST route="POST /waitlist/{slug}" status=503 duration_ms=9 bytes=900 request_id=goodput2-13`,
+		`time=2026-12-04T17:00:00.003Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=1.5 bytes=24 request_id=goodput2-14`,
+		`time=2026-12-04T17:00:00.004Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=250.3 bytes=24 request_id=goodput2-15 held_ms=250.1`,
+		// The level's opening, another level, an ID admit made: not this level's measured attempts.
+		`time=2026-12-04T17:00:00.005Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=202 duration_ms=90 bytes=99 request_id=goodput2-o16`,
+		`time=2026-12-04T17:00:00.006Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=3 bytes=24 request_id=goodput1-17`,
+		`time=2026-12-04T17:00:00.007Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=503 duration_ms=3 bytes=24 request_id=goodput21-18`,
+		`time=2026-12-04T17:00:00.008Z level=INFO msg=request method=POST route="POST /api/public/programs/{slug}/signups" status=202 duration_ms=3 bytes=24 request_id=3f9a0c1d2e4b5a69`,
+		`time=2026-12-04T17:00:00.009Z level=WARN msg="something \"quoted\"" status=503 duration_ms=7`,
 		`not a log line`,
 	}, "\n")
-	accepted, refused, holds := signupTimes(strings.NewReader(log))
+	accepted, refused, holds := signupTimes(strings.NewReader(log), "goodput2-")
 	// A held refusal's time in admit is its duration less its hold.
 	if want := []time.Duration{12 * time.Microsecond, 200 * time.Microsecond, 1500 * time.Microsecond}; !slices.Equal(refused, want) {
 		t.Fatalf("refusal times %v, want %v", refused, want)
@@ -111,9 +116,17 @@ func TestGoodputResult_RecordsAcceptedRefusedAndErrors(t *testing.T) {
 	g.record(time.Millisecond, http.StatusServiceUnavailable, nil)
 	g.record(time.Millisecond, http.StatusBadRequest, nil)
 	g.record(time.Millisecond, 0, errors.New("connection reset"))
+	// The opening's attempts: only the accepted one's latency is kept,
+	// and an error is an error.
+	g.recordOpening(9*time.Millisecond, http.StatusAccepted, nil)
+	g.recordOpening(time.Millisecond, http.StatusServiceUnavailable, nil)
+	g.recordOpening(time.Millisecond, 0, errors.New("connection refused"))
 	g.Elapsed = 500 * time.Millisecond
-	if len(g.Accepted) != 1 || len(g.Refused) != 1 || g.Errors != 2 || len(g.ErrorSamples) != 2 {
-		t.Fatalf("accepted %d, refused %d, errors %d: want 1, 1, 2", len(g.Accepted), len(g.Refused), g.Errors)
+	if len(g.Accepted) != 1 || len(g.Refused) != 1 || g.Errors != 3 || len(g.ErrorSamples) != 3 {
+		t.Fatalf("accepted %d, refused %d, errors %d: want 1, 1, 3", len(g.Accepted), len(g.Refused), g.Errors)
+	}
+	if !slices.Equal(g.Opening, []time.Duration{9 * time.Millisecond}) {
+		t.Fatalf("the opening's accepted latencies %v, want 9ms", g.Opening)
 	}
 	if got := g.Goodput(); got != 2 {
 		t.Fatalf("goodput %v, want 2 a second", got)
@@ -140,14 +153,16 @@ func TestParseFlags_GoodputLevels(t *testing.T) {
 // The goodput scenario against the real binary, unpinned (a test must not
 // pin its own process), with a writer queue so small that the higher level
 // is refused: the report has a row per level, the refusals' times read
-// from admit's own request log (as many as the clients saw), and every
-// target judged.
+// from admit's own request log (exactly those of the attempts measured,
+// as many as the clients saw, though the clients never paused between the
+// opening and the measurement), the opening's p99 shown, and every target
+// judged.
 func TestRun_GoodputScenarioReadsRefusalsFromAdmitsLog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs admit")
 	}
 	cfg, err := parseFlags([]string{"-src", "../..", "-dir", t.TempDir(), "-scenarios", "goodput", "-pin=false",
-		"-goodput-levels", "2,48", "-write-queue", "2", "-duration", "1s", "-warmup", "0",
+		"-goodput-levels", "2,48", "-write-queue", "2", "-duration", "1s", "-warmup", "500ms",
 		"-max-requests", "5000", "-timeout", "5m"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -168,11 +183,11 @@ func TestRun_GoodputScenarioReadsRefusalsFromAdmitsLog(t *testing.T) {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
-		if len(cells) == 14 {
+		if len(cells) == 15 {
 			rows[cells[0]] = cells
 		}
 	}
-	// | clients | accepted | accepted/s | × | p99 | × | p99 in admit | refused | refusal p99 in admit | hold | at the client | errors | CPU | load |
+	// | clients | accepted | accepted/s | × | p99 | × | p99 in admit | refused | refusal p99 in admit | hold | at the client | errors | CPU | opening p99 | load |
 	for _, level := range []string{"2", "48"} {
 		row := rows[level]
 		if row == nil {
@@ -180,6 +195,9 @@ func TestRun_GoodputScenarioReadsRefusalsFromAdmitsLog(t *testing.T) {
 		}
 		if accepted, _ := strconv.Atoi(row[1]); accepted < 1 || row[11] != "0" {
 			t.Errorf("%s clients: accepted %q, errors %q; want some accepted and no error", level, row[1], row[11])
+		}
+		if p99, err := strconv.ParseFloat(row[13], 64); err != nil || p99 <= 0 {
+			t.Errorf("%s clients: the opening's p99 reads %q, want a time", level, row[13])
 		}
 	}
 	if refused, _ := strconv.Atoi(rows["48"][7]); refused < 1 {

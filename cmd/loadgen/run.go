@@ -290,7 +290,7 @@ func (r *runner) progress(format string, a ...any) {
 
 // start starts admit on the data directory.
 func (r *runner) start(ctx context.Context) error {
-	var env []string
+	env := []string{"ADMIT_REQUEST_ID_HEADER=" + attemptHeader}
 	if r.pin.note == "" {
 		env = append(env, "GOMAXPROCS=1")
 	}

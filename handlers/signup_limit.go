@@ -93,7 +93,7 @@ const (
 	maxRefusalHold  = busyRetryWait
 	maxRefusalsHeld = 1024
 	// answersPerRefusal paces the refusals for load: one may leave per
-	// four answers at the rate the bound was set from. A refusal costs
+	// four answers at the recent answer rate. A refusal costs
 	// admit about a third of an accepted signup's CPU (75 against 212 µs,
 	// docs/PERFORMANCE.md#overload-figures), so at this pace refusals
 	// take at most about a tenth as much again as the accepted work.
@@ -111,8 +111,9 @@ const (
 	// is CPU-bound, and the bound that follows it aims at a mean of
 	// signupMeanTarget/cpuBoundDivisor. With the database on tmpfs (the
 	// CPU the limit), the accepted signups' p99 inside admit at 512 and
-	// 1,024 clients fell from 72–136 ms to 14–26 ms with the quarter; on the
-	// disk, where admit used about half its CPU, nothing changed
+	// 1,024 clients fell from 93–111 ms to 14–17 ms with the quarter, for
+	// smaller commit batches; on the disk, where admit used half its CPU
+	// or less, goodput did not change beyond the disk's own swings
 	// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 	cpuBoundFrom    = 0.9
 	cpuBoundDivisor = 4

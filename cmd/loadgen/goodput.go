@@ -184,9 +184,10 @@ func (r *runner) goodputSignup(ctx context.Context, p *program, res *GoodputResu
 	for ctx.Err() == nil && time.Now().Before(deadline) && attempts.Add(1) <= limit {
 		t0 := time.Now()
 		measured := !t0.Before(measureFrom)
-		id := fmt.Sprintf("%so%d", res.attempts, r.seq.Add(1))
-		if measured {
-			id = fmt.Sprintf("%s%d", res.attempts, r.seq.Add(1))
+		n := r.seq.Add(1)
+		id := fmt.Sprintf("%s%d", res.attempts, n)
+		if !measured {
+			id = fmt.Sprintf("%so%d", res.attempts, n)
 		}
 		resp, _, err := r.c.do(ctx, request{Method: http.MethodPost, Path: "/api/public/programs/" + p.Slug + "/signups",
 			ContentType: "application/json", Body: body, Want: http.StatusAccepted, Attempt: id})

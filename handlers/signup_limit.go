@@ -43,10 +43,8 @@ type signupLimiter struct {
 	// held how many refusals are being held now (refuse).
 	nextRefusal time.Time
 	held        int
-	// cpuAt is the CPU time used when the window started, and cpuBound
-	// whether the window before kept every CPU busy.
-	cpuAt    time.Duration
-	cpuBound bool
+	// cpuAt is the CPU time used when the window started.
+	cpuAt time.Duration
 }
 
 // cpuMeter tells how busy admit's CPUs are: used is the CPU time the
@@ -168,10 +166,10 @@ func (l *signupLimiter) done() {
 		l.calm = 0
 	}
 	used := l.cpu.used()
-	l.cpuBound = float64(used-l.cpuAt) >= cpuBoundFrom*float64(l.cpu.cores())*float64(elapsed)
+	cpuBound := float64(used-l.cpuAt) >= cpuBoundFrom*float64(l.cpu.cores())*float64(elapsed)
 	l.window, l.refused, l.windowStart, l.cpuAt = 0, 0, now, used
 	target := l.target
-	if l.cpuBound {
+	if cpuBound {
 		target = l.target / cpuBoundDivisor
 	}
 	l.limit = min(l.max, max(l.min, int(l.rate*target.Seconds())))

@@ -302,9 +302,7 @@ func TestBrowser_RemovalByTheLinkLeavesNothingBehindAfterBack(t *testing.T) {
 			wantEntryErasedByBrowser(t, app, email)
 
 			// Back: the form is there again, empty.
-			if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](`history.back()`)); err != nil {
-				t.Fatalf("back: %v", err)
-			}
+			goBack(t, ctx)
 			if err := adbrowser.WaitFor(ctx, `location.pathname === "/manage/" && document.readyState === "complete" && !!document.getElementById("token")`, browserWait); err != nil {
 				t.Fatalf("Back did not return to the removal page: %v", err)
 			}

@@ -473,10 +473,11 @@ func TestBrowser_CodePageSurvivesBackWithoutResubmittingAndNeverShowsTheCodeTwic
 	})
 }
 
-// owBack goes one step back in the tab's history and waits until the page
-// at want has loaded; a browser that had to resend a form would stop at its
-// "confirm form resubmission" error page instead.
-func owBack(tb testing.TB, ctx context.Context, want string) {
+// goBack goes one step back in the tab's history, as the Back button does.
+// It asks the browser, not the page: a script's history.back() navigates
+// away while its own evaluation is being answered, which DevTools may
+// report as an error ("Inspected target navigated or closed").
+func goBack(tb testing.TB, ctx context.Context) {
 	tb.Helper()
 	hist, err := chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
 	if err != nil || hist.CurrentIndex < 1 {
@@ -486,6 +487,14 @@ func owBack(tb testing.TB, ctx context.Context, want string) {
 		page.NavigateToHistoryEntryParams{EntryID: hist.Entries[hist.CurrentIndex-1].ID}); err != nil {
 		tb.Fatalf("Back: %v", err)
 	}
+}
+
+// owBack goes one step back in the tab's history and waits until the page
+// at want has loaded; a browser that had to resend a form would stop at its
+// "confirm form resubmission" error page instead.
+func owBack(tb testing.TB, ctx context.Context, want string) {
+	tb.Helper()
+	goBack(tb, ctx)
 	cond := `location.href === ` + jsQuote(want) + ` && document.readyState === "complete" && !!document.querySelector("main")`
 	if err := browser.WaitFor(ctx, cond, browserWait); err != nil {
 		tb.Fatalf("after Back the page is %s, want %s: %v", owEval[string](tb, ctx, `location.href + " " + document.title`), want, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"admit/internal/identity"
@@ -102,10 +103,9 @@ const (
 // busyRetryWait is how long a client refused for load is asked to wait
 // (busyRetryAfter, its Retry-After in seconds): a write refused because
 // admit's writer is full (store.ErrBusy) or a signup that found no place.
-const (
-	busyRetryWait  = time.Second
-	busyRetryAfter = "1"
-)
+const busyRetryWait = time.Second
+
+var busyRetryAfter = strconv.Itoa(int(busyRetryWait / time.Second))
 
 // A refusal for load has a page of its own: it is not the sign-in
 // provider's 503, and it says when to try again.

@@ -23,35 +23,28 @@ func (c *fakeCPU) meter() cpuMeter {
 	return cpuMeter{used: func() time.Duration { return c.used }, cores: func() int { return c.cores }}
 }
 
-// answerWithCPU runs n signups through l, each answered at rate a second on
-// clock while the process uses busy of all cpu's cores.
+// answerWithCPU runs n signups through l one after another, each answered
+// at rate a second on clock while the process uses busy of all cpu's cores
+// (cpu nil: no CPU is counted).
 func answerWithCPU(l *signupLimiter, clock *testutil.Clock, cpu *fakeCPU, n int, rate, busy float64) {
 	gap := time.Duration(float64(time.Second) / rate)
 	for range n {
 		done, ok := l.start()
 		if !ok {
-			panic("refused below the bound")
+			panic("one signup at a time was refused")
 		}
 		clock.Add(gap)
-		cpu.used += time.Duration(busy * float64(cpu.cores) * float64(gap))
+		if cpu != nil {
+			cpu.used += time.Duration(busy * float64(cpu.cores) * float64(gap))
+		}
 		done()
 	}
 }
 
 // answerAt runs n signups through l, each answered at rate a second on
-// clock, and returns how many were refused.
-func answerAt(l *signupLimiter, clock *testutil.Clock, n int, rate float64) (refused int) {
-	gap := time.Duration(float64(time.Second) / rate)
-	for range n {
-		done, ok := l.start()
-		if !ok {
-			refused++
-			continue
-		}
-		clock.Add(gap)
-		done()
-	}
-	return refused
+// clock.
+func answerAt(l *signupLimiter, clock *testutil.Clock, n int, rate float64) {
+	answerWithCPU(l, clock, nil, n, rate, 0)
 }
 
 func TestSignupLimiter_BoundFollowsTheAnswerRate(t *testing.T) {

@@ -33,6 +33,9 @@ type testApp struct {
 	Clock *testutil.Clock
 	Clerk *clerkfake.Fake // nil in development mode
 	Dev   *identity.DevIdentity
+	// DevKey is the development sign-in key, as the console's link
+	// carries it; empty outside development mode.
+	DevKey string
 	// OIDC is the OpenID Provider and OIDCId admit's identity in OpenID
 	// Connect mode; nil otherwise.
 	OIDC   *oidcprovider.Provider
@@ -212,6 +215,9 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 		}
 		id = app.Dev
 		app.OwnerID = identity.DevUserID("owner@example.test")
+		if app.DevKey, err = NewDevSignInKey(); err != nil {
+			tb.Fatalf("dev sign-in key: %v", err)
+		}
 	}
 	if _, err := db.SeedDemo(ctx, app.OwnerID); err != nil {
 		tb.Fatalf("seed: %v", err)
@@ -229,7 +235,7 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	srv, err := New(Options{
 		PublicURL: public, NetworkHourlyLimit: cfg.hourly, ClientIPHeader: cfg.clientIPHd,
 		ClerkPublishableKey: publishable, Keys: keys, SignupAnswerDelay: cfg.signupDelay,
-		SignupBodyTimeout: cfg.signupBodyTimeout,
+		SignupBodyTimeout: cfg.signupBodyTimeout, DevSignInKey: app.DevKey,
 		Logger:            slog.New(slog.NewTextHandler(app.Logs, nil)), Ready: ready,
 	}, db, id)
 	if err != nil {
@@ -261,7 +267,26 @@ type testClient struct {
 }
 
 // NewClient returns a signed-out client.
+//
+// In development mode the client holds the development sign-in key, as a
+// browser on this machine does once it has opened the console's link;
+// NewClientWithoutDevKey gives one that never opened it.
 func (a *testApp) NewClient(tb testing.TB) *testClient {
+	tb.Helper()
+	c := a.NewClientWithoutDevKey(tb)
+	if a.DevKey != "" {
+		u, _ := url.Parse(a.URL)
+		c.Jar.SetCookies(u, []*http.Cookie{{Name: devKeyCookie, Value: a.DevKey, Path: "/"}})
+	}
+	return c
+}
+
+// DevLink is the development sign-in link admit would print at start.
+func (a *testApp) DevLink() string { return DevSignInLink(a.URL, a.DevKey) }
+
+// NewClientWithoutDevKey returns a signed-out client that has not opened
+// the development sign-in link.
+func (a *testApp) NewClientWithoutDevKey(tb testing.TB) *testClient {
 	tb.Helper()
 	jar, _ := cookiejar.New(nil)
 	return &testClient{app: a, Client: &http.Client{

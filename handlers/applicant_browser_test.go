@@ -68,6 +68,7 @@ func TestBrowser_MeShowsEachProgramsStateAndNextActionOnAPhone(t *testing.T) {
 			k.invite(t, beta, email, true)
 			k.entry(t, gamma, email)
 			ctx := adbrowser.MustNew(t, mode.opts...)
+			holdDevKey(t, ctx, app)
 			onPhone(t, ctx)
 
 			mustNavigate(t, ctx, "open /me signed out", chromedp.Navigate(app.URL+"/me"))
@@ -111,6 +112,7 @@ func TestBrowser_SignInReturnsToThePageAndActionsConfirm(t *testing.T) {
 			k := newAccessKit(app)
 			k.entry(t, app.Demo, email)
 			ctx := adbrowser.MustNew(t, mode.opts...)
+			holdDevKey(t, ctx, app)
 			onPhone(t, ctx)
 
 			// From the privacy page, sign in and come back to it.
@@ -164,6 +166,7 @@ func TestBrowser_AnHtmxActionAfterTheSessionEndedReturnsToItsPage(t *testing.T) 
 	entryID := mustInsertEntry(t, app.DB, app.Demo, "queued@example.com", store.StateWaiting)
 	entryPage := "/owner/programs/" + app.Demo.ID + "/entries/" + entryID
 	ctx := adbrowser.MustNew(t)
+	holdDevKey(t, ctx, app)
 
 	mustNavigate(t, ctx, "open the entry signed out", chromedp.Navigate(app.URL+entryPage))
 	signInThroughForm(t, ctx, "owner@example.test")

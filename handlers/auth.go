@@ -38,6 +38,12 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 	// rule (docs/DEPLOY.md#development-mode): the development form is
 	// offered only where it works, to a browser on this machine.
 	v.DevElsewhere = v.Dev && !s.directLocal(r)
+	if v.Dev && !v.DevElsewhere {
+		v.DevLinkExample = "http://" + r.Host + "/dev/sign-in?key=…"
+		if s.hasDevKey(r) {
+			v.DevKey = views.DevKeyHeld
+		}
+	}
 	if rs, ok := s.id.(identity.RedirectSignIn); ok {
 		v.ProviderName = rs.ProviderName()
 		v.StartURL = "/auth/start"
@@ -60,6 +66,11 @@ func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 	if !s.directLocal(r) {
 		return errNotFound
 	}
+	// rule (docs/DEPLOY.md#development-mode): and never without the key
+	// admit printed on its console, which no page shows.
+	if !s.hasDevKey(r) {
+		return s.devKeyRefused(w, r, views.DevKeyMissing)
+	}
 	dev := s.id.(identity.FormSignIn)
 	if err := parseForm(r); err != nil {
 		return err
@@ -78,7 +89,7 @@ func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 		c := s.chrome(r, "Sign in")
 		noStore(w)
 		return s.render(w, r, http.StatusBadRequest, c, views.SignIn(c, views.SignInView{
-			Dev: true, RedirectURL: target, Email: email, Error: store.ErrorMessage(err)}))
+			Dev: true, DevKey: views.DevKeyHeld, RedirectURL: target, Email: email, Error: store.ErrorMessage(err)}))
 	}
 	p, err := dev.SignIn(w, r, norm)
 	if err != nil {

@@ -43,6 +43,17 @@ func mustNavigate(tb testing.TB, ctx context.Context, what string, steps ...chro
 	return resp
 }
 
+// holdDevKey gives the tab's browser the development sign-in key, as
+// opening the link admit prints at start does (TestBrowser_DevSignIn-
+// WithoutJavaScriptReachesOwnerConsole opens the link itself).
+func holdDevKey(tb testing.TB, ctx context.Context, app *testApp) {
+	tb.Helper()
+	if _, err := chromedp.Call(ctx, network.SetCookie, network.SetCookieParams{Name: devKeyCookie, Value: app.DevKey,
+		URL: app.URL, Path: "/", HTTPOnly: new(true), SameSite: network.CookieSameSiteStrict}); err != nil {
+		tb.Fatalf("hold the development sign-in key: %v", err)
+	}
+}
+
 // mustCount returns how many elements match a CSS selector.
 func mustCount(tb testing.TB, ctx context.Context, selector string) int {
 	tb.Helper()
@@ -146,11 +157,29 @@ func TestBrowser_DevSignInWithoutJavaScriptReachesOwnerConsole(t *testing.T) {
 	mustFitWidth(t, ctx, "/", phoneWidth)
 	mustScreenshot(t, ctx, "home")
 
-	// Sign in through the plain HTML form: a real link click and a real
-	// form submission, no script involved.
+	// Without the console's link, the sign-in page says where it is and
+	// offers no form.
 	resp := mustNavigate(t, ctx, "click Sign in", chromedp.Click(chromedp.CSS(`header a[href="/sign-in"]`)))
 	if !strings.HasSuffix(resp.URL, "/sign-in") {
 		t.Fatalf("Sign in led to %s", resp.URL)
+	}
+	if got, want := mustCount(t, ctx, `[data-testid="dev-sign-in"]`), 0; got != want {
+		t.Fatalf("sign-in forms before the console's link was opened=%d, want %d", got, want)
+	}
+	if got := mustText(t, ctx, `[data-testid="dev-sign-in-needs-link"]`); !strings.Contains(got, "development sign-in:") {
+		t.Fatalf("the sign-in page does not say where the link is: %q", got)
+	}
+	mustScreenshot(t, ctx, "dev-sign-in-needs-link")
+	ofAudit(t, ctx, ofMode{"js off, 390 px", false, phoneWidth}, "the sign-in page before the console's link was opened")
+
+	// Opening the link admit printed leads to the form, the key gone from
+	// the address bar. Then a real form submission, no script involved.
+	resp = mustNavigate(t, ctx, "open the console's link", chromedp.Navigate(app.DevLink()))
+	if got, want := resp.URL, app.URL+"/sign-in"; got != want {
+		t.Fatalf("the console's link led to %s, want %s", got, want)
+	}
+	if html := mustText(t, ctx, "html"); strings.Contains(html, app.DevKey) {
+		t.Fatal("the sign-in page shows the key")
 	}
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid="dev-sign-in"] input[name="email"]`), "owner@example.test")); err != nil {
 		t.Fatalf("type the email: %v", err)

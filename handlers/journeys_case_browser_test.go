@@ -21,6 +21,7 @@ func TestBrowser_AnAddressTypedWithCapitalsIsExplainedToTheApplicant(t *testing.
 			// provider has it in lower case.
 			newAccessKit(app).entry(t, app.Demo, "Liam@example.test")
 			ctx := adbrowser.MustNew(t, mode.opts...)
+			holdDevKey(t, ctx, app)
 			onPhone(t, ctx)
 
 			// The signup form asks for the address exactly as the sign-in
@@ -95,6 +96,7 @@ func TestBrowser_MeSaysWhenAWithdrawnEntryCanJoinAgain(t *testing.T) {
 			const email = "leaving@example.test"
 			newAccessKit(app).entry(t, app.Demo, email)
 			ctx := adbrowser.MustNew(t, mode.opts...)
+			holdDevKey(t, ctx, app)
 			onPhone(t, ctx)
 
 			mustNavigate(t, ctx, "open /me signed out", chromedp.Navigate(app.URL+"/me"))

@@ -43,6 +43,7 @@ func TestBrowser_RecipientRedeemsAndReadsThenRevokeDenies(t *testing.T) {
 	const email = "recipient@example.com"
 	inv := k.invite(t, app.Demo, email, true)
 	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
+	holdDevKey(t, ctx, app)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulatePortrait,
 		chromedp.EmulateMobile, chromedp.EmulateScale(2))); err != nil {
 		t.Fatalf("phone viewport: %v", err)

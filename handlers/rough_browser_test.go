@@ -20,6 +20,7 @@ func TestBrowser_ApplicantsIrreversibleButtonsAreDangerAndStatesAreWords(t *test
 			const email = "leaver@example.com"
 			newAccessKit(app).entry(t, app.Demo, email)
 			ctx := adbrowser.MustNew(t, mode.opts...)
+			holdDevKey(t, ctx, app)
 			onPhone(t, ctx)
 
 			mustNavigate(t, ctx, "open the withdraw page", chromedp.Navigate(app.URL+"/me/waitlist/demo/withdraw"))
@@ -53,6 +54,7 @@ func TestBrowser_SignedInNavigationIsOneRowOnAPhone(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			app := MustStartApp(t)
 			ctx := adbrowser.MustNew(t, mode.opts...)
+			holdDevKey(t, ctx, app)
 			name := strings.ReplaceAll(mode.name, " ", "-")
 
 			// Wide: every link stands in the row, no menu button.

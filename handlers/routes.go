@@ -66,6 +66,7 @@ func (s *Server) publicRoutes(mux routeMux) {
 	mux.Handle("GET /sign-in", s.h(s.handleSignIn))
 	mux.Handle("POST /sign-out", s.h(s.handleSignOut))
 	if _, ok := s.id.(identity.FormSignIn); ok {
+		mux.Handle("GET /dev/sign-in", s.h(s.handleDevSignInLink))
 		mux.Handle("POST /dev/sign-in", s.h(s.handleDevSignIn))
 	}
 	if _, ok := s.id.(identity.RedirectSignIn); ok {

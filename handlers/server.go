@@ -83,6 +83,11 @@ type Options struct {
 	// SignupBodyTimeout is how long a signup's body may take to arrive;
 	// 0 means SignupBodyTimeout.
 	SignupBodyTimeout time.Duration
+	// DevSignInKey, with the development identity, is the key from
+	// NewDevSignInKey that the console's sign-in link carries. Empty, New
+	// makes one that nobody is told, and the development sign-in refuses
+	// everyone.
+	DevSignInKey string
 }
 
 // BackupStatus is the continuous backup's state.
@@ -160,6 +165,11 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	}
 	if (opts.Keys.PreviousSessionHash == nil) != (opts.Keys.PreviousSessionBlock == nil) {
 		return nil, errors.New("handlers: the previous session hash and block keys come together")
+	}
+	if id.Mode() == identity.ModeDev {
+		if err := useDevKey(&opts); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{opts: opts, db: db, id: id, log: slog.New(requestIDLogHandler{opts.Logger.Handler()}), patterns: map[string]bool{}}
 	depth := store.DefaultSignupQueue

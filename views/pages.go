@@ -18,6 +18,11 @@ type SignInView struct {
 	// DevElsewhere, with Dev, replaces the form by a note: the request did
 	// not come straight from this machine, where alone it works.
 	DevElsewhere bool
+	// DevKey, with Dev, says whether this browser holds the key from the
+	// link admit printed at start: only then is the form shown.
+	DevKey DevKeyState
+	// DevLinkExample shows the shape of that link, its key left out.
+	DevLinkExample string
 	// ProviderName and StartURL offer the OpenID Connect provider: a GET
 	// link to the start route.
 	ProviderName string
@@ -26,6 +31,19 @@ type SignInView struct {
 	Email        string
 	Error        string
 }
+
+// DevKeyState is where a browser stands with the development sign-in
+// key. The zero value offers no form.
+type DevKeyState int
+
+const (
+	// DevKeyMissing: the browser has not opened the console's link.
+	DevKeyMissing DevKeyState = iota
+	// DevKeyHeld: it has; the form is shown.
+	DevKeyHeld
+	// DevKeyWrongLink: it opened a link whose key is not this start's.
+	DevKeyWrongLink
+)
 
 // MyEntry is one of the signed-in person's own waitlist entries.
 type MyEntry struct {

@@ -16,18 +16,20 @@ import (
 type client struct {
 	base string
 	http *http.Client
+	// devKey is the development sign-in key from the link admit printed.
+	devKey string
 }
 
 // newClient returns a client whose connection pool holds a keep-alive
 // connection for each of up to conns concurrent requests.
-func newClient(base string, conns int) *client {
+func newClient(base, devKey string, conns int) *client {
 	tr := &http.Transport{
 		MaxIdleConns:        conns,
 		MaxIdleConnsPerHost: conns,
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
 	}
-	return &client{base: base, http: &http.Client{
+	return &client{base: base, devKey: devKey, http: &http.Client{
 		Transport: tr,
 		Timeout:   30 * time.Second,
 		// Redirects are answers to check, not to follow.
@@ -142,7 +144,10 @@ func snippet(b []byte) string {
 // bound to the new session.
 func (c *client) signIn(ctx context.Context, email string) (*session, error) {
 	form := url.Values{"email": {email}, "redirect_url": {"/"}}
-	resp, _, err := c.do(ctx, request{Method: http.MethodPost, Path: "/dev/sign-in",
+	// The key of the link admit printed at start, as a browser that
+	// opened it holds it.
+	key := &session{Cookie: "admit_dev_key=" + c.devKey}
+	resp, _, err := c.do(ctx, request{Method: http.MethodPost, Path: "/dev/sign-in", Session: key,
 		ContentType: "application/x-www-form-urlencoded", Body: []byte(form.Encode()), Want: http.StatusSeeOther})
 	if err != nil {
 		return nil, fmt.Errorf("dev sign-in: %w", err)

@@ -137,7 +137,7 @@ func (r *runner) launch(ctx context.Context) (err error) {
 		return err
 	}
 	r.pinSelf()
-	r.c = newClient(r.srv.BaseURL, r.conns())
+	r.c = newClient(r.srv.BaseURL, r.srv.DevSignInKey(), r.conns())
 	if r.owner, err = r.c.signIn(ctx, ownerEmail); err != nil {
 		return fmt.Errorf("owner sign-in: %w", err)
 	}
@@ -488,7 +488,7 @@ func (r *runner) queue(ctx context.Context, p *program) error {
 		r.ready = append(r.ready, r.srv.StartToReady)
 	}
 	r.c.http.CloseIdleConnections() // they led to the stopped process
-	r.c = newClient(r.srv.BaseURL, r.conns())
+	r.c = newClient(r.srv.BaseURL, r.srv.DevSignInKey(), r.conns())
 
 	depth := r.cfg.Entries * 9 / 10
 	r.progress("walking the API to entry %d for a deep cursor", depth)

@@ -328,7 +328,7 @@ func (s *scaler) startScale(ctx context.Context) error {
 	if s.c != nil {
 		s.c.http.CloseIdleConnections() // they led to the stopped process
 	}
-	s.c = newClient(srv.BaseURL, 2*s.cfg.OwnerClients+2)
+	s.c = newClient(srv.BaseURL, srv.DevSignInKey(), 2*s.cfg.OwnerClients+2)
 	s.progress("admit pid %d, ready in %s ms", srv.Pid(), ms(srv.StartToReady))
 	return nil
 }

@@ -188,7 +188,7 @@ func (s *soak) launch(ctx context.Context) (err error) {
 		return err
 	}
 	s.hc = newHTTPClient(s.cfg.Clients)
-	s.prog, err = createProgram(ctx, s.base, "soak")
+	s.prog, err = createProgram(ctx, s.base, s.srv.DevSignInKey(), "soak")
 	return err
 }
 

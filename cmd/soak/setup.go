@@ -73,12 +73,20 @@ func (o *owner) call(ctx context.Context, base, method, path string, body any, w
 	return nil
 }
 
-// signInOwner signs in as the development owner and fetches a CSRF token.
-func signInOwner(ctx context.Context, base string) (*owner, error) {
+// signInOwner signs in as the development owner with the development
+// sign-in key and fetches a CSRF token.
+func signInOwner(ctx context.Context, base, devKey string) (*owner, error) {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		return nil, err
 	}
+	// The key of the link admit printed at start, as a browser that opened
+	// it holds it.
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	jar.SetCookies(u, []*http.Cookie{{Name: "admit_dev_key", Value: devKey, Path: "/"}})
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	form := url.Values{"email": {ownerEmail}, "redirect_url": {"/"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/dev/sign-in", strings.NewReader(form.Encode()))
@@ -110,8 +118,8 @@ func signInOwner(ctx context.Context, base string) (*owner, error) {
 
 // createProgram makes an open program with the largest caps through the
 // owner API, as an owner would.
-func createProgram(ctx context.Context, base, slug string) (*soakProgram, error) {
-	o, err := signInOwner(ctx, base)
+func createProgram(ctx context.Context, base, devKey, slug string) (*soakProgram, error) {
+	o, err := signInOwner(ctx, base, devKey)
 	if err != nil {
 		return nil, err
 	}

@@ -66,11 +66,15 @@ func serve(ctx context.Context, env config.Environment, stdout, stderr io.Writer
 	defer ln.Close()
 	cfg.UseListener(ln.Addr())
 
-	srv, err := newHandler(ctx, cfg, keys, db, repl, backupCfg, m, logger)
+	devKey, err := devSignInKey(cfg)
 	if err != nil {
 		return err
 	}
-	announce(stdout, cfg, ln.Addr())
+	srv, err := newHandler(ctx, cfg, keys, db, repl, backupCfg, m, devKey, logger)
+	if err != nil {
+		return err
+	}
+	announce(stdout, cfg, ln.Addr(), devKey)
 	stopSide, err := startSideListeners(cfg, db, repl, m, stdout, logger)
 	if err != nil {
 		return err
@@ -110,7 +114,7 @@ func closeStorage(db *store.DB, repl *backup.Replicator, logger *slog.Logger, er
 
 // newHandler builds the identity provider and admit's HTTP handler on db.
 func newHandler(ctx context.Context, cfg *config.Config, keys handlers.Keys, db *store.DB, repl *backup.Replicator,
-	backupCfg *backup.Config, m *metrics, logger *slog.Logger) (http.Handler, error) {
+	backupCfg *backup.Config, m *metrics, devKey string, logger *slog.Logger) (http.Handler, error) {
 	id, err := newIdentity(ctx, cfg, keys, db, logger)
 	if err != nil {
 		return nil, err
@@ -127,6 +131,7 @@ func newHandler(ctx context.Context, cfg *config.Config, keys handlers.Keys, db 
 		BackupRetention:     backupCfg.BackupRetention(),
 		Ready:               readiness(ctx, id, repl, logger),
 		BackupStatus:        backupStatus(repl),
+		DevSignInKey:        devKey,
 	}, db, id)
 }
 
@@ -172,12 +177,30 @@ func startSideListeners(cfg *config.Config, db *store.DB, repl *backup.Replicato
 	return func() { stopPprof(); stopMetrics() }, nil
 }
 
+// devSignInKey makes this start's development sign-in key, or "" outside
+// development mode.
+func devSignInKey(cfg *config.Config) (string, error) {
+	if !cfg.DevMode() {
+		return "", nil
+	}
+	key, err := handlers.NewDevSignInKey()
+	if err != nil {
+		return "", fmt.Errorf("development sign-in key: %w", err)
+	}
+	return key, nil
+}
+
 // announce prints the address admit listens on and, with the development
-// identity, where to sign in.
-func announce(stdout io.Writer, cfg *config.Config, addr net.Addr) {
+// identity, the sign-in link that carries this start's key.
+//
+// rule (docs/DEPLOY.md#development-mode): the key is printed here, on the
+// console of the person who started admit, and nowhere else: not in the
+// log, not on any page.
+func announce(stdout io.Writer, cfg *config.Config, addr net.Addr, devKey string) {
 	base := "http://" + addr.String()
 	fmt.Fprintf(stdout, "listening on %s\n", base)
 	if cfg.DevMode() {
-		fmt.Fprintf(stdout, "development sign-in: %s/sign-in (the demo owner signs in as ADMIT_DEV_OWNER_EMAIL, default owner@example.test)\n", base)
+		fmt.Fprintf(stdout, "development sign-in: %s (open it in a browser on this machine; it changes at every start; "+
+			"the demo owner signs in as ADMIT_DEV_OWNER_EMAIL, default owner@example.test)\n", handlers.DevSignInLink(base, devKey))
 	}
 }

@@ -48,6 +48,9 @@ type Server struct {
 	cmd *exec.Cmd
 	// BaseURL is the address the server printed (a loopback address).
 	BaseURL string
+	// DevSignInLink is the development sign-in link the server printed, in
+	// development mode; empty otherwise.
+	DevSignInLink string
 	// StartToReady is the time from process start to the first 200 from /readyz.
 	StartToReady time.Duration
 	exited       chan error
@@ -81,8 +84,8 @@ func Start(ctx context.Context, bin, dir string, env []string, logPath string) (
 		return nil, fmt.Errorf("start admit: %w", err)
 	}
 	s := &Server{cmd: cmd, exited: make(chan error, 1), logFile: logFile}
-	addrc := make(chan string, 1)
-	go readAddress(stdout, addrc)
+	addrc, devc := make(chan string, 1), make(chan string, 1)
+	go readAddress(stdout, addrc, devc)
 	go func() { s.exited <- cmd.Wait() }()
 
 	wait, cancel := context.WithTimeout(ctx, ReadyTimeout)
@@ -103,12 +106,34 @@ func Start(ctx context.Context, bin, dir string, env []string, logPath string) (
 		return nil, err
 	}
 	s.StartToReady = time.Since(start)
+	if devMode(env) {
+		// Printed right after the address, before the server answers.
+		select {
+		case s.DevSignInLink = <-devc:
+		case <-wait.Done():
+			s.Kill()
+			return nil, fmt.Errorf("admit printed no development sign-in link: %w", wait.Err())
+		}
+	}
 	return s, nil
 }
 
-// readAddress sends the first address the server prints on addrc, and
-// drains the rest of its output.
-func readAddress(stdout io.Reader, addrc chan<- string) {
+// devMode reports whether env starts admit with the development identity:
+// neither Clerk nor OpenID Connect configured.
+func devMode(env []string) bool {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if (k == "CLERK_SECRET_KEY" || k == "ADMIT_OIDC_ISSUER") && v != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// readAddress sends the first address the server prints on addrc and its
+// development sign-in link, if any, on devc, and drains the rest of its
+// output.
+func readAddress(stdout io.Reader, addrc, devc chan<- string) {
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if base, ok := ParseListening(sc.Text()); ok {
@@ -117,8 +142,38 @@ func readAddress(stdout io.Reader, addrc chan<- string) {
 			default:
 			}
 		}
+		if link, ok := ParseDevSignIn(sc.Text()); ok {
+			select {
+			case devc <- link:
+			default:
+			}
+		}
 	}
 	io.Copy(io.Discard, stdout)
+}
+
+// ParseDevSignIn reads the server's "development sign-in: LINK …" line.
+func ParseDevSignIn(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "development sign-in: ")
+	if !ok {
+		return "", false
+	}
+	link, _, _ := strings.Cut(rest, " ")
+	u, err := url.Parse(link)
+	if err != nil || u.Scheme != "http" || u.Path != "/dev/sign-in" || u.Query().Get("key") == "" {
+		return "", false
+	}
+	return link, true
+}
+
+// DevSignInKey is the key that the server's development sign-in link
+// carries; empty outside development mode.
+func (s *Server) DevSignInKey() string {
+	u, err := url.Parse(s.DevSignInLink)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("key")
 }
 
 // waitReady asks /readyz every millisecond until it answers 200, the

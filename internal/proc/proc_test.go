@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// fakeDevKey is the development sign-in key fakeServe prints.
+const fakeDevKey = "k3y_0f-the-fake-server-with-43-characters00"
+
 // fakeServe is a stand-in for `admit serve`: "serve" listens on loopback,
 // prints its address, answers /readyz and exits on SIGTERM; "stubborn"
 // does the same but ignores SIGTERM; "exit" fails before listening.
@@ -39,6 +42,7 @@ func fakeServe(mode string) {
 		os.Exit(4)
 	}
 	fmt.Printf("listening on http://%s\n", ln.Addr())
+	fmt.Printf("development sign-in: http://%s/dev/sign-in?key=%s (open it in a browser on this machine)\n", ln.Addr(), fakeDevKey)
 	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/readyz" {
 			http.NotFound(w, r)
@@ -65,6 +69,12 @@ func TestStart_WaitsForReadyAndStopEndsTheProcess(t *testing.T) {
 	}
 	if err := CheckLoopback(s.BaseURL); err != nil {
 		t.Fatal(err)
+	}
+	if got, want := s.DevSignInLink, s.BaseURL+"/dev/sign-in?key="+fakeDevKey; got != want {
+		t.Errorf("DevSignInLink=%q, want %q", got, want)
+	}
+	if got := s.DevSignInKey(); got != fakeDevKey {
+		t.Errorf("DevSignInKey()=%q, want %q", got, fakeDevKey)
 	}
 	if s.StartToReady <= 0 {
 		t.Errorf("StartToReady=%v, want a positive duration", s.StartToReady)
@@ -155,5 +165,23 @@ func TestParentEnv_PassesOnlyWhatAGoBinaryNeeds(t *testing.T) {
 	}
 	if !strings.Contains(joined, "GOGC=150") {
 		t.Errorf("ParentEnv drops GOGC: %q", env)
+	}
+}
+
+func TestParseDevSignIn_ReadsTheLinkOnly(t *testing.T) {
+	for _, tc := range []struct {
+		line, want string
+		ok         bool
+	}{
+		{"development sign-in: http://127.0.0.1:8080/dev/sign-in?key=abc (open it)", "http://127.0.0.1:8080/dev/sign-in?key=abc", true},
+		{"development sign-in: http://127.0.0.1:8080/dev/sign-in?key=abc", "http://127.0.0.1:8080/dev/sign-in?key=abc", true},
+		{"development sign-in: http://127.0.0.1:8080/sign-in (old form)", "", false},
+		{"development sign-in: http://127.0.0.1:8080/dev/sign-in?key= (no key)", "", false},
+		{"listening on http://127.0.0.1:8080", "", false},
+	} {
+		got, ok := ParseDevSignIn(tc.line)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseDevSignIn(%q) = %q, %v; want %q, %v", tc.line, got, ok, tc.want, tc.ok)
+		}
 	}
 }

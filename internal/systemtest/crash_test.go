@@ -119,7 +119,10 @@ func MustBuildAdmit(tb testing.TB) string {
 
 // process is one admit binary started by MustStartAdmit.
 type process struct {
-	URL    string
+	URL string
+	// DevLink is the development sign-in link printed after the address,
+	// in development mode.
+	DevLink string
 	cmd    *exec.Cmd
 	stderr *testutil.SyncBuffer
 	done   chan error    // receives Wait's result once
@@ -142,12 +145,15 @@ func MustStartAdmit(tb testing.TB, bin, dir string, env []string) *process {
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start admit: %v", err)
 	}
-	urls := make(chan string, 1)
+	urls, links := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if m := listeningLine.FindStringSubmatch(sc.Text()); m != nil {
 				urls <- m[1]
+			}
+			if m := devLinkLine.FindStringSubmatch(sc.Text()); m != nil {
+				links <- m[1]
 			}
 		}
 		p.done <- cmd.Wait()
@@ -167,6 +173,13 @@ func MustStartAdmit(tb testing.TB, bin, dir string, env []string) *process {
 		tb.Fatalf("admit exited before listening: %v\n%s", err, p.stderr)
 	case <-time.After(15 * time.Second):
 		tb.Fatalf("admit printed no listening line within 15s\n%s", p.stderr)
+	}
+	if devModeEnv(env) {
+		select {
+		case p.DevLink = <-links:
+		case <-time.After(15 * time.Second):
+			tb.Fatalf("admit printed no development sign-in link within 15s\n%s", p.stderr)
+		}
 	}
 	return p
 }

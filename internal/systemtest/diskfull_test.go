@@ -143,7 +143,7 @@ func TestDiskFull_WritesAnswer503WithRetryAfterAndTheConsoleShowsSince(t *testin
 		"ADMIT_NETWORK_HOURLY_LIMIT": "100000",
 	})
 	c := &http.Client{Timeout: 10 * time.Second}
-	owner, _ := ownerAPI(t, srv.URL)
+	owner, _ := ownerAPI(t, srv.URL, srv.DevLink)
 	version := demoNoticeVersion(t, c, srv.URL)
 	var programID string
 	if err := openReadOnly(t, filepath.Join(data, "admit.db")).QueryRow(`SELECT id FROM programs WHERE public_slug = 'demo'`).Scan(&programID); err != nil {

@@ -44,7 +44,10 @@ func hermetic(tb testing.TB, env map[string]string) map[string]string {
 // runningServer is `admit serve` started by MustRunServe.
 type runningServer struct {
 	// URL is the base URL read from the "listening on" line.
-	URL    string
+	URL string
+	// DevLink is the development sign-in link printed after it, in
+	// development mode.
+	DevLink string
 	Stderr *testutil.SyncBuffer
 	// Stdout receives every stdout line after the "listening on" line.
 	Stdout <-chan string
@@ -54,6 +57,47 @@ type runningServer struct {
 }
 
 var listeningLine = regexp.MustCompile(`^listening on (http://127\.0\.0\.1:[0-9]+)$`)
+
+// devLinkLine is the development sign-in line serve prints after the
+// address: the link and its 43-character key.
+var devLinkLine = regexp.MustCompile(`^development sign-in: (http://127\.0\.0\.1:[0-9]+/dev/sign-in\?key=[A-Za-z0-9_-]{43}) `)
+
+// devModeEnv reports whether env (NAME=value lines) starts admit with the
+// development identity.
+func devModeEnv(env []string) bool {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if (k == "CLERK_SECRET_KEY" || k == "ADMIT_OIDC_ISSUER") && v != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// devKeyOf is the key a development sign-in link carries.
+func devKeyOf(tb testing.TB, link string) string {
+	tb.Helper()
+	u, err := url.Parse(link)
+	if err != nil || u.Query().Get("key") == "" {
+		tb.Fatalf("no key in the development sign-in link %q", link)
+	}
+	return u.Query().Get("key")
+}
+
+// openDevLink opens the development sign-in link with c, as the person at
+// the machine does: c's cookie jar then holds the key.
+func openDevLink(tb testing.TB, c *http.Client, link string) {
+	tb.Helper()
+	resp, err := c.Get(link)
+	if err != nil {
+		tb.Fatalf("open the development sign-in link: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusSeeOther {
+		tb.Fatalf("the development sign-in link: status %d", resp.StatusCode)
+	}
+}
 
 // MustRunServe runs `admit serve` with env in a goroutine and waits for its
 // "listening on" line. Run is stopped at cleanup if the test did not stop it.
@@ -109,6 +153,18 @@ func MustRunServe(tb testing.TB, env map[string]string) *runningServer {
 			tb.Fatalf("no \"listening on\" line within 15s; stderr:\n%s", stderr)
 		}
 	}
+	var kv []string
+	for k, v := range env {
+		kv = append(kv, k+"="+v)
+	}
+	if devModeEnv(kv) {
+		line := srv.nextLine(tb)
+		m := devLinkLine.FindStringSubmatch(line)
+		if m == nil {
+			tb.Fatalf("stdout line after the address %q, want the development sign-in link", line)
+		}
+		srv.DevLink = m[1]
+	}
 	return srv
 }
 
@@ -146,8 +202,8 @@ func TestRun_ServeStartsPrintsAddressAndShutsDownGracefully(t *testing.T) {
 	data := t.TempDir()
 	srv := MustRunServe(t, map[string]string{"ADMIT_ADDR": "127.0.0.1:0", "ADMIT_DATA": data})
 
-	if line := srv.nextLine(t); !strings.HasPrefix(line, "development sign-in: "+srv.URL+"/sign-in") {
-		t.Fatalf("second stdout line %q, want the development sign-in address", line)
+	if !strings.HasPrefix(srv.DevLink, srv.URL+"/dev/sign-in?key=") {
+		t.Fatalf("development sign-in link %q, want one on %s", srv.DevLink, srv.URL)
 	}
 
 	jar, _ := cookiejar.New(nil)
@@ -170,6 +226,7 @@ func TestRun_ServeStartsPrintsAddressAndShutsDownGracefully(t *testing.T) {
 
 	// The demo owner from the first start can sign in and open the console,
 	// so an email address passes through the server before the log check.
+	openDevLink(t, client, srv.DevLink)
 	resp, err := client.PostForm(srv.URL+"/dev/sign-in", url.Values{"email": {"owner@example.test"}, "redirect_url": {"/owner"}})
 	if err != nil {
 		t.Fatalf("dev sign-in: %v", err)
@@ -408,6 +465,7 @@ func TestRun_PortZeroSameOriginFormPostIsAccepted(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", srv.URL)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Cookie", "admit_dev_key="+devKeyOf(t, srv.DevLink))
 	client := &http.Client{Timeout: 10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)

@@ -79,10 +79,11 @@ func retirementState(tb testing.TB, path, programID string) (pending bool, done,
 
 // ownerAPI signs the demo owner in with the development sign-in and
 // returns a client holding the session and its CSRF token.
-func ownerAPI(tb testing.TB, base string) (*http.Client, string) {
+func ownerAPI(tb testing.TB, base, devLink string) (*http.Client, string) {
 	tb.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Timeout: 20 * time.Second, Jar: jar}
+	openDevLink(tb, c, devLink)
 	resp, err := c.PostForm(base+"/dev/sign-in", url.Values{"email": {"owner@example.test"}, "redirect_url": {"/owner"}})
 	if err != nil {
 		tb.Fatalf("dev sign-in: %v", err)
@@ -130,7 +131,7 @@ func TestServe_SIGTERMDuringALargeRetirementExitsPromptlyAndTheNextStartFinishes
 	seedWaiting(t, dbPath, programID, n)
 
 	second := MustStartAdmit(t, bin, dir, env)
-	c, csrf := ownerAPI(t, second.URL)
+	c, csrf := ownerAPI(t, second.URL, second.DevLink)
 	var p struct {
 		Revision  int64   `json:"revision"`
 		RetiredAt *string `json:"retiredAt"`

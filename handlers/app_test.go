@@ -236,7 +236,7 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 		PublicURL: public, NetworkHourlyLimit: cfg.hourly, ClientIPHeader: cfg.clientIPHd,
 		ClerkPublishableKey: publishable, Keys: keys, SignupAnswerDelay: cfg.signupDelay,
 		SignupBodyTimeout: cfg.signupBodyTimeout, DevSignInKey: app.DevKey,
-		Logger:            slog.New(slog.NewTextHandler(app.Logs, nil)), Ready: ready,
+		Logger: slog.New(slog.NewTextHandler(app.Logs, nil)), Ready: ready,
 	}, db, id)
 	if err != nil {
 		tb.Fatalf("new server: %v", err)

@@ -123,10 +123,10 @@ type process struct {
 	// DevLink is the development sign-in link printed after the address,
 	// in development mode.
 	DevLink string
-	cmd    *exec.Cmd
-	stderr *testutil.SyncBuffer
-	done   chan error    // receives Wait's result once
-	exited chan struct{} // closed when the process has been waited for
+	cmd     *exec.Cmd
+	stderr  *testutil.SyncBuffer
+	done    chan error    // receives Wait's result once
+	exited  chan struct{} // closed when the process has been waited for
 }
 
 // MustStartAdmit starts `admit serve` from bin with env and waits for its

@@ -48,7 +48,7 @@ type runningServer struct {
 	// DevLink is the development sign-in link printed after it, in
 	// development mode.
 	DevLink string
-	Stderr *testutil.SyncBuffer
+	Stderr  *testutil.SyncBuffer
 	// Stdout receives every stdout line after the "listening on" line.
 	Stdout <-chan string
 	// Stop cancels Run's context and returns Run's result, failing the

@@ -83,6 +83,11 @@ func backupCmd(ctx context.Context, args []string, env config.Environment, stdou
 		fmt.Fprintln(stdout, "a fresh full snapshot repairs the backup: `admit serve` takes one when its restore drill fails")
 		return fmt.Errorf("backup verify: the newest %d transactions do not restore intact", sk.Transactions)
 	}
+	if g := res.Gap; g != nil {
+		fmt.Fprintf(stdout, "backup verify FAILED: %s: %s\n", res.Replica, gapReport(g, res.TXID, time.Time{}))
+		fmt.Fprintln(stdout, "a fresh full snapshot repairs the backup: `admit serve` takes one when its replica check finds the gap")
+		return fmt.Errorf("backup verify: the replica is missing %s", g.MissingFiles())
+	}
 	if !res.OK() {
 		fmt.Fprintf(stdout, "backup verify FAILED: %s differs from the live database (live ≠ restored): %s\n", res.Replica, strings.Join(res.Differences, ", "))
 		return fmt.Errorf("backup verify: %d tables differ", len(res.Differences))

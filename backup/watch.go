@@ -1,0 +1,209 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/superfly/ltx"
+)
+
+// DefaultReplicaCheckInterval is how often the server checks that the
+// replica still holds a restorable backup up to the transaction Litestream
+// last shipped, and still belongs to this database. A check lists the
+// replica's files (one listing per level) and reads its owner file.
+const DefaultReplicaCheckInterval = 20 * time.Second
+
+// replicaCheckTimeout bounds one check, or one repair.
+const replicaRepairTimeout = time.Minute
+
+// ReplicaHealth is what the replica checks found, for the console and
+// /readyz.
+type ReplicaHealth struct {
+	// LostSince is when a check first found that the replica no longer
+	// holds a restorable backup of what was shipped to it (its files were
+	// deleted, or some of them), or that it belongs to another database;
+	// zero while it is sound. It stays set until a fresh snapshot has been
+	// written and a check has found it restorable again.
+	LostSince time.Time
+	// Problem says what the check found; empty while the replica is sound.
+	Problem string
+}
+
+// replicaHealth is the replicator's record of its replica checks.
+type replicaHealth struct {
+	mu     sync.Mutex
+	health ReplicaHealth
+}
+
+// ReplicaHealth reports what the replica checks found; the zero value while
+// the replica is sound and when replication is off.
+func (r *Replicator) ReplicaHealth() ReplicaHealth {
+	if r == nil {
+		return ReplicaHealth{}
+	}
+	r.health.mu.Lock()
+	defer r.health.mu.Unlock()
+	return r.health.health
+}
+
+// healthReady is Ready's part for the replica checks. The message names no
+// path or database: /readyz is public.
+func (r *Replicator) healthReady() error {
+	h := r.ReplicaHealth()
+	if h.LostSince.IsZero() {
+		return nil
+	}
+	if h.Problem == problemOwner {
+		return fmt.Errorf("backup replica claimed by another database since %s", h.LostSince.UTC().Format(time.RFC3339))
+	}
+	return fmt.Errorf("backup replica lost since %s: it holds no restorable backup; taking a fresh snapshot",
+		h.LostSince.UTC().Format(time.RFC3339))
+}
+
+// problemOwner is ReplicaHealth.Problem for a replica that now belongs to
+// another database.
+const problemOwner = "the replica belongs to another database"
+
+// watchReplica checks the replica every interval until ctx is done.
+func (r *Replicator) watchReplica(interval time.Duration) func(ctx context.Context) {
+	return func(ctx context.Context) {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			r.CheckReplica(ctx)
+		}
+	}
+}
+
+// CheckReplica checks once that the replica holds a restorable backup up to
+// the transaction Litestream last shipped and that it still belongs to this
+// database. When it does not (the replica's files were deleted, and
+// Litestream, which keeps its position in memory, goes on writing
+// increments that chain to nothing), it records the replica as lost, which
+// turns Ready into an error, writes a fresh full snapshot of the live
+// database and its owner file, and clears the record only once a check
+// after the snapshot finds the replica restorable again. A check that
+// cannot list the replica gives no verdict: replication lag reports an
+// unreachable replica.
+func (r *Replicator) CheckReplica(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, replicaRepairTimeout)
+	defer cancel()
+	problem, err := r.replicaProblem(ctx)
+	if err == nil && problem != "" {
+		// Confirm with a second listing: a sound replica never fails
+		// twice in a row (Litestream writes a compacted or snapshot file
+		// before it deletes the files it covers, and levels are listed
+		// from the lowest up).
+		problem, err = r.replicaProblem(ctx)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("replica check could not run; it runs again soon", "err", err)
+		}
+		return
+	}
+	if problem == "" {
+		r.setHealth("")
+		return
+	}
+	if problem == problemOwner {
+		if r.setHealth(problem) {
+			r.log.Error("the backup replica now belongs to another database: its owner file names another database; "+
+				"this server's changes no longer make a backup of their own (docs/DEPLOY.md, \"One replica, one database\")",
+				"replica", r.replica.String())
+		}
+		return
+	}
+	if r.setHealth(problem) {
+		r.log.Error("the backup replica no longer holds a restorable backup; taking a fresh full snapshot",
+			"replica", r.replica.String(), "problem", problem)
+	}
+	r.repair(ctx)
+}
+
+// repair writes the owner file and a fresh snapshot, then checks again.
+func (r *Replicator) repair(ctx context.Context) {
+	if _, err := claimReplica(ctx, r.owners, r.replica.String(), r.owner); err != nil {
+		r.log.Error("replica repair: could not write the owner file", "err", err)
+		return
+	}
+	if err := r.forceSnapshot(ctx); err != nil {
+		r.log.Error("replica repair: the fresh snapshot failed; the next check tries again", "err", err)
+		return
+	}
+	problem, err := r.replicaProblem(ctx)
+	if err != nil || problem != "" {
+		r.log.Error("replica repair: the replica is not restorable yet after the fresh snapshot; the next check tries again",
+			"problem", problem, "err", err)
+		return
+	}
+	r.setHealth("")
+	r.log.Info("backup replica repaired: a fresh full snapshot restores", "replica", r.replica.String())
+}
+
+// setHealth records problem ("" for a sound replica) and reports whether
+// the replica was sound before.
+func (r *Replicator) setHealth(problem string) (wasSound bool) {
+	r.health.mu.Lock()
+	defer r.health.mu.Unlock()
+	wasSound = r.health.health.LostSince.IsZero()
+	switch {
+	case problem == "":
+		r.health.health = ReplicaHealth{}
+	case wasSound:
+		r.health.health = ReplicaHealth{LostSince: r.now().UTC(), Problem: problem}
+	default:
+		r.health.health.Problem = problem
+	}
+	return wasSound
+}
+
+// replicaProblem says what is wrong with the replica, or "" when it holds a
+// restorable backup up to the transaction Litestream last shipped and its
+// owner file names this database. A missing owner file alone is written
+// again.
+func (r *Replicator) replicaProblem(ctx context.Context) (string, error) {
+	o, err := r.owners.read(ctx)
+	if err != nil {
+		return "", err
+	}
+	if o != nil && o.DatabaseID != r.owner.DatabaseID {
+		return problemOwner, nil
+	}
+	// The position is read before the listing: a file Litestream ships
+	// after it is listed, or is not needed.
+	shipped := r.db.Replica.Pos().TXID
+	points, err := restorePoints(ctx, r.db.Replica.Client)
+	if err != nil {
+		return "", fmt.Errorf("list the replica: %w", err)
+	}
+	if shipped == 0 {
+		// Litestream has shipped nothing since start, or its last sync
+		// failed: replication lag reports that.
+		return "", nil
+	}
+	var newest ltx.TXID
+	if len(points) > 0 {
+		newest = points[len(points)-1].TXID
+	}
+	if newest < shipped {
+		if newest == 0 {
+			return fmt.Sprintf("transaction %s was shipped, and the replica restores no transaction", shipped), nil
+		}
+		return fmt.Sprintf("transaction %s was shipped, and the replica restores none after %s", shipped, newest), nil
+	}
+	if o == nil {
+		if _, err := claimReplica(ctx, r.owners, r.replica.String(), r.owner); err != nil && !errors.As(err, new(*OwnerError)) {
+			return "", err
+		}
+	}
+	return "", nil
+}

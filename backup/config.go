@@ -68,6 +68,10 @@ type Config struct {
 	// replica still holds a restorable backup; zero means
 	// DefaultReplicaCheckInterval.
 	ReplicaCheckInterval time.Duration `yaml:"-"`
+
+	// repairGate, when set (tests only), holds each repair of a lost
+	// replica until it can receive.
+	repairGate chan struct{}
 }
 
 // Credentials are an S3 replica's access key pair. Empty, the AWS SDK's

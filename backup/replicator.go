@@ -59,6 +59,9 @@ type Replicator struct {
 	// owners is the replica's owner file; owner describes this database.
 	owners ownerStore
 	owner  ReplicaOwner
+	// checks counts finished replica checks; repairGate is Config's.
+	checks     atomic.Int64
+	repairGate chan struct{}
 }
 
 // Status is the replication state, for /readyz and the owner console.
@@ -132,7 +135,7 @@ func Start(ctx context.Context, cfg *Config, dbPath string, logger *slog.Logger)
 		return nil, fmt.Errorf("start replication to %s: %w", rc, err)
 	}
 	repl := &Replicator{MaxLag: cfg.MaxLag, replica: rc, store: st, db: db, started: time.Now(), now: time.Now, log: logger,
-		owners: owners, owner: owner}
+		owners: owners, owner: owner, repairGate: cfg.repairGate}
 	repl.bg.run(repl.catchUp)
 	interval := cfg.ReplicaCheckInterval
 	if interval <= 0 {

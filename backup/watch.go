@@ -96,6 +96,7 @@ func (r *Replicator) watchReplica(interval time.Duration) func(ctx context.Conte
 func (r *Replicator) CheckReplica(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, replicaRepairTimeout)
 	defer cancel()
+	defer r.checks.Add(1)
 	problem, err := r.replicaProblem(ctx)
 	if err == nil && problem != "" {
 		// Confirm with a second listing: a sound replica never fails
@@ -131,6 +132,13 @@ func (r *Replicator) CheckReplica(ctx context.Context) {
 
 // repair writes the owner file and a fresh snapshot, then checks again.
 func (r *Replicator) repair(ctx context.Context) {
+	if r.repairGate != nil {
+		select {
+		case <-r.repairGate:
+		case <-ctx.Done():
+			return
+		}
+	}
 	if _, err := claimReplica(ctx, r.owners, r.replica.String(), r.owner); err != nil {
 		r.log.Error("replica repair: could not write the owner file", "err", err)
 		return

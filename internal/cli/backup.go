@@ -107,6 +107,19 @@ func backupStatus(repl *backup.Replicator) func() (handlers.BackupStatus, error)
 		st, err := repl.Status()
 		d := repl.DrillStatus()
 		return handlers.BackupStatus{Replica: st.Replica, LastSync: st.LastSync, Pending: st.Pending, Lag: st.Lag,
-			VerifiedAt: d.VerifiedAt, NotRestorableSince: d.FailingSince, LastFailedDrill: d.LastFailure}, err
+			VerifiedAt: d.VerifiedAt, NotRestorableSince: notRestorableSince(d, repl.ReplicaHealth()), LastFailedDrill: d.LastFailure}, err
 	}
+}
+
+// notRestorableSince is when the backup was first found not restorable,
+// by a restore drill or by the replica check (a lost replica, or one
+// another database has claimed); zero while it is restorable.
+func notRestorableSince(d backup.DrillStatus, h backup.ReplicaHealth) time.Time {
+	switch {
+	case d.FailingSince.IsZero():
+		return h.LostSince
+	case h.LostSince.IsZero() || d.FailingSince.Before(h.LostSince):
+		return d.FailingSince
+	}
+	return h.LostSince
 }

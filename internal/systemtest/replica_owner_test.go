@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"admit/backup"
 
 	"github.com/google/uuid"
+	"github.com/superfly/ltx"
 )
 
 // installation is one admit installation run from the built binary: its
@@ -260,4 +262,67 @@ func TestServe_ADeletedReplicaIsNoticedWithinAMinuteAndRepairedBeforeReady(t *te
 	out := filepath.Join(t.TempDir(), "restored.db")
 	mustRunCmd(t, b.Env, "restore", "-o", out)
 	mustHoldEvery(t, out, acked, nil)
+}
+
+// One level-0 file of twelve missing from the replica: `admit restore`
+// still restores the newest intact point, and says which file is missing,
+// where it stopped and how far behind the replica's newest transaction
+// that is; `admit backup verify` fails on it.
+func TestRestoreCmd_AMissingL0FileIsNamedWithWhereTheRestoreStoppedAndHowFarBehind(t *testing.T) {
+	b := MustBackupEnv(t)
+	b.Env["ADMIT_BACKUP_DRILL_INTERVAL"] = "off"
+	srv := MustRunServe(t, b.Env)
+	waitReady(t, srv.URL, 30*time.Second)
+	level0 := func() []string {
+		m, err := filepath.Glob(filepath.Join(b.ReplicaDir, "ltx", "0", "*.ltx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// Each signup reaches the replica in a file of its own.
+	for i := range 12 {
+		n := len(level0())
+		mustSignups(t, srv.URL, fmt.Sprintf("gap%d-", i), 1)
+		deadline := time.Now().Add(10 * time.Second)
+		for len(level0()) <= n {
+			if time.Now().After(deadline) {
+				t.Fatalf("signup %d reached no new level-0 file within 10s", i)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := srv.Stop(t); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	files := level0()
+	_, newest, err := ltx.ParseFilename(filepath.Base(files[len(files)-1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := newest - 5
+	// Every file holding that transaction, at any level, is gone.
+	all, _ := filepath.Glob(filepath.Join(b.ReplicaDir, "ltx", "*", "*.ltx"))
+	for _, p := range all {
+		if lo, hi, err := ltx.ParseFilename(filepath.Base(p)); err == nil && lo <= lost && lost <= hi {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	out := mustRunCmd(t, b.Env, "restore", "-o", filepath.Join(t.TempDir(), "r.db"))
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	first := regexp.MustCompile(fmt.Sprintf(`^restored \S+ from file://\S+ \(newest restorable, NOT the replica's newest: transaction %s, replicated \S+Z\): `, lost-1))
+	gap := regexp.MustCompile(fmt.Sprintf(`^INCOMPLETE: the replica is missing ltx/0/%s \(transaction %s\), so the restore stopped at transaction %s; `+
+		`the replica's newest transaction %s \(replicated \S+Z\) is 6 transactions( and \S+)? newer, and nothing after transaction %s is in the restored database$`,
+		regexp.QuoteMeta(ltx.FormatFilename(lost, lost)), lost, lost-1, newest, lost-1))
+	if len(lines) != 2 || !first.MatchString(lines[0]) || !gap.MatchString(lines[1]) {
+		t.Fatalf("restore printed:\n%s\nwant a first line matching %s\nand a second matching %s", out, first, gap)
+	}
+
+	vout, err := runCmd(t, b.Env, "backup", "verify")
+	if err == nil || !strings.Contains(vout, "backup verify FAILED") || !strings.Contains(vout, ltx.FormatFilename(lost, lost)) {
+		t.Errorf("backup verify: %v\n%s\nwant a failure naming the missing file", err, vout)
+	}
 }

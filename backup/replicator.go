@@ -59,9 +59,12 @@ type Replicator struct {
 	// owners is the replica's owner file; owner describes this database.
 	owners ownerStore
 	owner  ReplicaOwner
-	// checks counts finished replica checks; repairGate is Config's.
+	// checks counts finished replica checks; repairGate is Config's;
+	// unplaced is set while a check found Litestream without a position
+	// and committed transactions the replica cannot restore.
 	checks     atomic.Int64
 	repairGate chan struct{}
+	unplaced   atomic.Bool
 }
 
 // Status is the replication state, for /readyz and the owner console.

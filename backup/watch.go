@@ -143,9 +143,24 @@ func (r *Replicator) repair(ctx context.Context) {
 		r.log.Error("replica repair: could not write the owner file", "err", err)
 		return
 	}
-	if err := r.forceSnapshot(ctx); err != nil {
+	snap, err := r.forceSnapshot(ctx)
+	if err != nil {
 		r.log.Error("replica repair: the fresh snapshot failed; the next check tries again", "err", err)
 		return
+	}
+	if r.db.Replica.Pos().TXID == 0 {
+		// Litestream has no position: it looks for one in the replica's
+		// level 0 and, finding none, would ship from the database's first
+		// transaction, whose local file is long gone. The snapshot, as a
+		// level-0 file, is where it resumes.
+		if err := r.snapshotAsL0(ctx, snap); err != nil {
+			r.log.Error("replica repair: could not give Litestream the snapshot to resume from; the next check tries again", "err", err)
+			return
+		}
+		if err := r.litestream(ctx, r.db.SyncAndWait); err != nil {
+			r.log.Error("replica repair: Litestream did not resume from the snapshot; the next check tries again", "err", err)
+			return
+		}
 	}
 	problem, err := r.replicaProblem(ctx)
 	if err != nil || problem != "" {
@@ -193,15 +208,14 @@ func (r *Replicator) replicaProblem(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("list the replica: %w", err)
 	}
-	if shipped == 0 {
-		// Litestream has shipped nothing since start, or its last sync
-		// failed: replication lag reports that.
-		return "", nil
-	}
 	var newest ltx.TXID
 	if len(points) > 0 {
 		newest = points[len(points)-1].TXID
 	}
+	if shipped == 0 {
+		return r.unplacedProblem(newest)
+	}
+	r.unplaced.Store(false)
 	if newest < shipped {
 		if newest == 0 {
 			return fmt.Sprintf("transaction %s was shipped, and the replica restores no transaction", shipped), nil
@@ -214,4 +228,43 @@ func (r *Replicator) replicaProblem(ctx context.Context) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// unplacedProblem is replicaProblem's verdict while Litestream has no
+// position in the replica: its syncs are failing, or it has not synced
+// since start. A replica emptied while the server was stopped leaves it
+// there for good: it asks the replica's level 0 where to resume, finds
+// nothing and tries to ship the database's first transaction, whose local
+// file is long gone. That is a problem once two checks in a row find
+// committed transactions the replica cannot restore; a slow first sync is
+// not.
+func (r *Replicator) unplacedProblem(newest ltx.TXID) (string, error) {
+	_, local, err := r.db.MaxLTX()
+	if err != nil {
+		return "", fmt.Errorf("local position: %w", err)
+	}
+	if local == 0 || newest >= local {
+		r.unplaced.Store(false)
+		return "", nil
+	}
+	if !r.unplaced.Swap(true) {
+		return "", nil
+	}
+	if newest == 0 {
+		return fmt.Sprintf("transaction %s is committed, Litestream ships nothing, and the replica restores no transaction", local), nil
+	}
+	return fmt.Sprintf("transaction %s is committed, Litestream ships nothing, and the replica restores none after %s", local, newest), nil
+}
+
+// snapshotAsL0 copies the snapshot to the replica's level 0, where
+// Litestream looks for the position it resumes from.
+func (r *Replicator) snapshotAsL0(ctx context.Context, snap *ltx.FileInfo) error {
+	c := r.db.Replica.Client
+	rd, err := c.OpenLTXFile(ctx, snap.Level, snap.MinTXID, snap.MaxTXID, 0, 0)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	_, err = c.WriteLTXFile(ctx, 0, snap.MinTXID, snap.MaxTXID, rd)
+	return err
 }

@@ -281,3 +281,47 @@ func TestStart_AReplicaOfAnotherDatabaseIsRefusedAndItsOwnerStillReplicates(t *t
 		t.Errorf("restore after the move: %d entries, differences %v", res.Tables["entries"], want.Diff(res.Tables))
 	}
 }
+
+// A replica emptied while the server was stopped, after an erasure pruned
+// Litestream's local files: Litestream, finding no position in the
+// replica, tries to ship the database's first transaction, whose local file
+// is gone, and fails for good. The check notices and the repair's snapshot
+// gives Litestream a place to resume from.
+func TestReplicaCheck_AReplicaEmptiedWhileStoppedIsRepairedAfterTheStart(t *testing.T) {
+	ctx := context.Background()
+	e := MustTestEnv(t)
+	e.Config.ReplicaCheckInterval = 50 * time.Millisecond
+	db := e.MustOpenStore(t)
+	r := e.MustStart(t)
+	for range 5 {
+		e.mustSignup(t, db, 1)
+		mustSync(t, r)
+	}
+	mustErase(t, ctx, r, db)
+	mustStop(t, db, r)
+	if _, err := os.Stat(filepath.Join(filepath.Dir(e.DBPath), ".admit.db-litestream", "ltx", "0", ltx.FormatFilename(1, 1))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the erasure left Litestream's first local file: %v", err)
+	}
+	if err := os.RemoveAll(e.ReplicaDir); err != nil {
+		t.Fatal(err)
+	}
+
+	db = e.MustOpenStore(t)
+	r, log := e.MustStartLogged(t)
+	e.mustSignup(t, db, 2)
+	waitFor(t, time.Minute, "the repair", func() bool { return strings.Contains(log.String(), "backup replica repaired") })
+	if !strings.Contains(log.String(), "Litestream ships nothing") {
+		t.Errorf("the log does not say what was wrong:\n%s", log)
+	}
+	e.mustSignup(t, db, 1)
+	mustSync(t, r)
+	if err := r.Ready(ctx); err != nil {
+		t.Errorf("Ready after the repair: %v", err)
+	}
+	want := mustCounts(t, e.DBPath)
+	mustStop(t, db, r)
+	res := e.mustRestore(t, filepath.Join(t.TempDir(), "r.db"), time.Time{})
+	if !reflect.DeepEqual(res.Tables, want) || res.Tables["entries"] != 8 {
+		t.Errorf("restore after the repair: %d entries, differences %v", res.Tables["entries"], want.Diff(res.Tables))
+	}
+}

@@ -7,14 +7,23 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/litestream"
 	"github.com/superfly/ltx"
 )
 
 // DefaultReplicaCheckInterval is how often the server checks that the
 // replica still holds a restorable backup up to the transaction Litestream
-// last shipped, and still belongs to this database. A check lists the
-// replica's files (one listing per level) and reads its owner file.
+// last shipped, and still belongs to this database. A check reads the
+// replica's owner file and lists its snapshots and level-0 files: a replica
+// whose files were deleted has no snapshot, or not the level-0 file last
+// shipped. Every fullCheckEvery checks, and whenever that quick look finds
+// something amiss, it lists every level and works out what restores. (On
+// S3 a listing is a paid request: the quick look is two, the full one one
+// per level and page.)
 const DefaultReplicaCheckInterval = 20 * time.Second
+
+// fullCheckEvery is how many checks go by between full ones.
+const fullCheckEvery = 3
 
 // replicaCheckTimeout bounds one check, or one repair.
 const replicaRepairTimeout = time.Minute
@@ -72,13 +81,13 @@ func (r *Replicator) watchReplica(interval time.Duration) func(ctx context.Conte
 	return func(ctx context.Context) {
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		for {
+		for n := 1; ; n++ {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			r.CheckReplica(ctx)
+			r.check(ctx, n%fullCheckEvery == 0)
 		}
 	}
 }
@@ -93,17 +102,23 @@ func (r *Replicator) watchReplica(interval time.Duration) func(ctx context.Conte
 // after the snapshot finds the replica restorable again. A check that
 // cannot list the replica gives no verdict: replication lag reports an
 // unreachable replica.
-func (r *Replicator) CheckReplica(ctx context.Context) {
+//
+// CheckReplica always lists every level; the server's own checks mostly
+// take a quicker look (see DefaultReplicaCheckInterval).
+func (r *Replicator) CheckReplica(ctx context.Context) { r.check(ctx, true) }
+
+// check is CheckReplica, with a quick look first unless full is set.
+func (r *Replicator) check(ctx context.Context, full bool) {
 	ctx, cancel := context.WithTimeout(ctx, replicaRepairTimeout)
 	defer cancel()
 	defer r.checks.Add(1)
-	problem, err := r.replicaProblem(ctx)
+	problem, err := r.replicaProblem(ctx, full)
 	if err == nil && problem != "" {
 		// Confirm with a second listing: a sound replica never fails
 		// twice in a row (Litestream writes a compacted or snapshot file
 		// before it deletes the files it covers, and levels are listed
 		// from the lowest up).
-		problem, err = r.replicaProblem(ctx)
+		problem, err = r.replicaProblem(ctx, true)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -162,7 +177,7 @@ func (r *Replicator) repair(ctx context.Context) {
 			return
 		}
 	}
-	problem, err := r.replicaProblem(ctx)
+	problem, err := r.replicaProblem(ctx, true)
 	if err != nil || problem != "" {
 		r.log.Error("replica repair: the replica is not restorable yet after the fresh snapshot; the next check tries again",
 			"problem", problem, "err", err)
@@ -192,8 +207,9 @@ func (r *Replicator) setHealth(problem string) (wasSound bool) {
 // replicaProblem says what is wrong with the replica, or "" when it holds a
 // restorable backup up to the transaction Litestream last shipped and its
 // owner file names this database. A missing owner file alone is written
-// again.
-func (r *Replicator) replicaProblem(ctx context.Context) (string, error) {
+// again. Unless full is set, a replica that has a snapshot and the
+// level-0 file last shipped passes without a full listing.
+func (r *Replicator) replicaProblem(ctx context.Context, full bool) (string, error) {
 	o, err := r.owners.read(ctx)
 	if err != nil {
 		return "", err
@@ -204,6 +220,12 @@ func (r *Replicator) replicaProblem(ctx context.Context) (string, error) {
 	// The position is read before the listing: a file Litestream ships
 	// after it is listed, or is not needed.
 	shipped := r.db.Replica.Pos().TXID
+	if !full && shipped > 0 && o != nil {
+		ok, err := r.quickLook(ctx, shipped)
+		if err != nil || ok {
+			return "", err
+		}
+	}
 	points, err := restorePoints(ctx, r.db.Replica.Client)
 	if err != nil {
 		return "", fmt.Errorf("list the replica: %w", err)
@@ -267,4 +289,30 @@ func (r *Replicator) snapshotAsL0(ctx context.Context, snap *ltx.FileInfo) error
 	defer rd.Close()
 	_, err = c.WriteLTXFile(ctx, 0, snap.MinTXID, snap.MaxTXID, rd)
 	return err
+}
+
+// quickLook reports whether the replica holds a snapshot and the level-0
+// file of transaction shipped or a later one. Litestream keeps the newest
+// level-0 file and at least one snapshot, so a sound replica always does.
+func (r *Replicator) quickLook(ctx context.Context, shipped ltx.TXID) (bool, error) {
+	c := r.db.Replica.Client
+	snap, err := newestFile(ctx, c, litestream.SnapshotLevel)
+	if err != nil || snap == 0 {
+		return false, err
+	}
+	l0, err := newestFile(ctx, c, 0)
+	return l0 >= shipped, err
+}
+
+// newestFile is the highest transaction of a level's files, 0 for none.
+func newestFile(ctx context.Context, c litestream.ReplicaClient, level int) (ltx.TXID, error) {
+	itr, err := c.LTXFiles(ctx, level, 0, false)
+	if err != nil {
+		return 0, err
+	}
+	var newest ltx.TXID
+	for itr.Next() {
+		newest = max(newest, itr.Item().MaxTXID)
+	}
+	return newest, itr.Close()
 }

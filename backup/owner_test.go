@@ -3,9 +3,11 @@ package backup
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStart_AnS3ReplicaOfAnotherDatabaseIsRefused(t *testing.T) {
@@ -74,5 +76,37 @@ func TestDatabaseIdentity_IsCreatedOnceAndKept(t *testing.T) {
 	other.MustOpenStore(t)
 	if id, _ := databaseIdentity(ctx, other.DBPath); id == first {
 		t.Error("two databases have one identity")
+	}
+}
+
+// A replica claimed by another database while this one runs (its owner
+// file replaced) turns Ready into an error; the server does not take it
+// back.
+func TestReplicaCheck_AReplicaClaimedByAnotherDatabaseIsNotReady(t *testing.T) {
+	ctx := context.Background()
+	e := MustTestEnv(t)
+	e.Config.ReplicaCheckInterval = time.Hour // checks run when the test calls
+	db := e.MustOpenStore(t)
+	r, log := e.MustStartLogged(t)
+	e.mustSignup(t, db, 1)
+	mustSync(t, r)
+	r.CheckReplica(ctx)
+	if err := r.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	other := `{"database_id": "00000000000000000000000000000001", "path": "/srv/other/admit.db", "host": "other"}`
+	if err := os.WriteFile(filepath.Join(e.ReplicaDir, ownerFileName), []byte(other), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.CheckReplica(ctx)
+	if err := r.Ready(ctx); err == nil || !strings.HasPrefix(err.Error(), "backup replica claimed by another database since ") {
+		t.Errorf("Ready with the replica claimed by another database: %v", err)
+	}
+	if !strings.Contains(log.String(), "the backup replica now belongs to another database") {
+		t.Errorf("the log does not say so:\n%s", log)
+	}
+	b, _ := os.ReadFile(filepath.Join(e.ReplicaDir, ownerFileName))
+	if string(b) != other {
+		t.Errorf("the server rewrote the other database's owner file: %s", b)
 	}
 }

@@ -25,7 +25,7 @@ const DefaultReplicaCheckInterval = 20 * time.Second
 // fullCheckEvery is how many checks go by between full ones.
 const fullCheckEvery = 3
 
-// replicaCheckTimeout bounds one check, or one repair.
+// replicaRepairTimeout bounds one check with its repair.
 const replicaRepairTimeout = time.Minute
 
 // ReplicaHealth is what the replica checks found, for the console and
@@ -112,6 +112,9 @@ func (r *Replicator) check(ctx context.Context, full bool) {
 	ctx, cancel := context.WithTimeout(ctx, replicaRepairTimeout)
 	defer cancel()
 	defer r.checks.Add(1)
+	// rule: a lost replica is sound again only when a full listing says
+	// so, after the fresh snapshot (docs/DEPLOY.md, "Backups").
+	full = full || !r.ReplicaHealth().LostSince.IsZero()
 	problem, err := r.replicaProblem(ctx, full)
 	if err == nil && problem != "" {
 		// Confirm with a second listing: a sound replica never fails

@@ -23,7 +23,8 @@ import (
 // names another database.
 
 // ownerFileName is the owner file's name at the replica's root, beside
-// Litestream's ltx/ directory, which Litestream never lists or deletes.
+// Litestream's ltx/ directory: Litestream's replication and retention
+// only list and delete files under ltx/.
 const ownerFileName = "admit-owner.json"
 
 // identityTable holds the database's replica identity: one row.

@@ -64,6 +64,14 @@ type Config struct {
 	// the caller sets them before Start, Restore or Verify.
 	Credentials Credentials   `yaml:"-"`
 	MaxLag      time.Duration `yaml:"-"`
+	// ReplicaCheckInterval is how often a running server checks that the
+	// replica still holds a restorable backup; zero means
+	// DefaultReplicaCheckInterval.
+	ReplicaCheckInterval time.Duration `yaml:"-"`
+
+	// repairGate, when set (tests only), holds each repair of a lost
+	// replica until it can receive.
+	repairGate chan struct{}
 }
 
 // Credentials are an S3 replica's access key pair. Empty, the AWS SDK's

@@ -197,7 +197,7 @@ func (r *Replicator) Drill(ctx context.Context, pause PauseFunc) (*DrillResult, 
 	// The live database is intact: a full snapshot of it is a good
 	// restore point again, whatever went wrong in the replica's chain.
 	res.Snapshot = "taken"
-	if err := r.forceSnapshot(ctx); err != nil {
+	if _, err := r.forceSnapshot(ctx); err != nil {
 		res.Snapshot = "failed: " + err.Error()
 	}
 	r.log.Error("restore drill failed: the backup is not restorable; forced a fresh full snapshot",
@@ -247,21 +247,23 @@ func (r *Replicator) drillPosition(ctx context.Context, pause PauseFunc) (*Drill
 // forceSnapshot writes a full snapshot of the live database to the replica.
 // Litestream may be writing its own snapshot of the same transaction to the
 // same file at that moment, which fails one of the two: try again shortly.
-func (r *Replicator) forceSnapshot(ctx context.Context) error {
+func (r *Replicator) forceSnapshot(ctx context.Context) (*ltx.FileInfo, error) {
+	var info *ltx.FileInfo
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		err = r.litestream(ctx, func(ctx context.Context) error {
-			_, err := r.db.Snapshot(ctx)
+			var err error
+			info, err = r.db.Snapshot(ctx)
 			return err
 		})
 		if err == nil || ctx.Err() != nil {
-			return err
+			return info, err
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	return err
+	return nil, err
 }

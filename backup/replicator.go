@@ -49,11 +49,22 @@ type Replicator struct {
 	// up is set once a call into Litestream has succeeded (see litestream).
 	up atomic.Bool
 
-	// bg runs the catch-up and the restore drills; drills records them;
-	// log is admit's logger.
+	// bg runs the catch-up, the replica checks and the restore drills;
+	// drills and health record them; log is admit's logger.
 	bg     background
 	drills drillState
+	health replicaHealth
 	log    *slog.Logger
+
+	// owners is the replica's owner file; owner describes this database.
+	owners ownerStore
+	owner  ReplicaOwner
+	// checks counts finished replica checks; repairGate is Config's;
+	// unplaced is set while a check found Litestream without a position
+	// and committed transactions the replica cannot restore.
+	checks     atomic.Int64
+	repairGate chan struct{}
+	unplaced   atomic.Bool
 }
 
 // Status is the replication state, for /readyz and the owner console.
@@ -118,13 +129,45 @@ func Start(ctx context.Context, cfg *Config, dbPath string, logger *slog.Logger)
 	if err := checkReachable(ctx, r.Client); err != nil {
 		return nil, fmt.Errorf("replica %s is not reachable: %w", rc, err)
 	}
+	owners, owner, err := claim(ctx, rc, cfg.Credentials, abs, logger)
+	if err != nil {
+		return nil, err
+	}
 	if err := st.Open(ctx); err != nil {
 		_ = st.Close(context.Background())
 		return nil, fmt.Errorf("start replication to %s: %w", rc, err)
 	}
-	repl := &Replicator{MaxLag: cfg.MaxLag, replica: rc, store: st, db: db, started: time.Now(), now: time.Now, log: logger}
+	repl := &Replicator{MaxLag: cfg.MaxLag, replica: rc, store: st, db: db, started: time.Now(), now: time.Now, log: logger,
+		owners: owners, owner: owner, repairGate: cfg.repairGate}
 	repl.bg.run(repl.catchUp)
+	interval := cfg.ReplicaCheckInterval
+	if interval <= 0 {
+		interval = DefaultReplicaCheckInterval
+	}
+	repl.bg.run(repl.watchReplica(interval))
 	return repl, nil
+}
+
+// claim gives the database at dbPath its identity, if it has none yet, and
+// makes sure the replica belongs to it, before Litestream writes anything.
+func claim(ctx context.Context, rc *ReplicaConfig, cred Credentials, dbPath string, logger *slog.Logger) (ownerStore, ReplicaOwner, error) {
+	id, err := databaseIdentity(ctx, dbPath)
+	if err != nil {
+		return nil, ReplicaOwner{}, err
+	}
+	owners, err := newOwnerStore(ctx, rc, cred)
+	if err != nil {
+		return nil, ReplicaOwner{}, fmt.Errorf("replica %s: %w", rc, err)
+	}
+	this := thisOwner(id, dbPath)
+	claimed, err := claimReplica(ctx, owners, rc.String(), this)
+	if err != nil {
+		return nil, ReplicaOwner{}, err
+	}
+	if claimed {
+		logger.Info("the replica now belongs to this database", "replica", rc.String(), "database_id", id)
+	}
+	return owners, this, nil
 }
 
 // initClient prepares the replica client, explaining a known failure.
@@ -231,6 +274,9 @@ func (r *Replicator) Ready(context.Context) error {
 		return nil
 	}
 	if err := r.drillReady(); err != nil {
+		return err
+	}
+	if err := r.healthReady(); err != nil {
 		return err
 	}
 	s, err := r.Status()

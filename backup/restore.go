@@ -51,6 +51,10 @@ type RestoreResult struct {
 	// Skipped is the newer state that was left out because it failed its
 	// check; nil when the newest state was restored.
 	Skipped *SkippedState
+	// Gap is the replica's newer transactions that no restore reaches
+	// because files are missing; nil when none are. It is reported for
+	// restores of the newest state and of a time after the gap began.
+	Gap *Gap
 }
 
 // SkippedState is newer state a restore left out, and why.
@@ -103,9 +107,13 @@ func Restore(ctx context.Context, cfg *Config, dbPath string, opt RestoreOptions
 		return nil, err
 	}
 	rs := &restorer{client: r.Client, out: out}
-	points, err := restorePoints(ctx, r.Client)
+	points, gap, err := listReplica(ctx, r.Client)
 	if err != nil {
 		return nil, fmt.Errorf("restore: list %s: %w", rc, err)
+	}
+	if len(points) == 0 && gap != nil {
+		return nil, fmt.Errorf("restore: %s holds no restorable backup: %s is missing (transactions %s to %s), "+
+			"so its files up to transaction %s chain to nothing", rc, gap.MissingFiles(), gap.From, gap.To, gap.NewestTXID)
 	}
 	if len(points) == 0 {
 		return nil, fmt.Errorf("restore: %s holds no backup", rc)
@@ -135,6 +143,9 @@ func Restore(ctx context.Context, cfg *Config, dbPath string, opt RestoreOptions
 		return nil, fmt.Errorf("restore from %s: %w", rc, err)
 	}
 	res.Replica = rc.String()
+	if opt.TXID == 0 && (opt.Timestamp.IsZero() || opt.Timestamp.After(points[len(points)-1].At)) {
+		res.Gap = gap
+	}
 	if res.Tables, err = TableRowCounts(ctx, out); err != nil {
 		return nil, err
 	}
@@ -310,11 +321,14 @@ type VerifyResult struct {
 	// newer ones were left out because they do not restore intact.
 	TXID    ltx.TXID
 	Skipped *SkippedState
+	// Gap is the replica's newest transactions that no restore reaches
+	// because files are missing; nil when none are.
+	Gap *Gap
 }
 
 // OK reports whether the newest restore point restored intact and matches
 // the live database.
-func (v *VerifyResult) OK() bool { return len(v.Differences) == 0 && v.Skipped == nil }
+func (v *VerifyResult) OK() bool { return len(v.Differences) == 0 && v.Skipped == nil && v.Gap == nil }
 
 // Verify is the restore drill: it restores the latest backup of the database
 // at dbPath into a temporary directory, checks its integrity and compares
@@ -347,10 +361,11 @@ func Verify(ctx context.Context, cfg *Config, dbPath string, opt VerifyOptions) 
 			return nil, fmt.Errorf("read the live database: %w", err)
 		}
 		res = &VerifyResult{Replica: restored.Replica, Live: live, Restored: restored.Tables, Differences: live.Diff(restored.Tables),
-			TXID: restored.TXID, Skipped: restored.Skipped}
+			TXID: restored.TXID, Skipped: restored.Skipped, Gap: restored.Gap}
 		removeDB(out)
-		// Damage stays until a fresh snapshot: waiting does not mend it.
-		if res.OK() || res.Skipped != nil || attempt >= opt.Attempts {
+		// Damage and missing files stay until a fresh snapshot: waiting
+		// does not mend them.
+		if res.OK() || res.Skipped != nil || res.Gap != nil || attempt >= opt.Attempts {
 			return res, nil
 		}
 		select {

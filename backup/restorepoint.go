@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/litestream"
@@ -27,18 +28,54 @@ type restorePoint struct {
 // over that state it yields the state at max, which is how Litestream's
 // restore plan chains files.
 func restorePoints(ctx context.Context, c litestream.ReplicaClient) ([]restorePoint, error) {
+	points, _, err := listReplica(ctx, c)
+	return points, err
+}
+
+// Gap is the newest part of a replica that no restore reaches because
+// files are missing: the replica holds files of later transactions, but
+// none holds transactions From to To, so nothing after From-1 chains.
+type Gap struct {
+	// From and To are the first and last transaction no file holds.
+	From, To ltx.TXID
+	// Files names the missing level-0 files, as the replica names them
+	// (ltx/0/…): Litestream writes one per transaction. A compacted file
+	// covering them would do as well; none is there either.
+	Files []string
+	// NewestTXID is the replica's newest transaction, which it received
+	// at NewestAt: the restorable points stop before the gap.
+	NewestTXID ltx.TXID
+	NewestAt   time.Time
+}
+
+// MissingFiles names the missing files for a message: all of them, or the
+// first and the last with the count between.
+func (g *Gap) MissingFiles() string {
+	switch n := len(g.Files); {
+	case n == 1:
+		return g.Files[0]
+	case n <= 3:
+		return strings.Join(g.Files, ", ")
+	default:
+		return fmt.Sprintf("%s … %s (%d files)", g.Files[0], g.Files[n-1], n)
+	}
+}
+
+// listReplica is restorePoints, and the gap that keeps the newest files
+// from restoring (nil when the newest point is the newest transaction).
+func listReplica(ctx context.Context, c litestream.ReplicaClient) ([]restorePoint, *Gap, error) {
 	var files []*ltx.FileInfo
 	for level := 0; level <= litestream.SnapshotLevel; level++ {
 		itr, err := c.LTXFiles(ctx, level, 0, false)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for itr.Next() {
 			f := *itr.Item()
 			files = append(files, &f)
 		}
 		if err := itr.Close(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	slices.SortFunc(files, func(a, b *ltx.FileInfo) int { return cmp.Compare(a.MaxTXID, b.MaxTXID) })
@@ -64,7 +101,43 @@ func restorePoints(ctx context.Context, c litestream.ReplicaClient) ([]restorePo
 		}
 		points = append(points, restorePoint{TXID: f.MaxTXID, At: f.CreatedAt.UTC()})
 	}
-	return points, nil
+	return points, tailGap(files, points), nil
+}
+
+// maxGapFiles bounds how many missing files a Gap lists.
+const maxGapFiles = 1000
+
+// tailGap finds the transactions missing after the newest restorable point
+// when later files exist. files are sorted by MaxTXID.
+func tailGap(files []*ltx.FileInfo, points []restorePoint) *Gap {
+	var restorable ltx.TXID
+	if len(points) > 0 {
+		restorable = points[len(points)-1].TXID
+	}
+	var newest *ltx.FileInfo
+	next := ltx.TXID(0) // the lowest first transaction of a later file
+	for _, f := range files {
+		if f.MaxTXID <= restorable || f.MinTXID == 0 || f.MinTXID > f.MaxTXID {
+			continue
+		}
+		if newest == nil || f.MaxTXID > newest.MaxTXID || (f.MaxTXID == newest.MaxTXID && f.CreatedAt.Before(newest.CreatedAt)) {
+			newest = f
+		}
+		if next == 0 || f.MinTXID < next {
+			next = f.MinTXID
+		}
+	}
+	if newest == nil || next <= restorable+1 {
+		return nil
+	}
+	g := &Gap{From: restorable + 1, To: next - 1, NewestTXID: newest.MaxTXID, NewestAt: newest.CreatedAt.UTC()}
+	for t := g.From; t <= g.To && len(g.Files) < maxGapFiles; t++ {
+		g.Files = append(g.Files, "ltx/0/"+ltx.FormatFilename(t, t))
+	}
+	if g.To-g.From+1 > maxGapFiles {
+		g.Files[len(g.Files)-1] = "ltx/0/" + ltx.FormatFilename(g.To, g.To)
+	}
+	return g
 }
 
 // restorer restores one replica's points next to out, keeping the result at

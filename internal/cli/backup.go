@@ -83,6 +83,11 @@ func backupCmd(ctx context.Context, args []string, env config.Environment, stdou
 		fmt.Fprintln(stdout, "a fresh full snapshot repairs the backup: `admit serve` takes one when its restore drill fails")
 		return fmt.Errorf("backup verify: the newest %d transactions do not restore intact", sk.Transactions)
 	}
+	if g := res.Gap; g != nil {
+		fmt.Fprintf(stdout, "backup verify FAILED: %s: %s\n", res.Replica, gapReport(g, res.TXID, time.Time{}))
+		fmt.Fprintln(stdout, "a fresh full snapshot repairs the backup: `admit serve` takes one when its replica check finds the gap")
+		return fmt.Errorf("backup verify: the replica is missing %s", g.MissingFiles())
+	}
 	if !res.OK() {
 		fmt.Fprintf(stdout, "backup verify FAILED: %s differs from the live database (live ≠ restored): %s\n", res.Replica, strings.Join(res.Differences, ", "))
 		return fmt.Errorf("backup verify: %d tables differ", len(res.Differences))
@@ -102,6 +107,19 @@ func backupStatus(repl *backup.Replicator) func() (handlers.BackupStatus, error)
 		st, err := repl.Status()
 		d := repl.DrillStatus()
 		return handlers.BackupStatus{Replica: st.Replica, LastSync: st.LastSync, Pending: st.Pending, Lag: st.Lag,
-			VerifiedAt: d.VerifiedAt, NotRestorableSince: d.FailingSince, LastFailedDrill: d.LastFailure}, err
+			VerifiedAt: d.VerifiedAt, NotRestorableSince: notRestorableSince(d, repl.ReplicaHealth()), LastFailedDrill: d.LastFailure}, err
 	}
+}
+
+// notRestorableSince is when the backup was first found not restorable,
+// by a restore drill or by the replica check (a lost replica, or one
+// another database has claimed); zero while it is restorable.
+func notRestorableSince(d backup.DrillStatus, h backup.ReplicaHealth) time.Time {
+	switch {
+	case d.FailingSince.IsZero():
+		return h.LostSince
+	case h.LostSince.IsZero() || d.FailingSince.Before(h.LostSince):
+		return d.FailingSince
+	}
+	return h.LostSince
 }

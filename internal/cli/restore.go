@@ -82,6 +82,8 @@ func restoreCmd(ctx context.Context, args []string, env config.Environment, stdo
 		point = "as requested"
 	case res.Skipped != nil:
 		point = "newest intact"
+	case res.Gap != nil:
+		point = "newest restorable, NOT the replica's newest"
 	}
 	fmt.Fprintf(stdout, "restored %s from %s (%s: transaction %s, replicated %s): %d tables, %d rows, integrity_check ok\n",
 		res.Path, res.Replica, point, res.TXID, res.At.UTC().Format(time.RFC3339), len(res.Tables), res.Tables.Rows())
@@ -89,7 +91,26 @@ func restoreCmd(ctx context.Context, args []string, env config.Environment, stdo
 		fmt.Fprintf(stdout, "skipped the newest %d transactions (up to %s, replicated %s): %s\n",
 			sk.Transactions, sk.NewestTXID, sk.NewestAt.UTC().Format(time.RFC3339), sk.Reason)
 	}
+	if g := res.Gap; g != nil {
+		fmt.Fprintln(stdout, gapReport(g, res.TXID, res.At))
+	}
 	return nil
+}
+
+// gapReport says plainly which replica files are missing, where the
+// restore stopped and how far that is behind the replica's newest state.
+func gapReport(g *backup.Gap, restored ltx.TXID, at time.Time) string {
+	txs := "transaction " + g.From.String()
+	if g.To != g.From {
+		txs = fmt.Sprintf("transactions %s to %s", g.From, g.To)
+	}
+	behind := fmt.Sprintf("%d transactions", uint64(g.NewestTXID-restored))
+	if d := g.NewestAt.Sub(at); !at.IsZero() && !g.NewestAt.IsZero() && d > 0 {
+		behind += " and " + d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("INCOMPLETE: the replica is missing %s (%s), so the restore stopped at transaction %s; "+
+		"the replica's newest transaction %s (replicated %s) is %s newer, and nothing after transaction %s is in the restored database",
+		g.MissingFiles(), txs, restored, g.NewestTXID, g.NewestAt.UTC().Format(time.RFC3339), behind, restored)
 }
 
 // samePath says whether a and b name the same file: the same path once

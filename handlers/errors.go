@@ -153,6 +153,16 @@ func answerNoSpace(w http.ResponseWriter, err error) bool {
 	return true
 }
 
+// identityRetryAfter is the Retry-After, in seconds, of a 503 because the
+// sign-in provider could not be reached (identity.ErrIdentityUnavailable),
+// and identityRetryWhen the same in words. A provider back from a hiccup
+// answers again within seconds; admit's own discovery retries back off to
+// half a minute.
+const (
+	identityRetryAfter = "30"
+	identityRetryWhen  = "in half a minute"
+)
+
 // writeError is the one error adapter: it logs internal errors (never
 // personal data) and renders JSON, an htmx block or a full page.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -168,6 +178,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if noSpace {
 		title, retry = noSpaceTitle, noSpaceRetryWhen
+	}
+	if errors.Is(err, identity.ErrIdentityUnavailable) {
+		// rule (docs/API.md#headers): every 503 says when to try again.
+		w.Header().Set("Retry-After", identityRetryAfter)
+		retry = identityRetryWhen
 	}
 	switch {
 	case errors.Is(err, store.ErrQueueFull):

@@ -15,9 +15,10 @@ import (
 // through when the disk is full. The reserve is made again at the next
 // such write once writes succeed.
 
-// reserveSize is the size of the reserve: room for the WAL frames of
-// about a dozen session deletions (one writes three or four 4 KiB pages).
-const reserveSize = 256 << 10
+// reserveSize is the size of the reserve: room for the WAL frames of a
+// few session deletions (one writes three or four 4 KiB pages), small
+// enough not to matter on any disk admit runs on.
+const reserveSize = 64 << 10
 
 // reservePath is the reserve's file.
 func (db *DB) reservePath() string { return db.Path + "-reserve" }

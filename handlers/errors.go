@@ -159,8 +159,9 @@ func answerNoSpace(w http.ResponseWriter, err error) bool {
 // answers again within seconds; admit's own discovery retries back off to
 // half a minute.
 const (
-	identityRetryAfter = "30"
-	identityRetryWhen  = "in half a minute"
+	identityRetryAfter         = "30"
+	identityRetryWhen          = "in half a minute"
+	identityUnavailableMessage = "We could not reach our sign-in provider. Nothing was changed."
 )
 
 // writeError is the one error adapter: it logs internal errors (never
@@ -180,9 +181,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		title, retry = noSpaceTitle, noSpaceRetryWhen
 	}
 	if errors.Is(err, identity.ErrIdentityUnavailable) {
-		// rule (docs/API.md#headers): every 503 says when to try again.
+		// rule (docs/API.md#headers): every 503 says when to try again;
+		// the page says it once, in the retry line.
 		w.Header().Set("Retry-After", identityRetryAfter)
-		retry = identityRetryWhen
+		message, retry = identityUnavailableMessage, identityRetryWhen
 	}
 	switch {
 	case errors.Is(err, store.ErrQueueFull):
@@ -202,6 +204,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	signIn := ""
 	if status == http.StatusUnauthorized {
 		signIn = signInURL(s.returnPath(r))
+	}
+	if status == http.StatusServiceUnavailable && r.URL.Path == "/auth/callback" {
+		// rule (docs/API.md#headers): the callback's URL works once (its
+		// flow cookie is spent), so trying again starts the sign-in over.
+		signIn = "/sign-in"
 	}
 	if status == http.StatusUnauthorized && r.Method == http.MethodGet && !isHTMX(r) {
 		http.Redirect(w, r, signIn, http.StatusSeeOther)

@@ -52,6 +52,11 @@ func TestOIDC_TokenEndpointFailingIs503NotAFailedSignIn(t *testing.T) {
 		if strings.Contains(r.Body, `data-testid="sign-in-failed"`) {
 			t.Errorf("%s: the page says the sign-in failed", what)
 		}
+		// The callback's URL works once: trying again starts over.
+		if !strings.Contains(r.Body, `<a href="/sign-in" role="button" data-testid="error-sign-in-again">Sign in again</a>`) ||
+			strings.Contains(r.Body, `<a href="">Try again</a>`) {
+			t.Errorf("%s: the page does not lead to /sign-in to start over", what)
+		}
 		if got := r.Header.Get("Cache-Control"); got != "private, no-store" {
 			t.Errorf("%s: Cache-Control %q", what, got)
 		}

@@ -117,9 +117,13 @@ func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) error {
 		p = nil // whatever the cookies hold is cleared
 	}
 	next, err := s.id.SignOut(w, r, p)
-	if err != nil {
-		return err
+	if err != nil && p != nil {
+		// rule (docs/ARCHITECTURE.md#sessions): the browser is signed out
+		// whatever the server could write; a session the server could not
+		// end is said plainly.
+		return s.signOutIncomplete(w, r, err)
 	}
+	// A request whose cookie named no live session had nothing to end.
 	return s.signedOut(w, r, p != nil, next, "You are signed out.")
 }
 

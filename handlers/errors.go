@@ -153,6 +153,17 @@ func answerNoSpace(w http.ResponseWriter, err error) bool {
 	return true
 }
 
+// identityRetryAfter is the Retry-After, in seconds, of a 503 because the
+// sign-in provider could not be reached (identity.ErrIdentityUnavailable),
+// and identityRetryWhen the same in words. A provider back from a hiccup
+// answers again within seconds; admit's own discovery retries back off to
+// half a minute.
+const (
+	identityRetryAfter         = "30"
+	identityRetryWhen          = "in half a minute"
+	identityUnavailableMessage = "We could not reach our sign-in provider. Nothing was changed."
+)
+
 // writeError is the one error adapter: it logs internal errors (never
 // personal data) and renders JSON, an htmx block or a full page.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -168,6 +179,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if noSpace {
 		title, retry = noSpaceTitle, noSpaceRetryWhen
+	}
+	if errors.Is(err, identity.ErrIdentityUnavailable) {
+		// rule (docs/API.md#headers): every 503 says when to try again;
+		// the page says it once, in the retry line.
+		w.Header().Set("Retry-After", identityRetryAfter)
+		message, retry = identityUnavailableMessage, identityRetryWhen
 	}
 	switch {
 	case errors.Is(err, store.ErrQueueFull):
@@ -187,6 +204,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	signIn := ""
 	if status == http.StatusUnauthorized {
 		signIn = signInURL(s.returnPath(r))
+	}
+	if status == http.StatusServiceUnavailable && r.URL.Path == "/auth/callback" {
+		// rule (docs/API.md#headers): the callback's URL works once (its
+		// flow cookie is spent), so trying again starts the sign-in over.
+		signIn = "/sign-in"
 	}
 	if status == http.StatusUnauthorized && r.Method == http.MethodGet && !isHTMX(r) {
 		http.Redirect(w, r, signIn, http.StatusSeeOther)

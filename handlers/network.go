@@ -17,10 +17,14 @@ import (
 func (s *Server) clientNetwork(r *http.Request) string {
 	raw := r.RemoteAddr
 	if h := s.opts.ClientIPHeader; h != "" {
-		if v := r.Header.Get(h); v != "" {
-			// A proxy appends the address it saw: the last one is the one it vouches for.
-			parts := strings.Split(v, ",")
-			raw = strings.TrimSpace(parts[len(parts)-1])
+		if v := strings.Join(r.Header.Values(h), ","); strings.Trim(v, ", \t") != "" {
+			// rule (docs/DEPLOY.md#the-reverse-proxy): a proxy appends the
+			// address it saw, to the value or as a line of its own; every line
+			// is read, as one comma-separated list, and the last hop is the
+			// one the proxy vouches for. The lines before it, and the hops
+			// before it on its line, are whatever the client sent.
+			hops := strings.Split(v, ",")
+			raw = strings.TrimSpace(hops[len(hops)-1])
 		}
 	}
 	if host, _, err := net.SplitHostPort(raw); err == nil {

@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,4 +214,100 @@ func TestNetworkCounter_BehindAProxyTheLastHopCounts(t *testing.T) {
 		got = append(got, signupFrom(t, c, "X-Forwarded-For", hops))
 	}
 	wantStatuses(t, steps, got, []int{202, 429, 202, 429})
+}
+
+// mustStartForwardingProxy starts a reverse proxy on a loopback port in
+// front of app that adds the address it saw to X-Forwarded-For: as a line
+// of its own after the client's lines when ownLine is set (as HAProxy's
+// option forwardfor does), else joined to the client's value with a comma
+// (as nginx's $proxy_add_x_forwarded_for does). The returned app is app
+// reached through the proxy.
+func mustStartForwardingProxy(tb testing.TB, app *testApp, ownLine bool) *testApp {
+	tb.Helper()
+	target, err := url.Parse(app.URL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		pr.Out.Host = pr.In.Host
+		seen, _, _ := net.SplitHostPort(pr.In.RemoteAddr)
+		client := pr.In.Header.Values("X-Forwarded-For")
+		if ownLine {
+			pr.Out.Header["X-Forwarded-For"] = append(slices.Clone(client), seen)
+		} else {
+			pr.Out.Header.Set("X-Forwarded-For", strings.Join(append(slices.Clone(client), seen), ", "))
+		}
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	hs := &http.Server{Handler: proxy, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+	})
+	return &testApp{URL: "http://" + ln.Addr().String(), DB: app.DB, Clock: app.Clock, Clerk: app.Clerk,
+		Dev: app.Dev, Srv: app.Srv, OwnerID: app.OwnerID, Demo: app.Demo, Logs: app.Logs}
+}
+
+// clientFrom is a signed-out client of app whose connections come from the
+// loopback address local (any 127.x.y.z), so that a proxy sees it as a
+// client of its own.
+func clientFrom(tb testing.TB, app *testApp, local string) *testClient {
+	tb.Helper()
+	c := app.NewClient(tb)
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	c.Client.Transport = &http.Transport{DialContext: dialer.DialContext}
+	return c
+}
+
+// rule (docs/DEPLOY.md#the-reverse-proxy): every line of the client
+// address header counts, as one comma-separated list, and the last hop is
+// the client. A client that sends X-Forwarded-For lines of its own, with a
+// new address each time, through a proxy that adds its own line after them
+// gets exactly the limit's signups; through a proxy that joins its address
+// to the value with a comma, the same. Another client behind the same
+// proxy counts on its own counter.
+func TestNetworkCounter_ForgedForwardedForLinesDoNotEscapeTheLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ownLine bool
+	}{
+		{"proxy adds its own line", true},
+		{"proxy joins with a comma", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := mustStartSibling(t, MustStartApp(t, withClerk(), withNetworkLimit(5)), func(o *Options) {
+				o.ClientIPHeader = "X-Forwarded-For"
+			})
+			proxied := mustStartForwardingProxy(t, app, tc.ownLine)
+			forger := clientFrom(t, proxied, "127.0.0.2")
+			accepted, refused := 0, 0
+			for i := range 15 {
+				switch s := signupFrom(t, forger, "X-Forwarded-For", "198.51.100."+strconv.Itoa(i+1)); s {
+				case http.StatusAccepted:
+					accepted++
+				case http.StatusTooManyRequests:
+					refused++
+				default:
+					t.Fatalf("signup %d: status %d", i+1, s)
+				}
+			}
+			if accepted != 5 || refused != 10 {
+				t.Fatalf("%d accepted and %d refused of 15 with forged lines, want 5 and 10", accepted, refused)
+			}
+			if s := signupFrom(t, clientFrom(t, proxied, "127.0.0.3")); s != http.StatusAccepted {
+				t.Fatalf("another client behind the proxy: status %d, want 202 on its own counter", s)
+			}
+			hour := app.Clock.Now().UTC().Truncate(time.Hour)
+			keys := counterKeys(t, app)
+			if got := keys[string(app.Srv.counterKey("signup", hour, "127.0.0.2"))]; got != 5 {
+				t.Errorf("the forger's counter (the address the proxy saw) holds %d attempts, want 5", got)
+			}
+		})
+	}
 }

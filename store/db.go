@@ -274,6 +274,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		return nil, err
 	}
 	db.signups = startSignupBatcher(db, opt.SignupQueue)
+	db.keepReserve()
 	return db, nil
 }
 

@@ -136,12 +136,13 @@ type NewProgram struct {
 
 // Validate checks every bound with a message for the field at fault.
 func (p NewProgram) Validate() error {
-	switch {
-	case !ValidSlug(p.Slug):
+	if !ValidSlug(p.Slug) {
 		return Errorf(EINVALID, "The address name must be 3–60 lowercase letters, digits or hyphens.").On("slug")
-	case !validProgramName(p.Name):
-		return errProgramName
-	case !textBetween(p.Purpose, 1, 1000):
+	}
+	if err := checkProgramName(p.Name); err != nil {
+		return err
+	}
+	if !textBetween(p.Purpose, 1, 1000) {
 		return Errorf(EINVALID, "The purpose must be 1–1000 characters.").On("purpose")
 	}
 	if err := checkCaps(&p.QueueCap, &p.HourlyCap, &p.SeatCap); err != nil {
@@ -181,9 +182,16 @@ const MaxNameChars = 80
 
 var errProgramName = Errorf(EINVALID, "The program name must be 1–80 characters.").On("name")
 
-// validProgramName checks a display name, already trimmed.
-func validProgramName(name string) bool {
-	return name == strings.TrimSpace(name) && textBetween(name, 1, MaxNameChars) && !strings.ContainsAny(name, "\r\n")
+// checkProgramName checks a display name, already trimmed: one line of
+// characters that show as themselves (docs/API.md#names), 1–80 of them.
+func checkProgramName(name string) error {
+	if err := checkVisibleLine(name, "The program name", "name"); err != nil {
+		return err
+	}
+	if name != strings.TrimSpace(name) || !textBetween(name, 1, MaxNameChars) {
+		return errProgramName
+	}
+	return nil
 }
 
 // textBetween reports whether s, trimmed, has between min and max characters.
@@ -378,8 +386,8 @@ type ProgramSettings struct {
 func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s ProgramSettings) (*Program, error) {
 	if s.Name != nil {
 		name := strings.TrimSpace(*s.Name)
-		if !validProgramName(name) {
-			return nil, errProgramName
+		if err := checkProgramName(name); err != nil {
+			return nil, err
 		}
 		s.Name = &name
 	}

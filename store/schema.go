@@ -11,6 +11,8 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"admit/migrations"
@@ -91,10 +93,50 @@ type SchemaTooNewError struct {
 	Unknown        []Migration
 }
 
+// Error names every migration the database has and this binary lacks. When
+// the database is simply ahead, it says so; when this binary knows versions
+// as new as the database's but lacks some below them (it was built without
+// them), it says that instead of comparing two equal versions.
 func (e *SchemaTooNewError) Error() string {
-	return fmt.Sprintf("database %s has schema version %d, but this admit knows versions only up to %d: "+
-		"a newer admit migrated it, and this one will neither serve nor migrate it. Run that newer admit, "+
-		"or restore a backup from before the upgrade (docs/DEPLOY.md, \"Upgrading and rolling back\")", e.Path, e.Version, e.Known)
+	missing := MissingMigrations(e.Unknown)
+	const refuse = "and this one will neither serve nor migrate it"
+	const backup = "(docs/DEPLOY.md, \"Upgrading and rolling back\")"
+	if e.Version > e.Known {
+		return fmt.Sprintf("database %s has schema version %d, but this admit knows versions only up to %d and does not have %s: "+
+			"a newer admit migrated it, %s. Run that newer admit, or restore a backup from before the upgrade %s",
+			e.Path, e.Version, e.Known, missing, refuse, backup)
+	}
+	return fmt.Sprintf("database %s has %s, which this admit does not have: it knows versions up to %d but was built without %s. "+
+		"An admit that has %s migrated the database, %s. Run that admit, or restore a backup from before it migrated %s",
+		e.Path, missing, e.Known, them(len(e.Unknown)), them(len(e.Unknown)), refuse, backup)
+}
+
+// MissingMigrations names migrations this binary does not have, by version
+// and, when the database recorded it, when each was applied:
+// "migration 12 (applied 2026-11-29)", "migrations 12 and 14 (…)".
+func MissingMigrations(ms []Migration) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = strconv.FormatInt(m.Version, 10)
+		if !m.AppliedAt.IsZero() {
+			parts[i] += " (applied " + m.AppliedAt.UTC().Format(time.DateOnly) + ")"
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return "no migrations"
+	case 1:
+		return "migration " + parts[0]
+	}
+	return "migrations " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// them is "it" or "them", for n migrations.
+func them(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // SchemaBehindError is a database with migrations to apply, opened with
@@ -136,15 +178,25 @@ type querier interface {
 }
 
 // readSchema reads goose's version table (absent on a fresh database) and
-// compares it with the embedded migrations. goose deletes a row when it
-// takes a migration down, so every row above version 0 is applied.
+// compares it with the embedded migrations.
 func readSchema(ctx context.Context, q querier) (*Schema, error) {
+	known, err := knownMigrations()
+	if err != nil {
+		return nil, err
+	}
+	return readSchemaAgainst(ctx, q, known)
+}
+
+// readSchemaAgainst is readSchema against the migrations known, by
+// version. goose deletes a row when it takes a migration down, so every
+// row above version 0 is applied.
+func readSchemaAgainst(ctx context.Context, q querier, known []Migration) (*Schema, error) {
 	var tables int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'goose_db_version'`).Scan(&tables); err != nil {
 		return nil, fmt.Errorf("read schema version: %w", err)
 	}
 	if tables == 0 {
-		return compareSchema(nil)
+		return compareMigrations(known, nil), nil
 	}
 	rows, err := q.QueryContext(ctx, `SELECT version_id, max(coalesce(strftime('%Y-%m-%dT%H:%M:%SZ', tstamp), ''))
 		FROM goose_db_version WHERE version_id > 0 GROUP BY version_id ORDER BY version_id`)
@@ -165,7 +217,7 @@ func readSchema(ctx context.Context, q querier) (*Schema, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read schema version: %w", err)
 	}
-	return compareSchema(applied)
+	return compareMigrations(known, applied), nil
 }
 
 // compareSchema sorts the database's applied migrations into applied,
@@ -175,6 +227,12 @@ func compareSchema(applied []Migration) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	return compareMigrations(known, applied), nil
+}
+
+// compareMigrations sorts applied into applied, pending and unknown
+// against known, both by version.
+func compareMigrations(known, applied []Migration) *Schema {
 	have := make(map[int64]Migration, len(applied))
 	for _, m := range applied {
 		have[m.Version] = m
@@ -194,19 +252,33 @@ func compareSchema(applied []Migration) (*Schema, error) {
 			s.Unknown = append(s.Unknown, m)
 		}
 	}
-	return s, nil
+	return s
 }
 
 // checkSchema refuses a database this binary must not open: one with
 // migrations it does not know, or, when it may not migrate, one with
 // migrations pending.
 func checkSchema(ctx context.Context, q querier, path string, mayMigrate bool) error {
-	s, err := readSchema(ctx, q)
+	known, err := knownMigrations()
+	if err != nil {
+		return err
+	}
+	return checkSchemaAgainst(ctx, q, path, mayMigrate, known)
+}
+
+// checkSchemaAgainst is checkSchema against the migrations known, by
+// version.
+func checkSchemaAgainst(ctx context.Context, q querier, path string, mayMigrate bool, known []Migration) error {
+	s, err := readSchemaAgainst(ctx, q, known)
 	if err != nil {
 		return err
 	}
 	if len(s.Unknown) > 0 {
-		return &SchemaTooNewError{Path: path, Version: s.Version(), Known: KnownVersion(), Unknown: s.Unknown}
+		var newest int64
+		if len(known) > 0 {
+			newest = known[len(known)-1].Version
+		}
+		return &SchemaTooNewError{Path: path, Version: s.Version(), Known: newest, Unknown: s.Unknown}
 	}
 	if !mayMigrate && len(s.Pending) > 0 {
 		return &SchemaBehindError{Path: path, Pending: s.Pending}

@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,5 +79,58 @@ func TestOpen_NoMigrateRefusesPendingMigrationsAndAppliesNone(t *testing.T) {
 	}
 	if len(s.Pending) != 1 {
 		t.Fatalf("after the refusal %d migrations are pending, want 1: it migrated", len(s.Pending))
+	}
+}
+
+// A binary built without a migration below its newest one (here 12, of
+// the ones embedded) is refused a database that has it, and the message
+// names the migration it lacks instead of comparing two equal versions
+// ("schema version 13, but … only up to 13"). Read from a real database
+// migrated by this binary.
+func TestOpen_ABinaryWithoutAMigrationNamesTheOneItLacks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "admit.db")
+	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey})
+	known, err := knownMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := known[len(known)-1].Version
+	const lacking = 12
+	without := slices.DeleteFunc(slices.Clone(known), func(m Migration) bool { return m.Version == lacking })
+	if len(without) != len(known)-1 || newest <= lacking {
+		t.Fatalf("migration %d is not embedded below the newest (%d)", lacking, newest)
+	}
+	var applied string // the day goose recorded, as the message gives it
+	if err := db.writer.QueryRow(`SELECT strftime('%Y-%m-%d', tstamp) FROM goose_db_version WHERE version_id = ?`, lacking).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	for _, mayMigrate := range []bool{true, false} {
+		err := checkSchemaAgainst(context.Background(), db.writer, path, mayMigrate, without)
+		var tooNew *SchemaTooNewError
+		if !errors.As(err, &tooNew) || len(tooNew.Unknown) != 1 || tooNew.Unknown[0].Version != lacking {
+			t.Fatalf("mayMigrate %t: err=%v, want a refusal naming migration %d", mayMigrate, err, lacking)
+		}
+		msg := err.Error()
+		for _, want := range []string{
+			fmt.Sprintf("has migration %d (applied %s), which this admit does not have", lacking, applied),
+			fmt.Sprintf("knows versions up to %d but was built without it", newest),
+			"will neither serve nor migrate it", "restore a backup",
+		} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q lacks %q", msg, want)
+			}
+		}
+		if strings.Contains(msg, "only up to") || strings.Contains(msg, "newer admit") {
+			t.Errorf("message %q compares equal versions or calls the other admit newer", msg)
+		}
+	}
+	// A binary that lacks it and the newest as well: the database is ahead,
+	// and both are named.
+	older := without[:len(without)-1]
+	err = checkSchemaAgainst(context.Background(), db.writer, path, true, older)
+	want := fmt.Sprintf("has schema version %d, but this admit knows versions only up to %d and does not have migrations %d (applied %s) and %d (applied %s): a newer admit migrated it",
+		newest, older[len(older)-1].Version, lacking, applied, newest, applied)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err=%v, want it to contain %q", err, want)
 	}
 }

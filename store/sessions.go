@@ -131,9 +131,10 @@ func sessionChanged(res sql.Result, err error, what string) error {
 }
 
 // DeleteSession ends one session. Ending one that is already gone is not
-// an error: sign-out is safe to repeat.
+// an error: sign-out is safe to repeat. On a full disk it uses the reserve
+// (updateFreeingReserve).
 func (db *DB) DeleteSession(ctx context.Context, digest []byte) error {
-	return db.Update(ctx, func(tx *Tx) error {
+	return db.updateFreeingReserve(ctx, func(tx *Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id_digest = ?`, digest); err != nil {
 			return fmt.Errorf("delete session: %w", err)
 		}
@@ -142,10 +143,11 @@ func (db *DB) DeleteSession(ctx context.Context, digest []byte) error {
 }
 
 // DeleteUserSessions ends every session of userID ("sign out
-// everywhere") and returns how many there were.
+// everywhere") and returns how many there were. On a full disk it uses the
+// reserve (updateFreeingReserve).
 func (db *DB) DeleteUserSessions(ctx context.Context, userID string) (int, error) {
 	var n int64
-	err := db.Update(ctx, func(tx *Tx) error {
+	err := db.updateFreeingReserve(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID)
 		if err != nil {
 			return fmt.Errorf("delete user sessions: %w", err)
@@ -173,7 +175,8 @@ func (db *DB) EndProviderSession(ctx context.Context, sidDigest []byte, expiresA
 	if len(sidDigest) != SessionDigestSize {
 		return Errorf(EINVALID, "The session ID digest must be %d bytes.", SessionDigestSize)
 	}
-	return db.Update(ctx, func(tx *Tx) error {
+	// On a full disk it uses the reserve, as a deletion does.
+	return db.updateFreeingReserve(ctx, func(tx *Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO ended_sessions (sid_digest, expires_at) VALUES (?, ?)
 			ON CONFLICT (sid_digest) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)`,
 			sidDigest, Millis(expiresAt)); err != nil {

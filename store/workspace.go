@@ -38,6 +38,11 @@ type StaffMember struct {
 
 // validWorkspaceName checks the schema's bound with a clear message.
 func validWorkspaceName(name string) error {
+	// rule (docs/API.md#names): a new workspace shows its unique name
+	// until an owner sets another.
+	if err := checkVisibleLine(name, "A workspace name", ""); err != nil {
+		return err
+	}
 	if n := utf8.RuneCountInString(strings.TrimSpace(name)); n < 1 || n > 120 || name != strings.TrimSpace(name) {
 		return Errorf(EINVALID, "A workspace name is 1–120 characters with no surrounding spaces.")
 	}
@@ -270,6 +275,9 @@ type WorkspaceSettings struct {
 func CheckContact(v string) (string, error) {
 	v = strings.TrimSpace(v)
 	invalid := Errorf(EINVALID, "The privacy contact must be an email address (privacy@example.com) or an https:// link.").On("contact")
+	if err := checkVisibleLine(v, "The privacy contact", "contact"); err != nil {
+		return "", err
+	}
 	if len(v) > 254 {
 		return "", invalid
 	}
@@ -292,7 +300,10 @@ func CheckContact(v string) (string, error) {
 func (s WorkspaceSettings) Validate() (WorkspaceSettings, error) {
 	if s.DisplayName != nil {
 		name := strings.TrimSpace(*s.DisplayName)
-		if !textBetween(name, 1, MaxNameChars) || strings.ContainsAny(name, "\r\n") {
+		if err := checkVisibleLine(name, "The workspace name people see", "displayName"); err != nil {
+			return s, err
+		}
+		if !textBetween(name, 1, MaxNameChars) {
 			return s, Errorf(EINVALID, "The workspace name people see must be 1–80 characters.").On("displayName")
 		}
 		s.DisplayName = &name

@@ -49,7 +49,8 @@ type ErrorView struct {
 	// RequestID is shown for a server error, for quoting.
 	RequestID string
 	// SignInURL is the sign-in page returning to where the person was
-	// (a 401).
+	// (a 401), or, on a 503 of a sign-in that cannot be tried again from
+	// its own URL, the sign-in page to start over from.
 	SignInURL string
 	// RetryAfter says when to try again, in words: when a limit resets (a
 	// 429), or in a few seconds (a refusal for load).

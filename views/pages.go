@@ -204,3 +204,12 @@ type SignedOutView struct {
 	// ProviderURL is the provider's end-session URL (no token in it).
 	ProviderURL string
 }
+
+// SignOutIncompleteView is a sign-out that cleared this browser's sign-in
+// but could not end the session on the server.
+type SignOutIncompleteView struct {
+	// DiskFull says the server could not write for lack of space.
+	DiskFull bool
+	// RequestID is the request's ID, to quote to whoever runs the site.
+	RequestID string
+}

@@ -79,8 +79,13 @@ func printSchemaStatus(ctx context.Context, path string, stdout io.Writer) error
 	}
 	switch {
 	case len(s.Unknown) > 0:
-		fmt.Fprintf(stdout, "%d unknown migration(s): a newer admit migrated this database, and this admit will not serve or migrate it. "+
-			"Run the newer admit, or restore a backup from before the upgrade (docs/DEPLOY.md).\n", len(s.Unknown))
+		them := "them"
+		if len(s.Unknown) == 1 {
+			them = "it"
+		}
+		fmt.Fprintf(stdout, "%d unknown migration(s), not in this admit: %s. This admit will not serve or migrate this database: "+
+			"run the admit that applied %s, or restore a backup from before it migrated (docs/DEPLOY.md).\n",
+			len(s.Unknown), store.MissingMigrations(s.Unknown), them)
 	case len(s.Pending) > 0:
 		fmt.Fprintf(stdout, "%d pending migration(s): admit migrate, or the next admit serve, applies them.\n", len(s.Pending))
 	default:

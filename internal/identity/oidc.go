@@ -417,7 +417,11 @@ func (o *OIDCIdentity) FinishSignIn(w http.ResponseWriter, r *http.Request) (*Pr
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, o.hc)
 	tok, err := oc.Exchange(ctx, code, oauth2.VerifierOption(f.Verifier))
 	if err != nil {
-		if _, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
+		// rule (docs/ARCHITECTURE.md#identity): the token endpoint refusing
+		// the code (a 4xx) fails the sign-in; a 5xx or 429, or no answer,
+		// is the provider being unavailable: signing in again may work
+		// once it is back.
+		if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok && !providerFailing(re) {
 			return nil, "", signInFailed(reasonCode)
 		}
 		return nil, "", fmt.Errorf("%w: token exchange failed", ErrIdentityUnavailable)
@@ -445,6 +449,17 @@ func (o *OIDCIdentity) FinishSignIn(w http.ResponseWriter, r *http.Request) (*Pr
 	p := l.principal()
 	p.live = l
 	return p, f.Return, nil
+}
+
+// providerFailing reports whether the token endpoint's error answer is
+// the provider failing (a 5xx, or 429 Too Many Requests) rather than a
+// refusal of what admit sent.
+func providerFailing(re *oauth2.RetrieveError) bool {
+	if re.Response == nil {
+		return true
+	}
+	code := re.Response.StatusCode
+	return code >= 500 || code == http.StatusTooManyRequests
 }
 
 // checkIDToken checks what go-oidc leaves to the caller: nonce, azp, iat,

@@ -126,6 +126,9 @@ type Provider struct {
 	// calls counts every request to the provider; userinfoCalls and
 	// endSessions count requests to those endpoints.
 	calls, userinfoCalls, endSessions atomic.Int64
+	// tokenStatus, when not 0, is the status the token endpoint answers
+	// every request with (SetTokenEndpointStatus).
+	tokenStatus atomic.Int32
 	// tamper, when set, rewrites the claims of the ID tokens the token
 	// endpoint answers with, re-signed with the published key.
 	tamper atomic.Pointer[func(map[string]any)]
@@ -252,6 +255,14 @@ func (p *Provider) front(w http.ResponseWriter, r *http.Request, mux http.Handle
 	case p.shape.Paths.EndSession:
 		p.endSessions.Add(1)
 	case p.shape.Paths.Token:
+		if status := p.tokenStatus.Load(); status != 0 {
+			// As a product's token endpoint failing answers: an OAuth
+			// error body with the status.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(int(status))
+			w.Write([]byte(`{"error":"server_error","error_description":"the token endpoint failed"}`))
+			return
+		}
 		if f := p.tamper.Load(); f != nil {
 			p.serveTampered(w, r, mux, *f)
 			return
@@ -306,6 +317,11 @@ func (p *Provider) SetUser(u User) {
 
 // SetDown makes every endpoint answer 503 (true) or work again (false).
 func (p *Provider) SetDown(down bool) { p.down.Store(down) }
+
+// SetTokenEndpointStatus makes the token endpoint answer every request,
+// code exchanges and refreshes alike, with status and an OAuth error body
+// (status 0: answer normally again). The other endpoints keep working.
+func (p *Provider) SetTokenEndpointStatus(status int) { p.tokenStatus.Store(int32(status)) }
 
 // SetIDTokenClaims rewrites the claims of every ID token the token
 // endpoint answers with from now on (nil stops), and signs the result with

@@ -32,6 +32,11 @@ type Chrome struct {
 	// SignedInAs is the address the navigation shows for a signed-in
 	// person; "" when it could not be looked up.
 	SignedInAs string
+	// AddressUnverified says the identity provider has not verified
+	// SignedInAs, so it matches no entry or invitation; Provider names the
+	// provider, for saying where to verify it.
+	AddressUnverified bool
+	Provider          string
 	// Flash confirms what the last action did (signed out, withdrawn,
 	// redeemed), once, after its redirect.
 	Flash string

@@ -563,6 +563,16 @@ func (o *OIDCIdentity) markChecked(ctx context.Context, l *liveSession, at time.
 // ErrIdentityUnavailable; tokens that can no longer be refreshed or are
 // refused end the session (ErrSignedOut).
 func (o *OIDCIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]string, error) {
+	all, err := o.Addresses(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return verifiedOnly(all), nil
+}
+
+// Addresses implements AddressLister: the userinfo's address, read as
+// VerifiedEmails reads it, with whether it counts as verified.
+func (o *OIDCIdentity) Addresses(ctx context.Context, p *Principal) ([]Address, error) {
 	if p == nil || p.live == nil {
 		return nil, ErrSignedOut
 	}
@@ -580,12 +590,9 @@ func (o *OIDCIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]stri
 	}
 	var email string
 	if json.Unmarshal(claims["email"], &email) != nil || email == "" {
-		return []string{}, nil
+		return []Address{}, nil
 	}
-	if !o.emailVerified(claims["email_verified"]) {
-		return []string{}, nil
-	}
-	return []string{email}, nil
+	return []Address{{Email: email, Verified: o.emailVerified(claims["email_verified"])}}, nil
 }
 
 // userinfoClaims reads the userinfo endpoint with the session's access

@@ -1,0 +1,216 @@
+package handlers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"admit/internal/browser"
+	"admit/internal/oidcprovider"
+)
+
+// lookAndAudit audits the page the tab shows with axe-core in every view
+// of a11yViews (light and dark, desktop and phone) and, when
+// ADMIT_SCREENSHOTS is set, saves a screenshot of each view to
+// /tmp/admit-<name>-<scheme>-<width>.png. A page loaded with JavaScript
+// off stays as it was parsed; scripts are turned on only to run axe-core,
+// then set back as they were.
+func lookAndAudit(t *testing.T, ctx context.Context, axe, name string, noJS bool) {
+	t.Helper()
+	if err := setScriptsDisabled(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](axe)); err != nil {
+		t.Fatalf("load axe-core into %s: %v", name, err)
+	}
+	for _, v := range a11yViews {
+		if err := setView(ctx, v); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`)); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range runAxe(t, ctx, v) {
+			t.Errorf("%s [%s]: %s", name, v, f)
+		}
+		mustFitWidth(t, ctx, name, int(v.Width))
+		if os.Getenv("ADMIT_SCREENSHOTS") != "" {
+			js := map[bool]string{false: "js", true: "nojs"}[noJS]
+			browser.Screenshot(t, ctx, filepath.Join(os.TempDir(),
+				"admit-"+name+"-"+js+"-"+v.Scheme+"-"+strconv.Itoa(int(v.Width))+".png"))
+		}
+	}
+	if err := setView(ctx, a11yViews[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := setScriptsDisabled(ctx, noJS); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oidcSignInTo signs the tab in through the test provider as whoever the
+// provider holds now, from the sign-in page returning to path.
+func oidcSignInTo(t *testing.T, ctx context.Context, app *testApp, path string) {
+	t.Helper()
+	mustNavigate(t, ctx, "open sign-in", chromedp.Navigate(app.URL+"/sign-in?redirect_url="+strings.ReplaceAll(path, "/", "%2F")))
+	resp := mustNavigate(t, ctx, "continue with the provider", chromedp.Click(chromedp.CSS(`[data-testid="oidc-sign-in"]`)))
+	if resp.URL != app.URL+path {
+		t.Fatalf("sign-in led to %s, want %s", resp.URL, path)
+	}
+}
+
+// TestBrowser_AnUnverifiedAddressIsNamedWithItsProviderAndWhatToDo signs a
+// recipient in through a provider that has not verified their address:
+// /redeem, the menu, a refused code, /me and /me/account name the
+// address, say it is not verified, by whom, and what to do. Once the
+// provider verifies it and the person signs in again, the whole pasted
+// invitation message redeems.
+func TestBrowser_AnUnverifiedAddressIsNamedWithItsProviderAndWhatToDo(t *testing.T) {
+	axe := mustReadAxe(t)
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) {
+			noJS := mode.opts != nil
+			app := mustOIDCApp(t)
+			const email = "reader@example.com"
+			inv := newAccessKit(app).invite(t, app.Demo, email, true)
+			ctx := browser.MustNew(t, mode.opts...)
+			if err := setView(ctx, a11yViews[0]); err != nil {
+				t.Fatal(err)
+			}
+			app.OIDC.SetUser(oidcprovider.User{Sub: oidcSub(email), Email: email, EmailVerified: oidcprovider.Unverified})
+			oidcSignInTo(t, ctx, app, "/redeem")
+
+			unverifiedShown := func(page string) {
+				t.Helper()
+				if got := mustText(t, ctx, `[data-testid="signed-in-address"]`); !strings.Contains(got, email) || !strings.Contains(got, "not verified") {
+					t.Errorf("%s: the signed-in address reads %q", page, got)
+				}
+				got := mustText(t, ctx, `[data-testid="address-unverified"]`)
+				for _, want := range []string{"Test ID has not verified this address", "verify the address with Test ID", "sign in again"} {
+					if !strings.Contains(got, want) {
+						t.Errorf("%s: the unverified notice %q lacks %q", page, got, want)
+					}
+				}
+			}
+			unverifiedShown("/redeem")
+			openNavMenu(t, ctx)
+			if got := mustText(t, ctx, `[data-testid="signed-in-as"]`); !strings.Contains(got, email) || !strings.Contains(got, "(not verified)") {
+				t.Errorf("the menu reads %q, want the address marked not verified", got)
+			}
+			lookAndAudit(t, ctx, axe, "redeem-unverified", noJS)
+
+			// The code is refused: the refusal names the address and lists
+			// its possible reasons.
+			if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("code"), inv.Code)); err != nil {
+				t.Fatal(err)
+			}
+			recipientBrowserLoad(t, ctx, "redeem while unverified", 404, chromedp.Click(chromedp.CSS(`#redeem-form button[type="submit"]`)))
+			if got := mustText(t, ctx, `[data-testid="code-error"]`); !strings.Contains(got, "signed in with, "+email) {
+				t.Errorf("the refusal %q does not name %s", got, email)
+			}
+			reasons := mustText(t, ctx, `[data-testid="redeem-reasons"]`)
+			for _, want := range []string{"exactly that spelling", "not verified with Test ID", "case-sensitive", "expired"} {
+				if !strings.Contains(reasons, want) {
+					t.Errorf("the reasons %q lack %q", reasons, want)
+				}
+			}
+			if got := mustEval[string](t, ctx, `document.getElementById("code").value`); got != "" {
+				t.Error("a refused code is shown again")
+			}
+			unverifiedShown("refused /redeem")
+			lookAndAudit(t, ctx, axe, "redeem-denied", noJS)
+
+			mustNavigate(t, ctx, "open /me", chromedp.Navigate(app.URL+"/me"))
+			unverifiedShown("/me")
+			if n := mustCount(t, ctx, `[data-testid="no-entries"]`); n != 0 {
+				t.Error("/me says no verified address is on a waitlist while it has none")
+			}
+			lookAndAudit(t, ctx, axe, "me-unverified", noJS)
+			mustNavigate(t, ctx, "open /me/account", chromedp.Navigate(app.URL+"/me/account"))
+			unverifiedShown("/me/account")
+			lookAndAudit(t, ctx, axe, "account-unverified", noJS)
+
+			// Verified at the provider, signed out and in again: the whole
+			// pasted message redeems.
+			app.OIDC.SetUser(oidcprovider.User{Sub: oidcSub(email), Email: email, EmailVerified: oidcprovider.Verified})
+			openNavMenu(t, ctx)
+			mustNavigate(t, ctx, "sign out", chromedp.Click(chromedp.CSS(`#sign-out-form button[type="submit"]`)))
+			oidcSignInTo(t, ctx, app, "/redeem")
+			if n := mustCount(t, ctx, `[data-testid="address-unverified"]`); n != 0 {
+				t.Error("a verified address is still called unverified")
+			}
+			if got := mustText(t, ctx, `[data-testid="signed-in-address"]`); !strings.Contains(got, email) {
+				t.Errorf("the signed-in address reads %q", got)
+			}
+			message := "Hello,\nyou are invited to the demo. Your code:\n\n" + inv.Code + "\n\nRedeem it at " + app.URL + "/redeem within a week."
+			if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("code"), message)); err != nil {
+				t.Fatal(err)
+			}
+			resp := mustNavigate(t, ctx, "redeem the pasted message", chromedp.Click(chromedp.CSS(`#redeem-form button[type="submit"]`)))
+			if !strings.HasSuffix(resp.URL, "/early-access/demo") {
+				t.Fatalf("redeeming the pasted message led to %s", resp.URL)
+			}
+		})
+	}
+}
+
+// TestBrowser_RedeemSaysCodesAreCaseSensitiveAndKeepsTheCodeWhenTheProviderIsDown
+// types a code in the wrong letter case (refused as such, not as a wrong
+// length), then sends the right code while the provider is down: the 503
+// form holds the code, and sending it again once the provider is back
+// redeems it.
+func TestBrowser_RedeemSaysCodesAreCaseSensitiveAndKeepsTheCodeWhenTheProviderIsDown(t *testing.T) {
+	axe := mustReadAxe(t)
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) {
+			noJS := mode.opts != nil
+			app := mustOIDCApp(t)
+			const email = "cased@example.com"
+			inv := newAccessKit(app).invite(t, app.Demo, email, true)
+			ctx := browser.MustNew(t, mode.opts...)
+			if err := setView(ctx, a11yViews[0]); err != nil {
+				t.Fatal(err)
+			}
+			app.OIDC.SetUser(oidcprovider.User{Sub: oidcSub(email), Email: email, EmailVerified: oidcprovider.Verified})
+			oidcSignInTo(t, ctx, app, "/redeem")
+
+			for _, wrong := range []string{strings.ToLower(inv.Code), strings.ToUpper(inv.Code)} {
+				if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("code"), wrong)); err != nil {
+					t.Fatal(err)
+				}
+				recipientBrowserLoad(t, ctx, "redeem in the wrong case", 400, chromedp.Click(chromedp.CSS(`#redeem-form button[type="submit"]`)))
+				got := mustText(t, ctx, `[data-testid="code-error"]`)
+				if !strings.Contains(got, "case-sensitive") || strings.Contains(got, "exactly 43 characters") {
+					t.Errorf("a code in the wrong case is refused with %q", got)
+				}
+			}
+			lookAndAudit(t, ctx, axe, "redeem-case", noJS)
+
+			app.OIDC.SetDown(true)
+			if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("code"), inv.Code)); err != nil {
+				t.Fatal(err)
+			}
+			resp := recipientBrowserLoad(t, ctx, "redeem while the provider is down", 503, chromedp.Click(chromedp.CSS(`#redeem-form button[type="submit"]`)))
+			if got := resp.Headers["Retry-After"]; got == nil || got == "" {
+				t.Error("the 503 has no Retry-After")
+			}
+			if got := mustEval[string](t, ctx, `document.getElementById("code").value`); got != inv.Code {
+				t.Errorf("the 503 form holds %q, want the code sent", got)
+			}
+			if got := mustText(t, ctx, `[data-testid="error-summary"]`); !strings.Contains(got, "not checked") {
+				t.Errorf("the 503 form says %q", got)
+			}
+			lookAndAudit(t, ctx, axe, "redeem-unavailable", noJS)
+			app.OIDC.SetDown(false)
+			resp = mustNavigate(t, ctx, "send it again", chromedp.Click(chromedp.CSS(`#redeem-form button[type="submit"]`)))
+			if !strings.HasSuffix(resp.URL, "/early-access/demo") {
+				t.Fatalf("sending the kept code again led to %s", resp.URL)
+			}
+		})
+	}
+}

@@ -12,6 +12,8 @@ import (
 
 	"admit/internal/browser"
 	"admit/internal/oidcprovider"
+	"admit/store"
+	"admit/views"
 )
 
 // lookAndAudit audits the page the tab shows with axe-core in every view
@@ -210,6 +212,90 @@ func TestBrowser_RedeemSaysCodesAreCaseSensitiveAndKeepsTheCodeWhenTheProviderIs
 			resp = mustNavigate(t, ctx, "send it again", chromedp.Click(chromedp.CSS(`#redeem-form button[type="submit"]`)))
 			if !strings.HasSuffix(resp.URL, "/early-access/demo") {
 				t.Fatalf("sending the kept code again led to %s", resp.URL)
+			}
+		})
+	}
+}
+
+// TestBrowser_ASignedInApplicantSeesTheirEntryOnTheWaitlistPage opens the
+// waitlist page signed in with an address that has an entry there: the
+// page shows its status and leads to /me instead of the form, waiting and
+// then withdrawn (with the date it may join again). A visitor signed in
+// with another address, and an anonymous one, see the form as before.
+func TestBrowser_ASignedInApplicantSeesTheirEntryOnTheWaitlistPage(t *testing.T) {
+	axe := mustReadAxe(t)
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) {
+			noJS := mode.opts != nil
+			app := MustStartApp(t)
+			const email = "Waiting@example.test"
+			newAccessKit(app).entry(t, app.Demo, email)
+			ctx := browser.MustNew(t, mode.opts...)
+			if err := setView(ctx, a11yViews[0]); err != nil {
+				t.Fatal(err)
+			}
+			page := app.URL + "/waitlist/demo"
+
+			mustNavigate(t, ctx, "open the waitlist signed out", chromedp.Navigate(page))
+			if got := mustCount(t, ctx, `[data-testid="signup-form"]`); got != 1 {
+				t.Fatalf("an anonymous visitor sees %d forms", got)
+			}
+			if got := mustCount(t, ctx, `[data-testid="own-entry"]`); got != 0 {
+				t.Fatal("an anonymous visitor sees an entry")
+			}
+
+			mustNavigate(t, ctx, "open sign-in", chromedp.Navigate(app.URL+"/sign-in?redirect_url=%2Fwaitlist%2Fdemo"))
+			signInThroughForm(t, ctx, email)
+			mustNavigate(t, ctx, "open the waitlist signed in", chromedp.Navigate(page))
+			if got := mustCount(t, ctx, `[data-testid="signup-form"]`); got != 0 {
+				t.Fatal("the form is offered to an applicant already on the list")
+			}
+			if got := mustEval[string](t, ctx, `document.querySelector('[data-testid="own-entry"] [data-testid="entry-state"]').dataset.state`); got != "waiting" {
+				t.Fatalf("the entry's state reads %q, want waiting", got)
+			}
+			own := mustText(t, ctx, `[data-testid="own-entry"]`)
+			joined := views.Day(app.Clock.Now())
+			for _, want := range []string{email, "On the waitlist", "joined on " + joined} {
+				if !strings.Contains(own, want) {
+					t.Errorf("the entry reads %q: want %q", own, want)
+				}
+			}
+			lookAndAudit(t, ctx, axe, "waitlist-own-waiting", noJS)
+			resp := mustNavigate(t, ctx, "follow the link to /me", chromedp.Click(chromedp.CSS(`[data-testid="own-entry-me"]`)))
+			if resp.URL != app.URL+"/me" {
+				t.Fatalf("the link led to %s", resp.URL)
+			}
+
+			// Withdrawn: the page says so, and when the address may join again.
+			mustNavigate(t, ctx, "click Withdraw", chromedp.Click(chromedp.CSS(`[data-slug="demo"] [data-testid="withdraw-link"]`)))
+			mustNavigate(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`[data-testid="withdraw-form"] button`)))
+			var eraseAfter int64
+			if err := app.DB.View(t.Context(), func(tx *store.Tx) error {
+				return tx.QueryRow(`SELECT erase_after FROM entries WHERE program_id = ? AND email_key = ?`, app.Demo.ID, email).Scan(&eraseAfter)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			mustNavigate(t, ctx, "open the waitlist withdrawn", chromedp.Navigate(page))
+			if got := mustCount(t, ctx, `[data-testid="signup-form"]`); got != 0 {
+				t.Fatal("the form is offered to a withdrawn applicant before they may join again")
+			}
+			next := mustText(t, ctx, `[data-testid="own-entry"] [data-testid="entry-next"]`)
+			if want := "cannot join it again until the address is erased on " + views.Day(store.FromMillis(eraseAfter)); !strings.Contains(next, want) {
+				t.Errorf("the withdrawn entry says %q: want %q", next, want)
+			}
+			lookAndAudit(t, ctx, axe, "waitlist-own-withdrawn", noJS)
+
+			// Another address sees the form.
+			openNavMenu(t, ctx)
+			mustNavigate(t, ctx, "sign out", chromedp.Click(chromedp.CSS(`#sign-out-form button[type="submit"]`)))
+			mustNavigate(t, ctx, "open sign-in", chromedp.Navigate(app.URL+"/sign-in?redirect_url=%2Fwaitlist%2Fdemo"))
+			signInThroughForm(t, ctx, "waiting@example.test")
+			mustNavigate(t, ctx, "open the waitlist as another address", chromedp.Navigate(page))
+			if got := mustCount(t, ctx, `[data-testid="signup-form"]`); got != 1 {
+				t.Fatalf("a visitor signed in without an entry sees %d forms", got)
+			}
+			if got := mustCount(t, ctx, `[data-testid="own-entry"]`); got != 0 {
+				t.Fatal("another address's entry is shown")
 			}
 		})
 	}

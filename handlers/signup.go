@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -78,8 +79,48 @@ func (s *Server) handleWaitlist(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The form carries a fresh request key: never cache it.
 	noStore(w)
+	r, own, err := s.ownEntryHere(r, v.Slug)
+	if err != nil {
+		return err
+	}
+	v.Own = own
 	c := s.chrome(r, v.Name)
 	return s.render(w, r, http.StatusOK, c, views.Waitlist(c, *v))
+}
+
+// ownEntryHere finds the signed-in visitor's own entry in the program at
+// slug, matched by their verified addresses, fetched fresh from the
+// identity provider (and kept in the returned request for the page's
+// shell). An anonymous visitor, a provider that cannot be reached, or no
+// entry gives nil: the page is then the same as for anyone
+// (docs/signup.md#a-signed-in-applicant). It concerns only the visitor's
+// own session: the public signup answers do not change.
+func (s *Server) ownEntryHere(r *http.Request, slug string) (*http.Request, *views.MyEntry, error) {
+	p, err := s.id.Authenticate(r)
+	if err != nil {
+		return r, nil, nil
+	}
+	ctx := r.Context()
+	emails, unverified, err := s.addresses(ctx, p)
+	if err != nil {
+		return r, nil, nil
+	}
+	ctx = context.WithValue(ctx, principalKey, p)
+	ctx = context.WithValue(ctx, emailsKey, emails)
+	ctx = context.WithValue(ctx, unverifiedKey, unverified)
+	r = r.WithContext(ctx)
+	if len(emails) == 0 {
+		return r, nil, nil
+	}
+	e, err := s.db.OwnEntry(ctx, slug, emails)
+	if store.ErrorCode(err) == store.ENOTFOUND {
+		return r, nil, nil
+	}
+	if err != nil {
+		return r, nil, err
+	}
+	own := myEntry(*e)
+	return r, &own, nil
 }
 
 // readSignupForm reads the no-JavaScript signup form. The form is returned

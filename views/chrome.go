@@ -95,6 +95,15 @@ func When(t time.Time) string {
 	return t.UTC().Format("2 Jan 2006, 15:04 UTC")
 }
 
+// Day formats an instant's date for people, the one date format of
+// admit's pages ("20 Dec 2026", UTC).
+func Day(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2 Jan 2006")
+}
+
 // HourText is an instant's time of day as the console shows times
 // ("11:00 UTC"), for an instant within the day at hand.
 func HourText(t time.Time) string { return t.UTC().Format("15:04") + " UTC" }

@@ -101,7 +101,7 @@ func (e MyEntry) Next() string {
 			// address, so a repeat signup says "received"; only here can
 			// we say that it changed nothing (docs/erasure.md).
 			return "You left this waitlist. This address cannot join it again until the address is erased on " +
-				e.EraseAfter.UTC().Format("2 January 2006") + ": joining before then changes nothing, even though the form says the request was received. After that date you can join again as a new entry."
+				Day(*e.EraseAfter) + ": joining before then changes nothing, even though a new signup says the request was received. After that date you can join again as a new entry."
 		}
 		return "You left this waitlist. Nothing more will happen; your address is erased on the schedule on the privacy page."
 	case "revoked":

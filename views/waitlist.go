@@ -40,6 +40,10 @@ type WaitlistView struct {
 	Message         string
 	EmailError      string
 	PermissionError string
+	// Own is the signed-in visitor's own entry in this program, matched by
+	// a verified address: the page shows its status and leads to /me in
+	// place of the form. nil for everyone else.
+	Own *MyEntry
 }
 
 // ReceivedView is the page after a signup was accepted (202).

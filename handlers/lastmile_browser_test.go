@@ -300,3 +300,92 @@ func TestBrowser_ASignedInApplicantSeesTheirEntryOnTheWaitlistPage(t *testing.T)
 		})
 	}
 }
+
+// TestBrowser_TheRemovalResultSaysWhatALinkCanHaveDone joins twice with one
+// address and uses the second signup's link, which removes nothing: the
+// result promises nothing a link cannot have done, says that only the
+// first signup's link removes, and leads to /me, where a signed-in
+// applicant can withdraw. The entry is still there.
+func TestBrowser_TheRemovalResultSaysWhatALinkCanHaveDone(t *testing.T) {
+	axe := mustReadAxe(t)
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) {
+			noJS := mode.opts != nil
+			app := MustStartApp(t)
+			ctx := browser.MustNew(t, mode.opts...)
+			if err := setView(ctx, a11yViews[0]); err != nil {
+				t.Fatal(err)
+			}
+			const email = "twice@example.com"
+			joinInBrowser(t, ctx, app, email)
+			second := joinInBrowser(t, ctx, app, email)
+
+			mustNavigate(t, ctx, "open the second link", chromedp.Navigate(second))
+			if noJS {
+				if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("token"), second)); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := browser.WaitFor(ctx, `document.getElementById("token").value !== ""`, browserWait); err != nil {
+				t.Fatalf("the script never filled the token: %v", err)
+			}
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#remove-form button[type="submit"]`)),
+				chromedp.WaitVisible(chromedp.CSS(`[data-testid="removed"]`))); err != nil {
+				t.Fatalf("remove: %v", err)
+			}
+			text := mustText(t, ctx, `[data-testid="removed"]`)
+			for _, want := range []string{"If this link was the one shown when your address first joined",
+				"only the first signup of an address gets one that removes", "the entry stays", "My waitlists"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("the removal result %q lacks %q", text, want)
+				}
+			}
+			if strings.Contains(text, "nothing else you need to do") {
+				t.Error("the removal result still promises there is nothing else to do")
+			}
+			if got := mustEval[string](t, ctx, `document.querySelector('[data-testid="removed-me-link"]').getAttribute("href")`); got != "/me" {
+				t.Errorf("the removal result links to %q, want /me", got)
+			}
+			var state string
+			if err := app.DB.View(t.Context(), func(tx *store.Tx) error {
+				return tx.QueryRow(`SELECT state FROM entries WHERE program_id = ? AND email_key = ?`, app.Demo.ID, email).Scan(&state)
+			}); err != nil || state != "waiting" {
+				t.Fatalf("the entry after the second link: %q %v, want waiting", state, err)
+			}
+			lookAndAudit(t, ctx, axe, "removed", noJS)
+		})
+	}
+}
+
+// TestBrowser_AnEmptyAddressAndAnUntickedChoiceAreBothReported submits the
+// signup form with neither: both fields are marked invalid and the
+// summary lists both, each leading to its field.
+func TestBrowser_AnEmptyAddressAndAnUntickedChoiceAreBothReported(t *testing.T) {
+	axe := mustReadAxe(t)
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) {
+			noJS := mode.opts != nil
+			app := MustStartApp(t)
+			ctx := browser.MustNew(t, mode.opts...)
+			if err := setView(ctx, a11yViews[0]); err != nil {
+				t.Fatal(err)
+			}
+			mustNavigate(t, ctx, "open the waitlist", chromedp.Navigate(app.URL+"/waitlist/demo"))
+			signupBrowserLoad(t, ctx, "submit nothing", 400, chromedp.Click(chromedp.CSS(`#signup-form button[type="submit"]`)))
+			for _, id := range []string{"email", "permission"} {
+				if got := mustEval[string](t, ctx, `document.getElementById("`+id+`").getAttribute("aria-invalid") || ""`); got != "true" {
+					t.Errorf("#%s aria-invalid=%q, want true", id, got)
+				}
+				if got := mustCount(t, ctx, `#error-summary a[href="#`+id+`"]`); got != 1 {
+					t.Errorf("the summary links to #%s %d times, want once", id, got)
+				}
+				if got := mustCount(t, ctx, `#`+id+`-error`); got != 1 {
+					t.Errorf("#%s has %d messages beside it, want one", id, got)
+				}
+			}
+			if got := mustText(t, ctx, `#error-summary-title`); !strings.Contains(got, "2") && !strings.Contains(strings.ToLower(got), "two") {
+				t.Errorf("the summary's title %q does not count two problems", got)
+			}
+			lookAndAudit(t, ctx, axe, "signup-two-errors", noJS)
+		})
+	}
+}

@@ -206,6 +206,11 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 	switch field := store.InvalidSignupField(err); {
 	case status == http.StatusBadRequest && field == store.SignupFieldEmail:
 		v.EmailError = message
+		// Every field's error at once: the choice is judged too, so the
+		// person fixes both in one go.
+		if perr := store.CheckPermission(f.Permission); perr != nil {
+			v.PermissionError = store.ErrorMessage(perr)
+		}
 	case status == http.StatusBadRequest && field == store.SignupFieldPermission:
 		v.PermissionError = message
 	case status == http.StatusTooManyRequests:

@@ -1056,14 +1056,14 @@ func Removed(c Chrome) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "<article id=\"removal-confirmed\" data-testid=\"removed\"><h1>Removal processed</h1><p>If the token matched an entry, that entry has been withdrawn and its email address erased. Any invitation or access it had is revoked. There is nothing else you need to do.</p><p><small>Backups are overwritten on the schedule described on the <a href=\"/privacy\">privacy page</a>.</small></p></article><script src=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "<article id=\"removal-confirmed\" data-testid=\"removed\"><h1>Removal processed</h1><p data-testid=\"removed-what\">If this link was the one shown when your address first joined the waitlist, that entry is now withdrawn and its address erased, and any invitation or access it had has ended.</p><p data-testid=\"removed-limits\">A link cannot do more than that. For privacy, every signup shows a link, but only the first signup of an address gets one that removes: a link from joining again with an address already on the list removes nothing, and the entry stays. Nor can a link tell you whether it matched.</p><p data-testid=\"removed-me\">To see for certain whether your address is on a waitlist, and to withdraw it, sign in with that exact address and open <a href=\"/me\" data-testid=\"removed-me-link\">My waitlists</a>.</p><p><small>Backups are overwritten on the schedule described on the <a href=\"/privacy\">privacy page</a>.</small></p></article><script src=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var58 string
 			templ_7745c5c3_Var58, templ_7745c5c3_Err = templruntime.NewAttributeExpression(assets.Path("manage.js")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/waitlist.templ`, Line: 259, Col: 40}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/waitlist.templ`, Line: 267, Col: 40}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var58)
 			if templ_7745c5c3_Err != nil {

@@ -389,3 +389,79 @@ func TestBrowser_AnEmptyAddressAndAnUntickedChoiceAreBothReported(t *testing.T) 
 		})
 	}
 }
+
+// TestBrowser_CapitalsInTheAddressAreAskedAboutOnce signs up with capitals
+// before the @: the form asks once, naming both spellings; "small
+// letters" stores the lower-case one, "as typed" keeps the capitals, and
+// the owner's entry page marks the address kept with capitals. The hint
+// above the field is short.
+func TestBrowser_CapitalsInTheAddressAreAskedAboutOnce(t *testing.T) {
+	axe := mustReadAxe(t)
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) {
+			noJS := mode.opts != nil
+			app := MustStartApp(t)
+			ctx := browser.MustNew(t, mode.opts...)
+			if err := setView(ctx, a11yViews[0]); err != nil {
+				t.Fatal(err)
+			}
+			join := func(typed, answer string) {
+				t.Helper()
+				mustNavigate(t, ctx, "open the waitlist", chromedp.Navigate(app.URL+"/waitlist/demo"))
+				if words := len(strings.Fields(mustText(t, ctx, `#email-help`))); words > 15 {
+					t.Errorf("the address hint has %d words, want a short one", words)
+				}
+				if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("email"), typed), chromedp.Click(chromedp.ID("permission"))); err != nil {
+					t.Fatal(err)
+				}
+				mustNavigate(t, ctx, "submit", chromedp.Click(chromedp.CSS(`#signup-form button[type="submit"]`)))
+				if got := mustCount(t, ctx, `[data-testid="case-question"]`); got != 1 {
+					t.Fatalf("%s: the form did not ask about capitals", typed)
+				}
+				q := mustText(t, ctx, `[data-testid="case-question"]`)
+				for _, want := range []string{typed, lowerLocalPart(typed), "works only for a sign-in whose address is spelled exactly the same way"} {
+					if !strings.Contains(q, want) {
+						t.Errorf("the question %q lacks %q", q, want)
+					}
+				}
+				if answer == "lower" {
+					lookAndAudit(t, ctx, axe, "signup-case-question", noJS)
+				}
+				if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("case-"+answer))); err != nil {
+					t.Fatal(err)
+				}
+				resp := mustNavigate(t, ctx, "send again", chromedp.Click(chromedp.CSS(`#signup-form button[type="submit"]`)))
+				if resp.URL != app.URL+"/waitlist/demo/received" {
+					t.Fatalf("%s: answering led to %s", typed, resp.URL)
+				}
+			}
+			join("Cap@example.com", "lower")
+			join("Keep.Me@example.com", "keep")
+			entryID := func(email string) string {
+				var id string
+				if err := app.DB.View(t.Context(), func(tx *store.Tx) error {
+					return tx.QueryRow(`SELECT id FROM entries WHERE program_id = ? AND email_key = ?`, app.Demo.ID, email).Scan(&id)
+				}); err != nil {
+					t.Fatalf("no entry %s: %v", email, err)
+				}
+				return id
+			}
+			lower, kept := entryID("cap@example.com"), entryID("Keep.Me@example.com")
+			if n := owCount(t, app, `SELECT count(*) FROM entries WHERE email_key = 'Cap@example.com'`); n != 0 {
+				t.Error("the address was stored as typed after choosing small letters")
+			}
+
+			mustNavigate(t, ctx, "open sign-in", chromedp.Navigate(app.URL+"/sign-in"))
+			signInThroughForm(t, ctx, "owner@example.test")
+			mustNavigate(t, ctx, "open the kept entry", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/entries/"+kept))
+			if got := mustCount(t, ctx, `[data-testid="address-capitals"]`); got != 1 {
+				t.Error("the owner's entry page does not mark an address kept with capitals")
+			}
+			lookAndAudit(t, ctx, axe, "owner-entry-capitals", noJS)
+			mustNavigate(t, ctx, "open the lower-case entry", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/entries/"+lower))
+			if got := mustCount(t, ctx, `[data-testid="address-capitals"]`); got != 0 {
+				t.Error("the owner's entry page marks an address without capitals")
+			}
+		})
+	}
+}

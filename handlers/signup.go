@@ -22,6 +22,9 @@ type signupForm struct {
 	Permission    bool
 	// Honeypot is a field people never see; bots fill it.
 	Honeypot string
+	// Case is the answer to the question about capitals in the address:
+	// "keep", "lower", or "" when not asked yet.
+	Case string
 }
 
 // admit runs the one admission path shared by the form and the JSON API:
@@ -131,7 +134,7 @@ func readSignupForm(r *http.Request) (*signupForm, error) {
 		return &signupForm{}, err
 	}
 	form := &signupForm{RequestKey: strings.TrimSpace(f.get("requestKey")), Email: f.get("email"),
-		Honeypot: f.get("website"), Permission: f.get("permission") == "yes"}
+		Honeypot: f.get("website"), Permission: f.get("permission") == "yes", Case: f.get("case")}
 	if n, err := strconv.Atoi(f.get("noticeVersion")); err == nil {
 		form.NoticeVersion = n
 	}
@@ -155,6 +158,16 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 		return failed(err)
 	}
 	noStore(w)
+	// rule (docs/signup.md#capital-letters): an address with capitals
+	// before the @ is asked about once; the answer keeps it or uses small
+	// letters, and the contract's exact spelling holds either way.
+	if ask := caseToAsk(f); ask != nil {
+		return s.askLetterCase(w, r, slug, f, ask)
+	}
+	if f.Case == "lower" {
+		f.Email = lowerLocalPart(f.Email)
+	}
+	submittedEmail = f.Email
 	res, err := s.admit(r, slug, f)
 	if err != nil {
 		return failed(err)
@@ -229,6 +242,50 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 	// 409 and 429 get the fresh key waitlistView made.
 	c := s.chrome(r, v.Name)
 	return s.render(w, r, status, c, views.Waitlist(c, *v))
+}
+
+// caseToAsk is the question about capitals for a form not yet answered
+// whose other fields pass: the address normalizes and has capitals before
+// the @, and the choice is ticked. nil asks nothing.
+func caseToAsk(f *signupForm) *views.CaseAsk {
+	if f.Case != "" || store.CheckPermission(f.Permission) != nil {
+		return nil
+	}
+	norm, err := store.NormalizeEmail(f.Email)
+	if err != nil {
+		return nil
+	}
+	lower := lowerLocalPart(norm)
+	if lower == norm {
+		return nil
+	}
+	return &views.CaseAsk{Typed: norm, Lower: lower}
+}
+
+// lowerLocalPart writes the ASCII letters before the last @ in small
+// letters; the domain is left as it is (the store lowers it).
+func lowerLocalPart(email string) string {
+	at := strings.LastIndexByte(email, '@')
+	if at < 0 {
+		return email
+	}
+	return strings.ToLower(email[:at]) + email[at:]
+}
+
+// askLetterCase shows the form again with the question about capitals,
+// keeping what was typed and the request key: nothing was stored or
+// counted.
+func (s *Server) askLetterCase(w http.ResponseWriter, r *http.Request, slug string, f *signupForm, ask *views.CaseAsk) error {
+	v, err := s.waitlistView(r, slug)
+	if err != nil {
+		return err
+	}
+	v.Email, v.Permission, v.CaseAsk = f.Email, f.Permission, ask
+	if _, perr := uuid.Parse(f.RequestKey); perr == nil {
+		v.RequestKey = f.RequestKey
+	}
+	c := s.chrome(r, v.Name)
+	return s.render(w, r, http.StatusOK, c, views.Waitlist(c, *v))
 }
 
 // signupJSON is the JSON signup body.

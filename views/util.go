@@ -2,6 +2,7 @@ package views
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -34,4 +35,11 @@ func RetryWhen(now time.Time, wait time.Duration) string {
 		in = "in less than a minute"
 	}
 	return "after " + at.Format("15:04") + " UTC (" + in + ")"
+}
+
+// LocalHasCapitals reports whether an address has capital letters before
+// its @ (the part admit keeps as typed).
+func LocalHasCapitals(email string) bool {
+	at := strings.LastIndexByte(email, '@')
+	return at > 0 && strings.ToLower(email[:at]) != email[:at]
 }

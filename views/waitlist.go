@@ -44,7 +44,14 @@ type WaitlistView struct {
 	// a verified address: the page shows its status and leads to /me in
 	// place of the form. nil for everyone else.
 	Own *MyEntry
+	// CaseAsk, when set, asks once whether the address's capitals are
+	// meant (docs/signup.md#capital-letters).
+	CaseAsk *CaseAsk
 }
+
+// CaseAsk is the address as typed and with its local part in small
+// letters, for the signup form's question about capitals.
+type CaseAsk struct{ Typed, Lower string }
 
 // ReceivedView is the page after a signup was accepted (202).
 type ReceivedView struct {

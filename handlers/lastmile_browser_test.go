@@ -465,3 +465,66 @@ func TestBrowser_CapitalsInTheAddressAreAskedAboutOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowser_ALikelyMistypedDomainIsHintedAndTheReceivedPageNamesTheAddress
+// signs up with a well-known domain mistyped: before anything is sent to
+// the list the form asks "did you mean …?", keeping the address as typed
+// unless the person chooses the suggestion; the received page names the
+// address admitted, which no URL holds.
+func TestBrowser_ALikelyMistypedDomainIsHintedAndTheReceivedPageNamesTheAddress(t *testing.T) {
+	axe := mustReadAxe(t)
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) {
+			noJS := mode.opts != nil
+			app := MustStartApp(t)
+			ctx := browser.MustNew(t, mode.opts...)
+			if err := setView(ctx, a11yViews[0]); err != nil {
+				t.Fatal(err)
+			}
+			join := func(typed, answer, admitted string) {
+				t.Helper()
+				mustNavigate(t, ctx, "open the waitlist", chromedp.Navigate(app.URL+"/waitlist/demo"))
+				if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("email"), typed), chromedp.Click(chromedp.ID("permission"))); err != nil {
+					t.Fatal(err)
+				}
+				mustNavigate(t, ctx, "submit", chromedp.Click(chromedp.CSS(`#signup-form button[type="submit"]`)))
+				if got := mustCount(t, ctx, `[data-testid="domain-question"]`); got != 1 {
+					t.Fatalf("%s: the form offers no hint", typed)
+				}
+				if n := owCount(t, app, `SELECT count(*) FROM entries`); n != 0 && answer == "keep" {
+					t.Fatalf("%d entries before the question was answered", n)
+				}
+				q := mustText(t, ctx, `[data-testid="domain-question"]`)
+				for _, want := range []string{"Did you mean gmail.com?", typed, "Nothing is changed unless you choose it"} {
+					if !strings.Contains(q, want) {
+						t.Errorf("the hint %q lacks %q", q, want)
+					}
+				}
+				if got := mustEval[bool](t, ctx, `document.getElementById("domain-keep").checked`); !got {
+					t.Error("the hint's default is not the address as typed")
+				}
+				if answer == "keep" {
+					lookAndAudit(t, ctx, axe, "signup-domain-hint", noJS)
+				}
+				if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("domain-"+answer))); err != nil {
+					t.Fatal(err)
+				}
+				resp := mustNavigate(t, ctx, "send again", chromedp.Click(chromedp.CSS(`#signup-form button[type="submit"]`)))
+				if resp.URL != app.URL+"/waitlist/demo/received" {
+					t.Fatalf("%s: answering led to %s", typed, resp.URL)
+				}
+				if got := mustText(t, ctx, `[data-testid="received-address"]`); got != admitted {
+					t.Errorf("the received page names %q, want %q", got, admitted)
+				}
+				if n := owCount(t, app, `SELECT count(*) FROM entries WHERE email_key = ?`, admitted); n != 1 {
+					t.Errorf("entries for %s=%d, want 1", admitted, n)
+				}
+				if answer == "keep" {
+					lookAndAudit(t, ctx, axe, "received-address", noJS)
+				}
+			}
+			join("ada@gmial.con", "keep", "ada@gmial.con")
+			join("bob@gmial.com", "suggested", "bob@gmail.com")
+		})
+	}
+}

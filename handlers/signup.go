@@ -25,6 +25,9 @@ type signupForm struct {
 	// Case is the answer to the question about capitals in the address:
 	// "keep", "lower", or "" when not asked yet.
 	Case string
+	// Domain is the answer to "did you mean …?": "keep", "suggested", or
+	// "" when not asked yet.
+	Domain string
 }
 
 // admit runs the one admission path shared by the form and the JSON API:
@@ -134,7 +137,7 @@ func readSignupForm(r *http.Request) (*signupForm, error) {
 		return &signupForm{}, err
 	}
 	form := &signupForm{RequestKey: strings.TrimSpace(f.get("requestKey")), Email: f.get("email"),
-		Honeypot: f.get("website"), Permission: f.get("permission") == "yes", Case: f.get("case")}
+		Honeypot: f.get("website"), Permission: f.get("permission") == "yes", Case: f.get("case"), Domain: f.get("domain")}
 	if n, err := strconv.Atoi(f.get("noticeVersion")); err == nil {
 		form.NoticeVersion = n
 	}
@@ -160,9 +163,16 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 	noStore(w)
 	// rule (docs/signup.md#capital-letters): an address with capitals
 	// before the @ is asked about once; the answer keeps it or uses small
-	// letters, and the contract's exact spelling holds either way.
-	if ask := caseToAsk(f); ask != nil {
-		return s.askLetterCase(w, r, slug, f, ask)
+	// letters, and the contract's exact spelling holds either way. A
+	// likely mistyped well-known domain is asked about in the same round
+	// (docs/signup.md#typing-hints): a hint, never a change unasked.
+	if caseQ, domainQ := questionsToAsk(f); caseQ != nil || domainQ != nil {
+		return s.askBeforeJoining(w, r, slug, f, caseQ, domainQ)
+	}
+	if f.Domain == "suggested" {
+		if fixed := suggestedAddress(f.Email); fixed != "" {
+			f.Email = fixed
+		}
 	}
 	if f.Case == "lower" {
 		f.Email = lowerLocalPart(f.Email)
@@ -175,6 +185,11 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 
 	st := receivedState{Slug: slug, NoticeVersion: f.NoticeVersion, Token: res.RemovalToken}
 	if wantsPage(r) {
+		// The received page names the address as admitted; it rides in the
+		// sealed cookie with the token, never in a URL or a log.
+		if norm, err := store.NormalizeEmail(f.Email); err == nil {
+			st.Email = norm
+		}
 		// rule (docs/API.md#html-routes): a browser's post is answered
 		// 303 to the page that shows it, so reloading never posts again;
 		// the token goes there sealed in a cookie, never in the URL.
@@ -244,22 +259,27 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 	return s.render(w, r, status, c, views.Waitlist(c, *v))
 }
 
-// caseToAsk is the question about capitals for a form not yet answered
-// whose other fields pass: the address normalizes and has capitals before
-// the @, and the choice is ticked. nil asks nothing.
-func caseToAsk(f *signupForm) *views.CaseAsk {
-	if f.Case != "" || store.CheckPermission(f.Permission) != nil {
-		return nil
+// questionsToAsk are the questions for a form not yet answered whose
+// other fields pass (the address normalizes, the choice is ticked): about
+// capitals before the @, and about a domain that looks like a mistyped
+// well-known one. nil asks nothing.
+func questionsToAsk(f *signupForm) (*views.CaseAsk, *views.DomainAsk) {
+	if store.CheckPermission(f.Permission) != nil {
+		return nil, nil
 	}
 	norm, err := store.NormalizeEmail(f.Email)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	lower := lowerLocalPart(norm)
-	if lower == norm {
-		return nil
+	var caseQ *views.CaseAsk
+	var domainQ *views.DomainAsk
+	if lower := lowerLocalPart(norm); f.Case == "" && lower != norm {
+		caseQ = &views.CaseAsk{Typed: norm, Lower: lower}
 	}
-	return &views.CaseAsk{Typed: norm, Lower: lower}
+	if fixed := suggestedAddress(norm); f.Domain == "" && fixed != "" {
+		domainQ = &views.DomainAsk{Typed: norm, Suggested: fixed}
+	}
+	return caseQ, domainQ
 }
 
 // lowerLocalPart writes the ASCII letters before the last @ in small
@@ -272,15 +292,14 @@ func lowerLocalPart(email string) string {
 	return strings.ToLower(email[:at]) + email[at:]
 }
 
-// askLetterCase shows the form again with the question about capitals,
-// keeping what was typed and the request key: nothing was stored or
-// counted.
-func (s *Server) askLetterCase(w http.ResponseWriter, r *http.Request, slug string, f *signupForm, ask *views.CaseAsk) error {
+// askBeforeJoining shows the form again with its questions, keeping what
+// was typed and the request key: nothing was stored or counted.
+func (s *Server) askBeforeJoining(w http.ResponseWriter, r *http.Request, slug string, f *signupForm, caseQ *views.CaseAsk, domainQ *views.DomainAsk) error {
 	v, err := s.waitlistView(r, slug)
 	if err != nil {
 		return err
 	}
-	v.Email, v.Permission, v.CaseAsk = f.Email, f.Permission, ask
+	v.Email, v.Permission, v.CaseAsk, v.DomainAsk = f.Email, f.Permission, caseQ, domainQ
 	if _, perr := uuid.Parse(f.RequestKey); perr == nil {
 		v.RequestKey = f.RequestKey
 	}

@@ -43,3 +43,8 @@ func LocalHasCapitals(email string) bool {
 	at := strings.LastIndexByte(email, '@')
 	return at > 0 && strings.ToLower(email[:at]) != email[:at]
 }
+
+// domainOf is the part of an address after its last @.
+func domainOf(email string) string {
+	return email[strings.LastIndexByte(email, '@')+1:]
+}

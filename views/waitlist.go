@@ -47,6 +47,24 @@ type WaitlistView struct {
 	// CaseAsk, when set, asks once whether the address's capitals are
 	// meant (docs/signup.md#capital-letters).
 	CaseAsk *CaseAsk
+	// DomainAsk, when set, asks once whether a domain that looks like a
+	// mistyped well-known one is meant (docs/signup.md#typing-hints).
+	DomainAsk *DomainAsk
+}
+
+// DomainAsk is the address as typed and with the well-known domain it
+// likely meant.
+type DomainAsk struct{ Typed, Suggested string }
+
+// Asking reports whether the form asks a question before joining.
+func (v WaitlistView) Asking() bool { return v.CaseAsk != nil || v.DomainAsk != nil }
+
+// firstQuestion is the ID of the first question the form asks.
+func (v WaitlistView) firstQuestion() string {
+	if v.DomainAsk != nil {
+		return "domain-question"
+	}
+	return "case-question"
 }
 
 // CaseAsk is the address as typed and with its local part in small
@@ -71,6 +89,9 @@ type ReceivedView struct {
 	// SignInURL is the sign-in page leading to one's own entries, for a
 	// person whose link was already shown.
 	SignInURL string
+	// Email is the address the signup was made with, when the page
+	// follows the browser's own post; "" otherwise.
+	Email string
 }
 
 // ManageView is the removal page.

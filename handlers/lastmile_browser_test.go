@@ -528,3 +528,106 @@ func TestBrowser_ALikelyMistypedDomainIsHintedAndTheReceivedPageNamesTheAddress(
 		})
 	}
 }
+
+// TestBrowser_ARetiredProgramSaysItHasEndedAndOffersNothing retires a
+// program in which a recipient has access: /me says "This program has
+// ended" at the top of its card, with how long until the address is
+// erased, and offers no action; the public page says "closed" before the
+// notice.
+func TestBrowser_ARetiredProgramSaysItHasEndedAndOffersNothing(t *testing.T) {
+	axe := mustReadAxe(t)
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) {
+			noJS := mode.opts != nil
+			app := MustStartApp(t)
+			env := &a11yEnv{App: app, Kit: newAccessKit(app)}
+			p := env.program(t, "ended")
+			const email = "reader@example.com"
+			env.Kit.grant(t, p, email, "user_reader")
+			env.retire(t, p)
+			// The retirement's steps run: every entry gets its erasure date.
+			if _, err := app.DB.FinishRetirements(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			ctx := browser.MustNew(t, mode.opts...)
+			if err := setView(ctx, a11yViews[0]); err != nil {
+				t.Fatal(err)
+			}
+
+			mustNavigate(t, ctx, "open the public page", chromedp.Navigate(app.URL+"/waitlist/ended"))
+			if !mustEval[bool](t, ctx, `(() => {
+				const closed = document.querySelector('[data-testid="closed"]'), notice = document.querySelector('[data-testid="notice"]');
+				return !!closed && !!notice && !!(closed.compareDocumentPosition(notice) & Node.DOCUMENT_POSITION_FOLLOWING);
+			})()`) {
+				t.Error("the retired program's page does not say it is closed before the notice")
+			}
+			if got := mustCount(t, ctx, `[data-testid="closed"]`); got != 1 {
+				t.Errorf("the page says closed %d times, want once", got)
+			}
+			lookAndAudit(t, ctx, axe, "waitlist-retired", noJS)
+
+			mustNavigate(t, ctx, "open sign-in", chromedp.Navigate(app.URL+"/sign-in?redirect_url=%2Fme"))
+			signInThroughForm(t, ctx, email)
+			card := `[data-slug="ended"]`
+			if got := mustText(t, ctx, card+` header`); !strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(got, p.Name)), "This program has ended") {
+				t.Errorf("the card's top reads %q, want the program named, then that it has ended", got)
+			}
+			for _, action := range []string{"withdraw-link", "open-private", "redeem-link"} {
+				if got := mustCount(t, ctx, card+` [data-testid="`+action+`"]`); got != 0 {
+					t.Errorf("the ended program's card offers %s", action)
+				}
+			}
+			next := mustText(t, ctx, card+` [data-testid="entry-next"]`)
+			if !strings.Contains(next, "nothing you need to do") || !strings.Contains(next, "(in ") {
+				t.Errorf("the ended card says %q: want nothing to do and how long until erasure", next)
+			}
+			if strings.Contains(next, "ended your access") {
+				t.Errorf("the ended card still blames the owner for ending access: %q", next)
+			}
+			lookAndAudit(t, ctx, axe, "me-retired", noJS)
+		})
+	}
+}
+
+// TestBrowser_SignInSaysItIsUnavailableWhileTheProviderIsDown starts an
+// OpenID Connect sign-in while the provider does not answer: admit's own
+// page says sign-in is unavailable for now (503, Retry-After) instead of
+// sending the browser away; once the provider is back, its retry link
+// signs in.
+func TestBrowser_SignInSaysItIsUnavailableWhileTheProviderIsDown(t *testing.T) {
+	axe := mustReadAxe(t)
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) {
+			noJS := mode.opts != nil
+			app := mustOIDCApp(t)
+			ctx := browser.MustNew(t, mode.opts...)
+			if err := setView(ctx, a11yViews[0]); err != nil {
+				t.Fatal(err)
+			}
+			const email = "later@example.com"
+			app.OIDC.SetUser(oidcprovider.User{Sub: oidcSub(email), Email: email, EmailVerified: oidcprovider.Verified})
+			mustNavigate(t, ctx, "open sign-in", chromedp.Navigate(app.URL+"/sign-in?redirect_url=%2Fme"))
+			app.OIDC.SetDown(true)
+			resp := recipientBrowserLoad(t, ctx, "continue while the provider is down", 503,
+				chromedp.Click(chromedp.CSS(`[data-testid="oidc-sign-in"]`)))
+			if !strings.HasPrefix(resp.URL, app.URL+"/auth/start") {
+				t.Fatalf("the browser was sent to %s", resp.URL)
+			}
+			if got := resp.Headers["Retry-After"]; got == nil || got == "" {
+				t.Error("the 503 has no Retry-After")
+			}
+			if got := mustText(t, ctx, `h1`); got != "Sign-in is unavailable for now" {
+				t.Errorf("h1=%q", got)
+			}
+			if got := mustText(t, ctx, `[data-testid="sign-in-unavailable"]`); !strings.Contains(got, "Test ID") {
+				t.Errorf("the page does not name the provider: %q", got)
+			}
+			lookAndAudit(t, ctx, axe, "sign-in-unavailable", noJS)
+			app.OIDC.SetDown(false)
+			resp = mustNavigate(t, ctx, "try again", chromedp.Click(chromedp.CSS(`[data-testid="sign-in-retry"]`)))
+			if resp.URL != app.URL+"/me" {
+				t.Fatalf("trying again led to %s, want /me", resp.URL)
+			}
+		})
+	}
+}

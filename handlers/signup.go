@@ -125,7 +125,7 @@ func (s *Server) ownEntryHere(r *http.Request, slug string) (*http.Request, *vie
 	if err != nil {
 		return r, nil, err
 	}
-	own := myEntry(*e)
+	own := myEntry(*e, s.db.Now())
 	return r, &own, nil
 }
 

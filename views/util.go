@@ -48,3 +48,18 @@ func LocalHasCapitals(email string) bool {
 func domainOf(email string) string {
 	return email[strings.LastIndexByte(email, '@')+1:]
 }
+
+// fromNow says how long from now t is, for a date shown to the public:
+// " (in 30 days)", " (in 5 hours)"; "" when now is unknown or t has passed.
+func fromNow(now, t time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case now.IsZero() || d <= 0:
+		return ""
+	case d >= 36*time.Hour:
+		return " (in " + plural(int((d+12*time.Hour)/(24*time.Hour)), "day") + ")"
+	case d >= time.Hour:
+		return " (in about " + plural(int((d+30*time.Minute)/time.Hour), "hour") + ")"
+	}
+	return " (in less than an hour)"
+}

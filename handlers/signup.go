@@ -65,7 +65,8 @@ func (s *Server) waitlistView(r *http.Request, slug string) (*views.WaitlistView
 		WorkspaceName: p.WorkspaceName, Contact: p.WorkspaceContact,
 		Notice: views.NoticeView{Version: n.Version, Purpose: n.Purpose, ContactText: n.ContactText,
 			RetentionText: n.RetentionText, PublishedAt: n.PublishedAt},
-		RequestKey: newSignupKey(),
+		RequestKey:   newSignupKey(),
+		KnownDomains: strings.Join(wellKnownDomains, " "),
 	}, nil
 }
 

@@ -44,7 +44,7 @@ func LocalHasCapitals(email string) bool {
 	return at > 0 && strings.ToLower(email[:at]) != email[:at]
 }
 
-// domainOf is the part of an address after its last @.
+// domainOf is the part of an address after its last @ ("" for none).
 func domainOf(email string) string {
 	return email[strings.LastIndexByte(email, '@')+1:]
 }

@@ -50,6 +50,9 @@ type WaitlistView struct {
 	// DomainAsk, when set, asks once whether a domain that looks like a
 	// mistyped well-known one is meant (docs/signup.md#typing-hints).
 	DomainAsk *DomainAsk
+	// KnownDomains are the well-known mail domains, space-separated, for
+	// the form's script to ask "did you mean …?" as the server would.
+	KnownDomains string
 }
 
 // DomainAsk is the address as typed and with the well-known domain it

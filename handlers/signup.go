@@ -261,11 +261,13 @@ func (s *Server) signupFailed(w http.ResponseWriter, r *http.Request, slug strin
 }
 
 // questionsToAsk are the questions for a form not yet answered whose
-// other fields pass (the address normalizes, the choice is ticked): about
+// other fields pass (the address normalizes, the choice is ticked, the
+// honeypot is empty): about
 // capitals before the @, and about a domain that looks like a mistyped
 // well-known one. nil asks nothing.
 func questionsToAsk(f *signupForm) (*views.CaseAsk, *views.DomainAsk) {
-	if store.CheckPermission(f.Permission) != nil {
+	// A filled honeypot is refused as before, never asked a question.
+	if store.CheckPermission(f.Permission) != nil || store.CheckHoneypot(f.Honeypot) != nil {
 		return nil, nil
 	}
 	norm, err := store.NormalizeEmail(f.Email)

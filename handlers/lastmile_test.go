@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"admit/internal/clerkfake"
 )
 
 func TestSignup_QuestionsBeforeJoiningStoreNothingUntilAnswered(t *testing.T) {
@@ -55,5 +57,32 @@ func TestSignup_QuestionsBeforeJoiningStoreNothingUntilAnswered(t *testing.T) {
 	}
 	if n := owCount(t, app, `SELECT count(*) FROM entries WHERE email_key = 'ada@gmail.com'`); n != 1 {
 		t.Fatalf("entries for ada@gmail.com=%d, want 1", n)
+	}
+}
+
+func TestClerk_AnUnverifiedAddressIsShownToItsOwnSessionOnly(t *testing.T) {
+	app := MustStartApp(t, withClerk())
+	app.Clerk.SetUser("user_unverified", clerkfake.Email{Address: "pending@example.com"})
+	c := app.NewClient(t)
+	c.SetClerkSession(t, "user_unverified")
+	for _, path := range []string{"/me", "/redeem", "/me/account"} {
+		r := c.Get(t, path)
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d", path, r.StatusCode)
+		}
+		for _, want := range []string{`data-testid="signed-in-address"`, "pending@example.com",
+			`data-testid="address-unverified"`, "Clerk has not verified this address", `data-testid="signed-in-unverified"`} {
+			if !strings.Contains(r.Body, want) {
+				t.Errorf("%s lacks %q", path, want)
+			}
+		}
+	}
+	// Verified, the same pages name it without the warning.
+	app.Clerk.SetUser("user_verified", clerkfake.Email{Address: "done@example.com", Verified: true})
+	v := app.NewClient(t)
+	v.SetClerkSession(t, "user_verified")
+	r := v.Get(t, "/redeem")
+	if !strings.Contains(r.Body, "done@example.com") || strings.Contains(r.Body, `data-testid="address-unverified"`) {
+		t.Fatal("a verified address is not named, or is called unverified")
 	}
 }

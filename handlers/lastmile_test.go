@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"admit/internal/clerkfake"
+	"admit/store"
 )
 
 func TestSignup_QuestionsBeforeJoiningStoreNothingUntilAnswered(t *testing.T) {
@@ -84,5 +85,50 @@ func TestClerk_AnUnverifiedAddressIsShownToItsOwnSessionOnly(t *testing.T) {
 	r := v.Get(t, "/redeem")
 	if !strings.Contains(r.Body, "done@example.com") || strings.Contains(r.Body, `data-testid="address-unverified"`) {
 		t.Fatal("a verified address is not named, or is called unverified")
+	}
+}
+
+func TestWaitlistPage_ShowsTheSignedInApplicantsOwnEntryInEachState(t *testing.T) {
+	app := MustStartApp(t)
+	k := newAccessKit(app)
+	ctx := t.Context()
+	setUp := map[string]func(email string){
+		"waiting": func(email string) { k.entry(t, app.Demo, email) },
+		"selected": func(email string) {
+			id := k.entry(t, app.Demo, email)
+			if _, err := app.DB.SelectEntry(ctx, k.owner, app.Demo.ID, id, store.Decision{Reason: "meets_policy"}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"invited": func(email string) { k.invite(t, app.Demo, email, true) },
+		"declined": func(email string) {
+			id := k.entry(t, app.Demo, email)
+			if _, err := app.DB.DeclineEntry(ctx, k.owner, app.Demo.ID, id, store.Decision{Reason: "not_eligible"}); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for _, state := range []string{"waiting", "selected", "invited", "declined"} {
+		t.Run(state, func(t *testing.T) {
+			email := state + "@example.com"
+			setUp[state](email)
+			c := app.NewClient(t)
+			c.SignIn(t, email)
+			page := c.Get(t, "/waitlist/demo")
+			if !strings.Contains(page.Body, `data-testid="own-entry"`) || !strings.Contains(page.Body, `data-state="`+state+`"`) ||
+				!strings.Contains(page.Body, `href="/me"`) {
+				t.Fatalf("the page does not show the %s entry with the way to /me", state)
+			}
+			if strings.Contains(page.Body, `data-testid="signup-form"`) {
+				t.Fatal("the form is offered to an applicant already on the list")
+			}
+			if got := page.Header.Get("Cache-Control"); got != "private, no-store" {
+				t.Errorf("Cache-Control=%q", got)
+			}
+			anon := app.NewClient(t).Get(t, "/waitlist/demo")
+			if strings.Contains(anon.Body, `data-testid="own-entry"`) || !strings.Contains(anon.Body, `data-testid="signup-form"`) {
+				t.Fatal("an anonymous visitor does not see the page as before")
+			}
+		})
 	}
 }

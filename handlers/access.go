@@ -39,33 +39,69 @@ func (s *Server) authenticateWrite(r *http.Request) (*identity.Principal, error)
 // recipient requires a session and fetches the user's currently verified
 // addresses from the identity provider on every request: if it cannot be
 // reached, 503 and nothing else happens. Writes need the CSRF token.
-func (s *Server) recipient(fn handlerFunc) http.Handler {
+func (s *Server) recipient(fn handlerFunc) http.Handler { return s.recipientOr(fn, nil) }
+
+// recipientOr is recipient whose form answers for itself when the identity
+// provider cannot be reached: unavailable, when set, renders that 503 (the
+// session and its CSRF token were checked; nothing was judged).
+func (s *Server) recipientOr(fn, unavailable handlerFunc) http.Handler {
 	return s.h(func(w http.ResponseWriter, r *http.Request) error {
 		p, err := s.authenticateWrite(r)
 		if err != nil {
 			return err
 		}
-		raw, err := s.id.VerifiedEmails(r.Context(), p)
+		emails, unverified, err := s.addresses(r.Context(), p)
 		if errors.Is(err, identity.ErrSignedOut) {
 			// The provider ended the session (tokens refused or no longer
 			// refreshable): signed out, as for any ended session.
 			return identity.ErrSignedOut
 		}
 		if err != nil {
-			return identity.ErrIdentityUnavailable
-		}
-		// The same grammar as signup: an address it rejects matches no entry.
-		var emails []string
-		for _, e := range raw {
-			if n, err := store.NormalizeEmail(e); err == nil {
-				emails = append(emails, n)
+			if unavailable != nil {
+				noStore(w)
+				return unavailable(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
 			}
+			return identity.ErrIdentityUnavailable
 		}
 		noStore(w)
 		ctx := context.WithValue(r.Context(), principalKey, p)
 		ctx = context.WithValue(ctx, emailsKey, emails)
+		ctx = context.WithValue(ctx, unverifiedKey, unverified)
 		return fn(w, r.WithContext(ctx))
 	})
+}
+
+// addresses fetches p's addresses from the identity provider: the
+// verified ones, which alone match entries and invitations, normalized by
+// signup's grammar (an address it rejects matches nothing), and the first
+// address the provider has not verified, which is only ever shown to p
+// (docs/API.md#signed-in-address). A provider that cannot tell verified
+// from unverified gives only the verified list.
+func (s *Server) addresses(ctx context.Context, p *identity.Principal) (emails []string, unverified string, err error) {
+	var all []identity.Address
+	if al, ok := s.id.(identity.AddressLister); ok {
+		all, err = al.Addresses(ctx, p)
+	} else {
+		var raw []string
+		raw, err = s.id.VerifiedEmails(ctx, p)
+		for _, e := range raw {
+			all = append(all, identity.Address{Email: e, Verified: true})
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	for _, a := range all {
+		n, err := store.NormalizeEmail(a.Email)
+		switch {
+		case err != nil:
+		case a.Verified:
+			emails = append(emails, n)
+		case unverified == "":
+			unverified = n
+		}
+	}
+	return emails, unverified, nil
 }
 
 // owner requires a session and a current owner membership of an active

@@ -200,7 +200,8 @@ func (s *Server) handleCSRF(w http.ResponseWriter, r *http.Request) error {
 
 // handleOIDCStart sends the browser to the OpenID Connect provider, with
 // where to go on afterwards (a page of this site) sealed in the sign-in
-// cookie. Before the provider has been discovered it is 503.
+// cookie. Before the provider has been discovered, or while it does not
+// answer, it is admit's own 503 page saying sign-in is unavailable for now.
 func (s *Server) handleOIDCStart(w http.ResponseWriter, r *http.Request) error {
 	rs := s.id.(identity.RedirectSignIn)
 	q, err := singleQuery(r.URL.RawQuery)
@@ -209,6 +210,19 @@ func (s *Server) handleOIDCStart(w http.ResponseWriter, r *http.Request) error {
 	}
 	target, _ := returnTarget(q.Get("redirect_url"))
 	to, err := rs.StartSignIn(w, r, target)
+	if errors.Is(err, identity.ErrIdentityUnavailable) {
+		// admit's own page says so; the browser is not sent to a host
+		// that does not answer.
+		noStore(w)
+		w.Header().Set("Retry-After", identityRetryAfter)
+		retry := "/auth/start"
+		if target != "" {
+			retry += "?redirect_url=" + url.QueryEscape(target)
+		}
+		c := s.chrome(r, "Sign-in is unavailable for now")
+		return s.render(w, r, http.StatusServiceUnavailable, c, views.SignInUnavailable(c,
+			views.SignInUnavailableView{ProviderName: rs.ProviderName(), RetryURL: retry}))
+	}
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,8 @@ import (
 func TestHandlers_SeeOnlyTheIdentityInterface(t *testing.T) {
 	allowed := map[string]bool{"Identity": true, "Principal": true, "Mode": true, "ModeClerk": true, "ModeDev": true,
 		"FormSignIn": true, "RedirectSignIn": true, "SignInError": true, "ModeOIDC": true, "ErrSignedOut": true, "ErrIdentityUnavailable": true, "SessionTTL": true,
+		// What a provider reports of a person's addresses, verified or not.
+		"Address": true, "AddressLister": true,
 		// The privacy page states how often a session is re-checked, as it states SessionTTL.
 		"OIDCRecheckEvery": true}
 	implementation := map[string]bool{"ClerkIdentity": true, "DevIdentity": true, "NewClerkIdentity": true,

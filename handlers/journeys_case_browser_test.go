@@ -111,7 +111,7 @@ func TestBrowser_MeSaysWhenAWithdrawnEntryCanJoinAgain(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			date := store.FromMillis(eraseAfter).UTC().Format("2 January 2006")
+			date := store.FromMillis(eraseAfter).UTC().Format("2 Jan 2006")
 			got := mustText(t, ctx, `[data-slug="demo"] [data-testid="entry-next"]`)
 			for _, want := range []string{"cannot join it again until the address is erased on " + date, "says the request was received"} {
 				if !strings.Contains(got, want) {

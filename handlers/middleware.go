@@ -224,6 +224,7 @@ type ctxKey int
 const (
 	principalKey ctxKey = iota
 	emailsKey
+	unverifiedKey
 	workspacesKey
 )
 
@@ -237,6 +238,13 @@ func principalFrom(ctx context.Context) *identity.Principal {
 func emailsFrom(ctx context.Context) []string {
 	e, _ := ctx.Value(emailsKey).([]string)
 	return e
+}
+
+// unverifiedFrom returns the address the provider reported unverified for
+// this request, if any.
+func unverifiedFrom(ctx context.Context) string {
+	u, _ := ctx.Value(unverifiedKey).(string)
+	return u
 }
 
 // noStore marks a response as private and never cached.

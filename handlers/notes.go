@@ -4,31 +4,37 @@ import (
 	"net/http"
 
 	"admit/internal/identity"
-	"admit/store"
 )
 
-// signedInAs is the verified address the navigation shows for p: the one
-// the recipient group fetched for this request, or the one the session
-// caches for p's provider session, or a fresh lookup (cached for next
-// time). A lookup that fails shows no address; it never fails the page.
-func (s *Server) signedInAs(r *http.Request, p *identity.Principal) string {
+// signedInAs is the address the navigation and one's own pages show for
+// p, and whether the provider has verified it: the verified address the
+// recipient group fetched for this request, or else the unverified one it
+// fetched, or the line the session caches for p's provider session, or a
+// fresh lookup (cached for next time). A lookup that fails shows no
+// address; it never fails the page.
+func (s *Server) signedInAs(r *http.Request, p *identity.Principal) whoLine {
 	sess := s.session(r)
 	if emails := emailsFrom(r.Context()); len(emails) > 0 {
 		sess.Who = whoLine{ProviderSession: p.SessionID, Address: emails[0]}
-		return emails[0]
+		return sess.Who
+	}
+	if u := unverifiedFrom(r.Context()); u != "" {
+		sess.Who = whoLine{ProviderSession: p.SessionID, Address: u, Unverified: true}
+		return sess.Who
 	}
 	if sess.Who.ProviderSession == p.SessionID && sess.Who.Address != "" {
-		return sess.Who.Address
+		return sess.Who
 	}
-	raw, err := s.id.VerifiedEmails(r.Context(), p)
-	if err != nil {
-		return ""
+	emails, unverified, err := s.addresses(r.Context(), p)
+	switch {
+	case err != nil:
+		return whoLine{}
+	case len(emails) > 0:
+		sess.Who = whoLine{ProviderSession: p.SessionID, Address: emails[0]}
+	case unverified != "":
+		sess.Who = whoLine{ProviderSession: p.SessionID, Address: unverified, Unverified: true}
+	default:
+		return whoLine{}
 	}
-	for _, e := range raw {
-		if n, err := store.NormalizeEmail(e); err == nil {
-			sess.Who = whoLine{ProviderSession: p.SessionID, Address: n}
-			return n
-		}
-	}
-	return ""
+	return sess.Who
 }

@@ -24,6 +24,9 @@ type receivedState struct {
 	NoticeVersion int    `json:"v"`
 	// Token is empty on a same-key replay: its link was shown the first time.
 	Token string `json:"t,omitempty"`
+	// Email is the address as admitted, for the page to name: the one
+	// the person typed (or chose), whether or not it was listed before.
+	Email string `json:"e,omitempty"`
 }
 
 // wantsPage reports whether a form post came from a browser navigating
@@ -64,7 +67,7 @@ func (s *Server) handleReceived(w http.ResponseWriter, r *http.Request) error {
 // receivedView is the received page for an accepted signup.
 func (s *Server) receivedView(q noticeQuote, st receivedState) views.ReceivedView {
 	rv := views.ReceivedView{Slug: q.Slug, Name: q.Name, WorkspaceName: q.WorkspaceName, Purpose: q.Purpose,
-		NoticeVersion: st.NoticeVersion, ContactText: q.ContactText, RetentionText: q.RetentionText}
+		NoticeVersion: st.NoticeVersion, ContactText: q.ContactText, RetentionText: q.RetentionText, Email: st.Email}
 	if st.Token != "" {
 		rv.RemovalToken = st.Token
 		rv.RemovalURL = s.removalURL(st.Token)

@@ -117,7 +117,12 @@ func TestSignup_BrowserFormAnswersTheSameForNewAndListedAddresses(t *testing.T) 
 		if tok == "" {
 			t.Fatalf("%s: no link shown", email)
 		}
-		pages = append(pages, strings.ReplaceAll(page.Body, tok, "TOKEN"))
+		// Each page names the address it was sent with, and nothing else
+		// differs.
+		if !strings.Contains(page.Body, `data-testid="received-address">`+email+`<`) {
+			t.Fatalf("%s: the received page does not name the address", email)
+		}
+		pages = append(pages, strings.ReplaceAll(strings.ReplaceAll(page.Body, tok, "TOKEN"), email, "ADDRESS"))
 	}
 	if pages[0] != pages[1] {
 		t.Fatal("the received page differs between a listed and a new address")

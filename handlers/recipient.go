@@ -17,11 +17,16 @@ func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
 	}
 	rows := make([]views.MyEntry, 0, len(own))
 	for _, o := range own {
-		rows = append(rows, views.MyEntry{Slug: o.Slug, Name: o.Name, Purpose: o.Purpose, State: o.State, JoinedAt: o.JoinedAt,
-			NoticeVersion: o.NoticeVersion, AccessEnabled: o.AccessEnabled, InvitationSent: o.InvitationSent, EraseAfter: o.EraseAfter})
+		rows = append(rows, myEntry(o, s.db.Now()))
 	}
 	c := s.chrome(r, "My waitlists")
 	return s.render(w, r, http.StatusOK, c, views.Me(c, emails, rows))
+}
+
+// myEntry is the view of one's own entry.
+func myEntry(o store.OwnEntry, now time.Time) views.MyEntry {
+	return views.MyEntry{Slug: o.Slug, Name: o.Name, Purpose: o.Purpose, State: o.State, JoinedAt: o.JoinedAt,
+		NoticeVersion: o.NoticeVersion, AccessEnabled: o.AccessEnabled, InvitationSent: o.InvitationSent, EraseAfter: o.EraseAfter, Retired: o.Retired, Now: now}
 }
 
 // myEntryJSON is the API's view of one's own entry.

@@ -39,8 +39,16 @@ var codeShapeMessage = store.ErrorMessage(store.CheckCodeShape(""))
 
 // redeemDeniedMessage is the form's one message for every failed
 // redemption: absent, foreign, unverified, revoked, used, expired or
-// withdrawn all read the same.
-const redeemDeniedMessage = "This code cannot be redeemed. Check that you are signed in with the verified address your invitation was sent to, and that you copied the whole code. A code works once and expires; if yours no longer works, ask the sender for a new one."
+// withdrawn all read the same. The page adds the address the person is
+// signed in with and the list of possible reasons (views.RedeemReasons),
+// the same for every failure.
+const redeemDeniedMessage = "This code cannot be redeemed"
+
+// codeCaseMessage answers a code of the right length that cannot be one as
+// written: a code is 32 random bytes, so its letters mix capitals and small
+// letters, and its last character is one of a few. Decided by what was
+// typed alone, it says nothing about any invitation.
+const codeCaseMessage = "Invitation codes are case-sensitive, and this one has the right length but not a code's mix of capital and small letters. Copy it again exactly as it was sent: pasting is safest."
 
 // errCodeNotActive is the redemption of a live code whose send the owner
 // has not recorded yet: the same 404 as every other failure for the JSON
@@ -62,7 +70,13 @@ const redeemNotActiveMessage = "This code is not active yet: the person who sent
 // no error here carries it.
 func (s *Server) redeem(r *http.Request, code string) (*store.Redemption, error) {
 	if err := store.CheckCodeShape(code); err != nil {
+		if codeCaseChanged(code) {
+			return nil, &httpError{http.StatusBadRequest, "invalid", codeCaseMessage}
+		}
 		return nil, err
+	}
+	if codeCaseChanged(code) {
+		return nil, &httpError{http.StatusBadRequest, "invalid", codeCaseMessage}
 	}
 	ctx := r.Context()
 	p := principalFrom(ctx)
@@ -88,6 +102,61 @@ func (s *Server) redeem(r *http.Request, code string) (*store.Redemption, error)
 	return red, nil
 }
 
+// codeCaseChanged reports whether code has a code's length and alphabet
+// but letters of one case only, or a last character no code ends with —
+// the marks of a code retyped in other letter case (an upper-cased or
+// lower-cased code fails both with near certainty). A code whose 32 random
+// bytes give letters of one case only is so rare that refusing it is
+// safe.
+func codeCaseChanged(code string) bool {
+	if len(code) != store.CodeLength {
+		return false
+	}
+	var lower, upper bool
+	for i := 0; i < len(code); i++ {
+		switch c := code[i]; {
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= '0' && c <= '9' || c == '-' || c == '_':
+		default:
+			return false
+		}
+	}
+	if _, err := store.CodeDigest(code); err != nil {
+		return true
+	}
+	return lower != upper
+}
+
+// codeInMessage finds the code in a pasted invitation message: the text as
+// typed when it is one word, else the one run of exactly 43 code
+// characters in it. More than one such run, or none, leaves the text as it
+// was, for the shape check to refuse.
+func codeInMessage(text string) string {
+	text = strings.TrimSpace(text)
+	if !strings.ContainsAny(text, " \t\r\n") && len(text) <= store.CodeLength {
+		return text
+	}
+	found := ""
+	for _, run := range strings.FieldsFunc(text, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_')
+	}) {
+		if len(run) != store.CodeLength || run == found {
+			continue
+		}
+		if found != "" {
+			return text
+		}
+		found = run
+	}
+	if found == "" {
+		return text
+	}
+	return found
+}
+
 // handleRedeem shows the token-free redemption page. It is public: it holds
 // no code and no private data. Signed out, it explains and links to sign-in
 // with a return to this page; signed in, it shows the form.
@@ -109,12 +178,19 @@ func (s *Server) handleRedeemPost(w http.ResponseWriter, r *http.Request) error 
 	red, err := s.redeem(r, in.Code)
 	if err != nil {
 		status, _, message := classify(err)
+		c := s.chrome(r, "Redeem an invitation code")
 		v := views.RedeemView{SignInURL: signInURL("/redeem")}
 		switch {
 		case errors.Is(err, errCodeNotActive):
 			v.CodeError = redeemNotActiveMessage
 		case status == http.StatusNotFound:
-			v.CodeError = redeemDeniedMessage
+			// rule (docs/API.md#redeem): every refusal lists the same
+			// reasons; only the person's own address is named.
+			v.CodeError, v.Denied = redeemDeniedMessage, true
+			if c.SignedInAs != "" {
+				v.CodeError += " with the address you are signed in with, " + c.SignedInAs
+			}
+			v.CodeError += "."
 		case status == http.StatusBadRequest:
 			v.CodeError = message
 		case status == http.StatusTooManyRequests:
@@ -122,12 +198,27 @@ func (s *Server) handleRedeemPost(w http.ResponseWriter, r *http.Request) error 
 		default:
 			return err
 		}
-		c := s.chrome(r, "Redeem an invitation code")
 		return s.render(w, r, status, c, views.Redeem(c, v))
 	}
 	s.session(r).Note = "Your code worked: you now have early access to this program."
 	http.Redirect(w, r, "/early-access/"+red.Slug, http.StatusSeeOther)
 	return nil
+}
+
+// handleRedeemUnavailable answers a redemption that could not be judged
+// because the identity provider could not be reached: 503, and the form
+// again with the code as it was sent, so it need not be found and pasted
+// again. Nothing was counted or redeemed.
+func (s *Server) handleRedeemUnavailable(w http.ResponseWriter, r *http.Request) error {
+	in, err := readRedeemForm(r)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Retry-After", identityRetryAfter)
+	c := s.chrome(r, "Redeem an invitation code")
+	v := views.RedeemView{SignInURL: signInURL("/redeem"), Code: in.Code,
+		Message: "We could not reach " + s.providerName() + " to check the address you are signed in with, so your code was not checked. It is still in the field below: send it again in a moment."}
+	return s.render(w, r, http.StatusServiceUnavailable, c, views.Redeem(c, v))
 }
 
 // redeemRequest is a redemption, from the form or the JSON body.
@@ -136,13 +227,14 @@ type redeemRequest struct {
 }
 
 // readRedeemForm reads the redeem form. A pasted code often brings a space
-// or a line break along.
+// or a line break along, or the whole invitation message: the code is
+// found in it.
 func readRedeemForm(r *http.Request) (redeemRequest, error) {
 	f, err := readForm(r)
 	if err != nil {
 		return redeemRequest{}, err
 	}
-	in := redeemRequest{Code: strings.TrimSpace(f.get("code"))}
+	in := redeemRequest{Code: codeInMessage(f.get("code"))}
 	return in, f.err
 }
 

@@ -318,11 +318,20 @@ func TestRedeem_EveryFailureIsTheSameGeneric404(t *testing.T) {
 		client *testClient
 		code   string
 	}
+	// shown is the address each person's pages name: their first
+	// verified one.
+	shown := map[*testClient]string{}
 	signedIn := func(userID string, emails ...clerkfake.Email) *testClient {
 		app.Clerk.SetUser(userID, emails...)
 		c := app.NewClient(t)
 		c.SetClerkSession(t, userID)
 		c.CSRF(t)
+		for _, e := range emails {
+			if e.Verified {
+				shown[c] = e.Address
+				break
+			}
+		}
 		return c
 	}
 	verified := func(addr string) clerkfake.Email { return clerkfake.Email{Address: addr, Verified: true} }
@@ -379,8 +388,13 @@ func TestRedeem_EveryFailureIsTheSameGeneric404(t *testing.T) {
 		if !strings.Contains(f.Body, redeemDeniedMessage) || strings.Contains(f.Body, tc.code) {
 			t.Errorf("%s: the form page lacks the generic message or echoes the code", tc.name)
 		}
-		// Each case is another person: the navigation names them.
+		// The refusal names the address the person is signed in with.
+		if want := redeemDeniedMessage + " with the address you are signed in with, " + shown[tc.client] + "."; !strings.Contains(f.Body, want) {
+			t.Errorf("%s: the form page does not say %q", tc.name, want)
+		}
+		// Each case is another person: the page names them, and only them.
 		body := signedInAsLine.ReplaceAllString(withoutToken(f.Body, tc.client.csrf), "")
+		body = strings.ReplaceAll(body, shown[tc.client], "ADDRESS")
 		if formBody == "" {
 			formBody = body
 		} else if body != formBody {

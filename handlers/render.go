@@ -29,7 +29,9 @@ func (s *Server) chrome(r *http.Request, title string) views.Chrome {
 		c.SignedIn = true
 		s.session(r).leaveCodePage(r.PathValue("invitationId"))
 		c.CSRF = s.csrfToken(r, p)
-		c.SignedInAs = s.signedInAs(r, p)
+		who := s.signedInAs(r, p)
+		c.SignedInAs, c.AddressUnverified = who.Address, who.Unverified
+		c.Provider = s.providerName()
 		// The owner group already read the memberships for this request.
 		if ws := workspacesFrom(r.Context()); len(ws) > 0 {
 			c.IsOwner = true

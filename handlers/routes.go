@@ -96,7 +96,7 @@ func (s *Server) recipientRoutes(mux routeMux) {
 	// Redemption: the page is public (it holds no code and no private
 	// data); submitting needs a session.
 	mux.Handle("GET /redeem", s.h(s.handleRedeem))
-	mux.Handle("POST /redeem", rc(s.handleRedeemPost))
+	mux.Handle("POST /redeem", s.recipientOr(s.handleRedeemPost, s.handleRedeemUnavailable))
 	mux.Handle("POST /api/me/invitations/redeem", rc(s.handleRedeemAPI))
 
 	// Private content of one program, behind store's access gate.

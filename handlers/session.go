@@ -50,8 +50,12 @@ type session struct {
 	unreadable bool
 }
 
-// whoLine is the address shown for one provider session.
-type whoLine struct{ ProviderSession, Address string }
+// whoLine is the address shown for one provider session, and whether the
+// provider had not verified it when it was looked up.
+type whoLine struct {
+	ProviderSession, Address string
+	Unverified               bool
+}
 
 // heldCode is a new invitation's code and the invitation it belongs to.
 type heldCode struct{ InvitationID, Code string }
@@ -148,7 +152,7 @@ type sessionWire struct {
 	CSRF       string   `json:"csrf,omitempty"`
 	IssuedCode string   `json:"issuedCode,omitempty"` // "<invitation ID> <code>"
 	Notes      []string `json:"note,omitempty"`
-	Who        string   `json:"who,omitempty"` // "<provider session ID> <address>"
+	Who        string   `json:"who,omitempty"` // "<provider session ID> <address>[ unverified]"
 }
 
 // receivedWire is admit_received's plaintext: the receivedState as JSON
@@ -170,6 +174,9 @@ func (s session) wire() sessionWire {
 	}
 	if s.Who != (whoLine{}) {
 		w.Who = s.Who.ProviderSession + " " + s.Who.Address
+		if s.Who.Unverified {
+			w.Who += " unverified"
+		}
 	}
 	return w
 }
@@ -179,8 +186,9 @@ func (w sessionWire) session() session {
 	if id, code, ok := strings.Cut(w.IssuedCode, " "); ok {
 		s.Code = heldCode{InvitationID: id, Code: code}
 	}
-	if sid, addr, ok := strings.Cut(w.Who, " "); ok {
-		s.Who = whoLine{ProviderSession: sid, Address: addr}
+	if sid, rest, ok := strings.Cut(w.Who, " "); ok {
+		addr, mark, _ := strings.Cut(rest, " ")
+		s.Who = whoLine{ProviderSession: sid, Address: addr, Unverified: mark == "unverified"}
 	}
 	return s
 }

@@ -37,6 +37,10 @@ func signupFormValues(requestKey, email string, noticeVersion int, permission bo
 	if permission {
 		v.Set("permission", "yes")
 	}
+	if lowerLocalPart(email) != email {
+		// The answer to the question about capitals: as typed.
+		v.Set("case", "keep")
+	}
 	return v
 }
 

@@ -35,6 +35,9 @@ type OwnEntry struct {
 	// EraseAfter is when the address is due to be erased, nil while the
 	// state keeps it (docs/erasure.md).
 	EraseAfter *time.Time
+	// Retired says the program has ended: nothing can be done with the
+	// entry any more.
+	Retired bool
 }
 
 // placeholders returns "?, ?, …" for n arguments.
@@ -79,7 +82,7 @@ func ownEntriesQuery(emails int, oneProgram bool) string {
 			e.created_at, n.version,
 			EXISTS (SELECT 1 FROM invitations i WHERE i.entry_id = e.id AND i.program_id = e.program_id
 				AND i.state = 'issued' AND i.delivery_recorded_at IS NOT NULL),
-			e.erase_after
+			e.erase_after, p.retired_at IS NOT NULL
 		FROM programs p
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
 		CROSS JOIN entries e ON e.program_id = p.id
@@ -116,7 +119,7 @@ func (db *DB) ownEntries(ctx context.Context, slug string, emails []string) ([]O
 			var o OwnEntry
 			var joined int64
 			var eraseAfter sql.NullInt64
-			if err := rows.Scan(&o.ProgramID, &o.Slug, &o.Name, &o.Purpose, &o.AccessEnabled, &o.State, &joined, &o.NoticeVersion, &o.InvitationSent, &eraseAfter); err != nil {
+			if err := rows.Scan(&o.ProgramID, &o.Slug, &o.Name, &o.Purpose, &o.AccessEnabled, &o.State, &joined, &o.NoticeVersion, &o.InvitationSent, &eraseAfter, &o.Retired); err != nil {
 				return err
 			}
 			o.JoinedAt = FromMillis(joined)

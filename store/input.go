@@ -159,6 +159,10 @@ func checkNoticeVersion(n int) error {
 }
 
 // checkPermission checks that the person ticked the box to join.
+// CheckPermission is the signup's check of the affirmative choice, for a
+// form that reports every field's error at once.
+func CheckPermission(given bool) error { return checkPermission(given) }
+
 func checkPermission(given bool) error {
 	if !given {
 		return Errorf(EINVALID, "Tick the box to confirm your choice to join under this notice.")

@@ -32,6 +32,11 @@ type Chrome struct {
 	// SignedInAs is the address the navigation shows for a signed-in
 	// person; "" when it could not be looked up.
 	SignedInAs string
+	// AddressUnverified says the identity provider has not verified
+	// SignedInAs, so it matches no entry or invitation; Provider names the
+	// provider, for saying where to verify it.
+	AddressUnverified bool
+	Provider          string
 	// Flash confirms what the last action did (signed out, withdrawn,
 	// redeemed), once, after its redirect.
 	Flash string
@@ -89,6 +94,15 @@ func When(t time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2 Jan 2006, 15:04 UTC")
+}
+
+// Day formats an instant's date for people, the one date format of
+// admit's pages ("20 Dec 2026", UTC).
+func Day(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2 Jan 2006")
 }
 
 // HourText is an instant's time of day as the console shows times

@@ -30,9 +30,14 @@ func fieldErrors(pairs ...FieldError) []FieldError {
 // describedBy is an input's aria-describedby: its error first (when it
 // has one), then its help.
 func describedBy(hasError bool, errorID string, helpIDs ...string) string {
-	ids := helpIDs
+	var ids []string
 	if hasError {
-		ids = append([]string{errorID}, helpIDs...)
+		ids = append(ids, errorID)
+	}
+	for _, id := range helpIDs {
+		if id != "" {
+			ids = append(ids, id)
+		}
 	}
 	return strings.Join(ids, " ")
 }

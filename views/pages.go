@@ -59,6 +59,11 @@ type MyEntry struct {
 	InvitationSent bool
 	// EraseAfter is when the address is due to be erased, or nil.
 	EraseAfter *time.Time
+	// Retired says the program has ended: the card says so first and
+	// offers nothing.
+	Retired bool
+	// Now is when the page is shown, for saying how far off a date is.
+	Now time.Time
 }
 
 // Program is the entry's program as people know it: its name, or its
@@ -72,6 +77,9 @@ func (e MyEntry) Program() string {
 
 // StateWords says the entry's state in words.
 func (e MyEntry) StateWords() string {
+	if e.Retired {
+		return "Program ended"
+	}
 	switch e.State {
 	case "waiting":
 		return "On the waitlist"
@@ -96,6 +104,13 @@ func (e MyEntry) StateWords() string {
 
 // Next says what happens next, or that nothing more will.
 func (e MyEntry) Next() string {
+	if e.Retired {
+		when := "on the schedule on the privacy page"
+		if e.EraseAfter != nil {
+			when = "on " + Day(*e.EraseAfter) + fromNow(e.Now, *e.EraseAfter)
+		}
+		return "The owner has ended this program: there is nothing more to join, redeem or open, and nothing you need to do. Your address is erased " + when + "."
+	}
 	switch e.State {
 	case "waiting":
 		return "The owner reviews the waitlist and selects people for early access. If you are selected, they send you an invitation code the way the notice describes."
@@ -119,7 +134,7 @@ func (e MyEntry) Next() string {
 			// address, so a repeat signup says "received"; only here can
 			// we say that it changed nothing (docs/erasure.md).
 			return "You left this waitlist. This address cannot join it again until the address is erased on " +
-				e.EraseAfter.UTC().Format("2 January 2006") + ": joining before then changes nothing, even though the form says the request was received. After that date you can join again as a new entry."
+				Day(*e.EraseAfter) + fromNow(e.Now, *e.EraseAfter) + ": joining before then changes nothing, even though a new signup says the request was received. After that date you can join again as a new entry."
 		}
 		return "You left this waitlist. Nothing more will happen; your address is erased on the schedule on the privacy page."
 	case "revoked":
@@ -129,15 +144,15 @@ func (e MyEntry) Next() string {
 }
 
 // CanOpen reports whether the private page is open to this entry.
-func (e MyEntry) CanOpen() bool { return e.State == "active" && e.AccessEnabled }
+func (e MyEntry) CanOpen() bool { return !e.Retired && e.State == "active" && e.AccessEnabled }
 
 // CanRedeem reports whether the entry waits for its code to be redeemed:
 // a code whose send is not recorded cannot be yet.
-func (e MyEntry) CanRedeem() bool { return e.State == "invited" && e.InvitationSent }
+func (e MyEntry) CanRedeem() bool { return !e.Retired && e.State == "invited" && e.InvitationSent }
 
 // CanWithdraw reports whether the entry can still be withdrawn (a declined
 // or revoked one too: the person may still want to leave the list).
-func (e MyEntry) CanWithdraw() bool { return e.State != "withdrawn" }
+func (e MyEntry) CanWithdraw() bool { return !e.Retired && e.State != "withdrawn" }
 
 // OwnerProgramRow is one program in the owner console.
 type OwnerProgramRow struct {

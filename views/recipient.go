@@ -15,6 +15,21 @@ type RedeemView struct {
 	// code is never shown again.
 	Message   string
 	CodeError string
+	// Denied lists the possible reasons of a refused code, the same for
+	// every refusal.
+	Denied bool
+	// Code is shown again only after an answer that judged nothing (the
+	// identity provider could not be reached), so the person need not
+	// paste it again; a judged code is never echoed.
+	Code string
+}
+
+// redeemReasonsID is the reasons list's ID when the page shows it.
+func redeemReasonsID(v RedeemView) string {
+	if v.Denied {
+		return "code-reasons"
+	}
+	return ""
 }
 
 // PrivateView is a program's private page.

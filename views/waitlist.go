@@ -40,7 +40,39 @@ type WaitlistView struct {
 	Message         string
 	EmailError      string
 	PermissionError string
+	// Own is the signed-in visitor's own entry in this program, matched by
+	// a verified address: the page shows its status and leads to /me in
+	// place of the form. nil for everyone else.
+	Own *MyEntry
+	// CaseAsk, when set, asks once whether the address's capitals are
+	// meant (docs/signup.md#capital-letters).
+	CaseAsk *CaseAsk
+	// DomainAsk, when set, asks once whether a domain that looks like a
+	// mistyped well-known one is meant (docs/signup.md#typing-hints).
+	DomainAsk *DomainAsk
+	// KnownDomains are the well-known mail domains, space-separated, for
+	// the form's script to ask "did you mean …?" as the server would.
+	KnownDomains string
 }
+
+// DomainAsk is the address as typed and with the well-known domain it
+// likely meant.
+type DomainAsk struct{ Typed, Suggested string }
+
+// Asking reports whether the form asks a question before joining.
+func (v WaitlistView) Asking() bool { return v.CaseAsk != nil || v.DomainAsk != nil }
+
+// firstQuestion is the ID of the first question the form asks.
+func (v WaitlistView) firstQuestion() string {
+	if v.DomainAsk != nil {
+		return "domain-question"
+	}
+	return "case-question"
+}
+
+// CaseAsk is the address as typed and with its local part in small
+// letters, for the signup form's question about capitals.
+type CaseAsk struct{ Typed, Lower string }
 
 // ReceivedView is the page after a signup was accepted (202).
 type ReceivedView struct {
@@ -60,6 +92,9 @@ type ReceivedView struct {
 	// SignInURL is the sign-in page leading to one's own entries, for a
 	// person whose link was already shown.
 	SignInURL string
+	// Email is the address the signup was made with, when the page
+	// follows the browser's own post; "" otherwise.
+	Email string
 }
 
 // ManageView is the removal page.

@@ -332,6 +332,17 @@ func (c *ClerkIdentity) SignOutEverywhere(w http.ResponseWriter, r *http.Request
 // Clerk no longer knows (404) has no verified addresses. Any other failure
 // (network, timeout, non-2xx) is ErrIdentityUnavailable.
 func (c *ClerkIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]string, error) {
+	all, err := c.Addresses(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return verifiedOnly(all), nil
+}
+
+// Addresses implements AddressLister: the user's addresses from the
+// Backend API, fetched as VerifiedEmails fetches them, each verified only
+// when its verification status is "verified".
+func (c *ClerkIdentity) Addresses(ctx context.Context, p *Principal) ([]Address, error) {
 	if p == nil || !clerkValidID(p.UserID) {
 		return nil, clerkReject(clerkReasonBadPrincipal)
 	}
@@ -339,7 +350,7 @@ func (c *ClerkIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]str
 	if err != nil {
 		if apiErr, ok := errors.AsType[*clerk.APIErrorResponse](err); ok {
 			if apiErr.HTTPStatusCode == http.StatusNotFound {
-				return []string{}, nil
+				return []Address{}, nil
 			}
 			return nil, clerkUnavailable(fmt.Sprintf("user lookup: status %d", apiErr.HTTPStatusCode))
 		}
@@ -348,15 +359,16 @@ func (c *ClerkIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]str
 	if u == nil || u.ID != p.UserID {
 		return nil, clerkUnavailable("user lookup: unexpected user in response")
 	}
-	emails := []string{}
+	all := []Address{}
 	for _, e := range u.EmailAddresses {
-		// docs/ARCHITECTURE.md#identity: only addresses whose verification.status is "verified".
-		if e == nil || e.EmailAddress == "" || e.Verification == nil || e.Verification.Status != "verified" {
+		if e == nil || e.EmailAddress == "" {
 			continue
 		}
-		emails = append(emails, e.EmailAddress)
+		// docs/ARCHITECTURE.md#identity: only addresses whose verification.status is "verified".
+		verified := e.Verification != nil && e.Verification.Status == "verified"
+		all = append(all, Address{Email: e.EmailAddress, Verified: verified})
 	}
-	return emails, nil
+	return all, nil
 }
 
 func (c *ClerkIdentity) authorizedParty(azp string) bool {

@@ -67,6 +67,37 @@ type Identity interface {
 	SignOutEverywhere(w http.ResponseWriter, r *http.Request, p *Principal) error
 }
 
+// Address is one of a user's email addresses as the provider reports it
+// now, verified or not.
+type Address struct {
+	Email    string
+	Verified bool
+}
+
+// AddressLister is an Identity that can also report the addresses its
+// provider has not verified, so that a person can be told which address
+// they are signed in with and that it does not count yet
+// (docs/ARCHITECTURE.md#identity). Only verified addresses ever match an
+// entry or an invitation. The development sign-in treats every address as
+// verified and does not implement it.
+type AddressLister interface {
+	// Addresses returns the user's addresses, fetched fresh, each with
+	// whether it counts as verified (the same rule as VerifiedEmails).
+	// Failures are those of VerifiedEmails.
+	Addresses(ctx context.Context, p *Principal) ([]Address, error)
+}
+
+// verifiedOnly keeps the verified addresses of a list.
+func verifiedOnly(all []Address) []string {
+	emails := []string{}
+	for _, a := range all {
+		if a.Verified {
+			emails = append(emails, a.Email)
+		}
+	}
+	return emails
+}
+
 // Mode is an identity provider.
 type Mode int
 

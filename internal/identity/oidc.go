@@ -335,6 +335,11 @@ func (o *OIDCIdentity) StartSignIn(w http.ResponseWriter, r *http.Request, retur
 	if err != nil {
 		return "", err
 	}
+	// A provider that does not answer is said on admit's own page, not
+	// found out by the browser at a host that does not answer.
+	if err := o.answering(r.Context()); err != nil {
+		return "", err
+	}
 	o.mu.RLock()
 	params := o.authParams
 	o.mu.RUnlock()
@@ -355,6 +360,31 @@ func (o *OIDCIdentity) StartSignIn(w http.ResponseWriter, r *http.Request, retur
 		SameSite: http.SameSiteLaxMode})
 	opts := append([]oauth2.AuthCodeOption{oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)}, params...)
 	return oc.AuthCodeURL(f.State, opts...), nil
+}
+
+// oidcProbeTimeout bounds the check that the provider answers before a
+// browser is sent to it.
+const oidcProbeTimeout = 3 * time.Second
+
+// answering checks that the provider answers now: its discovery document
+// is served (any 2xx). Otherwise it is ErrIdentityUnavailable.
+func (o *OIDCIdentity) answering(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, oidcProbeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(o.cfg.Issuer, "/")+"/.well-known/openid-configuration", nil)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrIdentityUnavailable, err)
+	}
+	resp, err := o.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: provider not answering", ErrIdentityUnavailable)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%w: provider answered %d", ErrIdentityUnavailable, resp.StatusCode)
+	}
+	return nil
 }
 
 // readFlow opens the request's flow cookie; nil when it is missing,
@@ -578,6 +608,16 @@ func (o *OIDCIdentity) markChecked(ctx context.Context, l *liveSession, at time.
 // ErrIdentityUnavailable; tokens that can no longer be refreshed or are
 // refused end the session (ErrSignedOut).
 func (o *OIDCIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]string, error) {
+	all, err := o.Addresses(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return verifiedOnly(all), nil
+}
+
+// Addresses implements AddressLister: the userinfo's address, read as
+// VerifiedEmails reads it, with whether it counts as verified.
+func (o *OIDCIdentity) Addresses(ctx context.Context, p *Principal) ([]Address, error) {
 	if p == nil || p.live == nil {
 		return nil, ErrSignedOut
 	}
@@ -595,12 +635,9 @@ func (o *OIDCIdentity) VerifiedEmails(ctx context.Context, p *Principal) ([]stri
 	}
 	var email string
 	if json.Unmarshal(claims["email"], &email) != nil || email == "" {
-		return []string{}, nil
+		return []Address{}, nil
 	}
-	if !o.emailVerified(claims["email_verified"]) {
-		return []string{}, nil
-	}
-	return []string{email}, nil
+	return []Address{{Email: email, Verified: o.emailVerified(claims["email_verified"])}}, nil
 }
 
 // userinfoClaims reads the userinfo endpoint with the session's access

@@ -1,10 +1,12 @@
 package handlers
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -392,7 +394,7 @@ func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 	ts, srv, logs := startFullServer(t, app, clock, true)
 	// A second's worth of refusals already paced: the next waits a second.
 	for range int(maxRefusalHold/srv.signups.refusalInterval()) + 1 {
-		if _, sent := srv.signups.refuse(nil); sent != nil {
+		if _, sent, _ := srv.signups.refuse(nil); sent != nil {
 			sent()
 		}
 	}
@@ -501,5 +503,155 @@ func TestSignupBusy_AResendBeforeRetryAfterOnItsConnectionIsPaced(t *testing.T) 
 	wantHeld("a signup after the Retry-After", keepAlive, true, 0)
 	if got := srv.signups.refusalsHeld(); got != 0 {
 		t.Fatalf("%d refusals still held after every answer", got)
+	}
+}
+
+// holdRefusalsUntilReleased makes srv's paced refusals wait, instead of
+// their hold, until release is called (or their client goes away), and
+// returns the longest hold asked for so far.
+func holdRefusalsUntilReleased(t *testing.T, srv *Server) (release func(), longest func() time.Duration) {
+	t.Helper()
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	// Registered after the server's start, so run before its close, which
+	// waits for the held connections.
+	t.Cleanup(release)
+	var mu sync.Mutex
+	var most time.Duration
+	srv.holdRefusal = func(ctx context.Context, d time.Duration) {
+		mu.Lock()
+		most = max(most, d)
+		mu.Unlock()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+	}
+	return release, func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return most
+	}
+}
+
+// rawSignup is one client on a connection of its own, written to by hand
+// so that a test can keep thousands open without a pool in between.
+type rawSignup struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// sendRawSignups opens n connections to ts and sends a JSON signup on each.
+func sendRawSignups(t *testing.T, ts *httptest.Server, n int, name string) []*rawSignup {
+	t.Helper()
+	out := make([]*rawSignup, n)
+	for i := range out {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		body := signupJSONBody(uuid.NewString(), fmt.Sprintf("%s%04d@example.com", name, i), 1, true)
+		if _, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			signupAPI, ts.Listener.Addr(), len(body), body); err != nil {
+			t.Fatalf("signup %d: %v", i, err)
+		}
+		out[i] = &rawSignup{conn: c, r: bufio.NewReader(c)}
+	}
+	return out
+}
+
+// answer reads the signup's answer, checks it is a refusal for load and
+// reports whether admit closed the connection after it.
+func (s *rawSignup) answer() (closed bool, err error) {
+	resp, err := http.ReadResponse(s.r, nil)
+	if err != nil {
+		return false, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != busyRetryAfter ||
+		resp.Header.Get("Cache-Control") != "private, no-store" {
+		return false, fmt.Errorf("status %d, Retry-After %q, Cache-Control %q; want a refusal for load",
+			resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Cache-Control"))
+	}
+	if !resp.Close {
+		return false, nil
+	}
+	if _, err := s.r.ReadByte(); err != io.EOF {
+		return true, fmt.Errorf("answered Connection: close, yet the connection stayed open (%v)", err)
+	}
+	return true, nil
+}
+
+// answerAll reads every signup's answer, each from a goroutine of its
+// own, counting into closed and open as they come; wait waits for all.
+func answerAll(t *testing.T, what string, signups []*rawSignup, closed, open *atomic.Int64) (wait func()) {
+	var wg sync.WaitGroup
+	for i, s := range signups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := s.answer()
+			switch {
+			case err != nil:
+				t.Errorf("%s %d: %v", what, i, err)
+			case c:
+				closed.Add(1)
+			default:
+				open.Add(1)
+			}
+		}()
+	}
+	return wg.Wait
+}
+
+// TestSignupBusy_HeldRefusalsPastTheOldCapAreHeldUpToTheirBound: with
+// every place taken and refusals paced, 1,200 clients, each on a
+// connection of its own, send a signup at one instant (the limiter's
+// clock stands still; the holds last until the test lets them go). All
+// but the first, which the pace sends at once, are held: more than the
+// 1,024 that were once the most held, past which the rest came straight
+// back. With the bound on held refusals then set to 1,250, 100 more
+// arrive: exactly 51 are held, and the other 49 are answered at once and
+// their connections closed, so that the held refusals never exceed the
+// bound. Every answer is the 503 with Retry-After, the held ones' on a
+// connection kept open, and none was asked to be held past the longest
+// hold.
+func TestSignupBusy_HeldRefusalsPastTheOldCapAreHeldUpToTheirBound(t *testing.T) {
+	const first, bound, more = 1200, 1250, 100
+	app := MustStartApp(t, withNetworkLimit(100000))
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	ts, srv, _ := startFullServer(t, app, clock, true)
+	release, longest := holdRefusalsUntilReleased(t, srv)
+
+	var closed, open atomic.Int64
+	waitFirst := answerAll(t, "signup", sendRawSignups(t, ts, first, "held"), &closed, &open)
+	eventually(t, "all but the first refusal to be held", func() bool {
+		return srv.signups.refusalsHeld() == first-1 && open.Load() == 1
+	})
+	srv.signups.mu.Lock()
+	srv.signups.maxHeld = bound
+	srv.signups.mu.Unlock()
+	waitMore := answerAll(t, "signup past the first", sendRawSignups(t, ts, more, "past"), &closed, &open)
+	pastBound := int64(more - (bound - (first - 1)))
+	eventually(t, "the refusals past the bound to be answered", func() bool { return closed.Load() == pastBound })
+	if got, want := srv.signups.refusalsHeld(), bound; got != want {
+		t.Fatalf("%d refusals held, want %d: the bound", got, want)
+	}
+	if got := open.Load(); got != 1 {
+		t.Fatalf("%d answered on an open connection while the others were held, want 1 (the first)", got)
+	}
+
+	release()
+	waitFirst()
+	waitMore()
+	if got, want := open.Load(), int64(first+more)-pastBound; got != want || closed.Load() != pastBound {
+		t.Fatalf("%d answers on a connection kept open, %d closed; want %d and %d", got, closed.Load(), want, pastBound)
+	}
+	eventually(t, "every held refusal to be sent", func() bool { return srv.signups.refusalsHeld() == 0 })
+	if got := longest(); got <= 0 || got > maxRefusalHold {
+		t.Fatalf("the longest hold asked for was %v, want more than none and at most %v", got, maxRefusalHold)
 	}
 }

@@ -59,13 +59,15 @@ func (s *Server) signupIntake(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		done, ok := s.startSignup()
 		if !ok {
+			// The body is dropped here: a held refusal keeps no more of
+			// the request than net/http does.
 			s.refuseBusy(w, r)
 			return
 		}
 		defer done()
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
 }
@@ -75,22 +77,34 @@ func (s *Server) signupIntake(next http.Handler) http.Handler {
 // Retry-After (signupLimiter.refuse), or less
 // if the client goes away. The hold is parked on a timer, not spent on a
 // core, and the request log shows it: the line's duration includes it and
-// held_ms says how much of it was the hold.
+// held_ms says how much of it was the hold. A refusal the limiter cannot
+// hold, as the most refusals it may hold are held already, leaves at once
+// and closes its connection.
 func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request) {
-	if hold, sent := s.signups.refuse(connRecordFrom(r.Context())); hold > 0 {
+	hold, sent, closeConn := s.signups.refuse(connRecordFrom(r.Context()))
+	if hold > 0 {
 		start := time.Now()
-		t := time.NewTimer(hold)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-		}
+		s.holdRefusal(r.Context(), hold)
 		sent()
 		if info := requestInfoFrom(r.Context()); info != nil {
 			info.held = time.Since(start)
 		}
 	}
+	if closeConn {
+		w.Header().Set("Connection", "close")
+	}
 	s.busy.write(w, r)
+}
+
+// holdOnTimer waits d, or until ctx ends (the client went away): the
+// Server's holdRefusal.
+func holdOnTimer(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // readSignupBody reads r's body (already bounded by maxBody) under the

@@ -21,9 +21,11 @@ import (
 // (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 type signupLimiter struct {
 	max, min int
-	target   time.Duration
-	now      func() time.Time
-	cpu      cpuMeter
+	// maxHeld is how many refusals may be held at once (maxRefusalsHeld).
+	maxHeld int
+	target  time.Duration
+	now     func() time.Time
+	cpu     cpuMeter
 
 	mu       sync.Mutex
 	inFlight int
@@ -86,10 +88,14 @@ const (
 	minSignupsInProgress = 32
 	// maxRefusalHold is the longest a refusal for load is held before it
 	// is sent (what its Retry-After asks), and maxRefusalsHeld how many
-	// may be held at once; past that a refusal leaves at once
-	// (docs/ARCHITECTURE.md, "Overload").
+	// may be held at once. A hold keeps what net/http keeps of a request
+	// while its handler runs, about 8 KB (6 of heap and a 2 KB goroutine
+	// that watches for the client going away), on top of the about 18 KB
+	// the open connection costs anyway, held or not: 8,192 holds are
+	// about 64 MB. Past that a refusal leaves at once and closes its
+	// connection (refuse; docs/PERFORMANCE.md#paced-refusals).
 	maxRefusalHold  = busyRetryWait
-	maxRefusalsHeld = 1024
+	maxRefusalsHeld = 8192
 	// answersPerRefusal paces the refusals for load: one may leave per
 	// four answers at the recent answer rate. A refusal costs
 	// admit about a third of an accepted signup's CPU (75 against 212 µs,
@@ -121,7 +127,7 @@ func newSignupLimiter(max int, now func() time.Time, cpu cpuMeter) *signupLimite
 	if max < 1 {
 		max = 1
 	}
-	return &signupLimiter{max: max, min: min(minSignupsInProgress, max), target: signupMeanTarget, now: now,
+	return &signupLimiter{max: max, min: min(minSignupsInProgress, max), maxHeld: maxRefusalsHeld, target: signupMeanTarget, now: now,
 		cpu: cpu, cpuAt: cpu.used(), limit: max, windowStart: now()}
 }
 
@@ -187,16 +193,19 @@ func (l *signupLimiter) done() {
 // soon as they are refused (bots ignore Retry-After) are then refused no
 // more often than that pace, or each once a second, whichever is more
 // often; a refusal arriving slower than the pace is never held. At most
-// maxRefusalsHeld are held at once: each holds a goroutine and a
-// connection, so a flood beyond that is answered at once as before.
-func (l *signupLimiter) refuse(conn *connRecord) (hold time.Duration, sent func()) {
+// maxHeld are held at once; a refusal that would be held past that
+// leaves at once and ends its connection (closeConn): the client pays a
+// new connection before it can resend, and admit sheds that connection's
+// memory instead of adding a hold's
+// (docs/PERFORMANCE.md#paced-refusals).
+func (l *signupLimiter) refuse(conn *connRecord) (hold time.Duration, sent func(), closeConn bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refused++
 	now := l.now()
-	if (!l.pacing && !conn.resendsBefore(now)) || l.held >= maxRefusalsHeld {
+	if !l.pacing && !conn.resendsBefore(now) {
 		conn.refusedAt(now)
-		return 0, nil
+		return 0, nil, false
 	}
 	at := l.nextRefusal
 	if at.Before(now) {
@@ -205,13 +214,19 @@ func (l *signupLimiter) refuse(conn *connRecord) (hold time.Duration, sent func(
 	if hold = at.Sub(now); hold > maxRefusalHold {
 		hold, at = maxRefusalHold, now.Add(maxRefusalHold)
 	}
+	if hold > 0 && l.held >= l.maxHeld {
+		// rule: the holds are bounded; this refusal takes no place in the
+		// pace, as it is not held.
+		conn.refusedAt(now)
+		return 0, nil, true
+	}
 	l.nextRefusal = at.Add(l.refusalInterval())
 	conn.refusedAt(at)
 	if hold <= 0 {
-		return 0, nil
+		return 0, nil, false
 	}
 	l.held++
-	return hold, l.sent
+	return hold, l.sent, false
 }
 
 // refusalInterval is the pace of refusals: one per answersPerRefusal

@@ -194,7 +194,7 @@ func pace(l *signupLimiter) {
 // refuseAll refuses n signups on l at one instant and returns each hold.
 func refuseAll(l *signupLimiter, n int) (holds []time.Duration, sents []func()) {
 	for range n {
-		hold, sent := l.refuse(nil)
+		hold, sent, _ := l.refuse(nil)
 		holds = append(holds, hold)
 		if sent != nil {
 			sents = append(sents, sent)
@@ -214,7 +214,7 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	}
 	// Refusals no faster than that pace are never held.
 	for i := range 50 {
-		if hold, sent := l.refuse(nil); hold != 0 || sent != nil {
+		if hold, sent, _ := l.refuse(nil); hold != 0 || sent != nil {
 			t.Fatalf("refusal %d, one every interval, held %v", i, hold)
 		}
 		clock.Add(interval)
@@ -264,17 +264,24 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	}
 	// Once the burst is over the pace starts afresh.
 	clock.Add(2 * maxRefusalHold)
-	if hold, _ := slow.refuse(nil); hold != 0 {
+	if hold, _, _ := slow.refuse(nil); hold != 0 {
 		t.Fatalf("a refusal after a quiet spell held %v", hold)
 	}
 }
 
+// TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce: three times the
+// most refusals that may be held arrive at one instant, each from a
+// goroutine of its own. The first leaves at once, as the pace has nothing
+// scheduled; exactly maxRefusalsHeld are held, none past the longest
+// hold; every later one leaves at once and closes its connection, and
+// takes no place in the pace: once held ones are sent, the next refusal
+// is held again, no longer than the longest hold.
 func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	const n = 3 * maxRefusalsHeld
 	l := newSignupLimiter(1000, clock.Now, idleCPU)
 	pace(l)
-	holds, sents := refuseEach(l, make([]*connRecord, n))
+	holds, sents, closes := refuseEach(l, make([]*connRecord, n))
 	atOnce := 0
 	for _, hold := range holds {
 		if hold == 0 {
@@ -284,17 +291,19 @@ func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	if longest := holds[n-1]; longest > maxRefusalHold {
 		t.Errorf("held %v, past the longest hold", longest)
 	}
-	// The clock stands still: the first leaves at once, the next 1,024
-	// are held, and every later one leaves at once.
-	if len(sents) != maxRefusalsHeld || atOnce != n-maxRefusalsHeld || l.refusalsHeld() != maxRefusalsHeld {
-		t.Fatalf("%d held (limiter says %d), %d at once; want %d and %d", len(sents), l.refusalsHeld(), atOnce,
-			maxRefusalsHeld, n-maxRefusalsHeld)
+	if len(sents) != maxRefusalsHeld || l.refusalsHeld() != maxRefusalsHeld {
+		t.Fatalf("%d held (limiter says %d), want %d", len(sents), l.refusalsHeld(), maxRefusalsHeld)
+	}
+	if want := n - maxRefusalsHeld; atOnce != want || closes != want-1 {
+		t.Fatalf("%d at once, %d of them closing their connection; want %d and %d (all but the first)",
+			atOnce, closes, want, want-1)
 	}
 	for _, sent := range sents[:10] {
 		sent()
 	}
-	if hold, sent := l.refuse(nil); hold == 0 || sent == nil {
-		t.Fatal("with places among the held free again, a refusal in the burst was not held")
+	if hold, sent, closeConn := l.refuse(nil); hold == 0 || hold > maxRefusalHold || sent == nil || closeConn {
+		t.Fatalf("with places among the held free again, a refusal in the burst was held %v (closing its connection: %v)",
+			hold, closeConn)
 	} else {
 		sent()
 	}
@@ -313,13 +322,13 @@ func window(l *signupLimiter, clock *testutil.Clock, answers, refusals int) {
 	step := signupRateWindow / time.Duration(answers)
 	for i := range answers {
 		for range refusals / answers {
-			if _, sent := l.refuse(nil); sent != nil {
+			if _, sent, _ := l.refuse(nil); sent != nil {
 				sent()
 			}
 		}
 		if i == 0 {
 			for range refusals % answers {
-				if _, sent := l.refuse(nil); sent != nil {
+				if _, sent, _ := l.refuse(nil); sent != nil {
 					sent()
 				}
 			}
@@ -387,19 +396,23 @@ func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 }
 
 // refuseEach refuses one signup on each of conns (nil: no record), all at
-// once from a goroutine each, and returns the holds, sorted, and the sent
-// funcs of those held.
-func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, sents []func()) {
+// once from a goroutine each, and returns the holds, sorted, the sent
+// funcs of those held and how many refusals were to close their
+// connection.
+func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, sents []func(), closes int) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hold, sent := l.refuse(c)
+			hold, sent, closeConn := l.refuse(c)
 			mu.Lock()
 			defer mu.Unlock()
 			holds = append(holds, hold)
+			if closeConn {
+				closes++
+			}
 			if sent != nil {
 				sents = append(sents, sent)
 			}
@@ -407,7 +420,7 @@ func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, s
 	}
 	wg.Wait()
 	slices.Sort(holds)
-	return holds, sents
+	return holds, sents, closes
 }
 
 func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *testing.T) {
@@ -434,14 +447,14 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 	// Refusals overall are not paced: a first refusal on each of 100
 	// connections at one instant leaves at once, and so does one on no
 	// connection.
-	holds, sents := refuseEach(l, conns)
+	holds, sents, _ := refuseEach(l, conns)
 	wantAtOnce("first refusals", holds, sents)
-	holds, sents = refuseEach(l, []*connRecord{nil, nil})
+	holds, sents, _ = refuseEach(l, []*connRecord{nil, nil})
 	wantAtOnce("refusals with no connection", holds, sents)
 
 	// Each connection sends again at once: paced, one per interval in order
 	// of arrival, the first at once.
-	holds, sents = refuseEach(l, conns)
+	holds, sents, _ = refuseEach(l, conns)
 	for k, h := range holds {
 		if want := time.Duration(k) * interval; h != want {
 			t.Fatalf("the %d-th resend held %v, want %v", k, h, want)
@@ -475,6 +488,6 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 	if got := early(clock.Now()); got != 0 {
 		t.Fatalf("%d connections still resend early once every Retry-After has passed", got)
 	}
-	holds, sents = refuseEach(l, conns)
+	holds, sents, _ = refuseEach(l, conns)
 	wantAtOnce("signups after their Retry-After", holds, sents)
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -286,6 +288,13 @@ func TestOwnerWrites_HaveTheirOwnReserveWhileSignupsFillTheQueue(t *testing.T) {
 // outnumbering answers), with every in-progress place taken.
 func startFullServer(t *testing.T, app *testApp, clock *testutil.Clock, pacing bool) (*httptest.Server, *Server, *testutil.SyncBuffer) {
 	t.Helper()
+	return startFullServerOn(t, app, clock, pacing, false)
+}
+
+// startFullServerOn is startFullServer, serving HTTP/2 over TLS when h2 is
+// set (its client is the server's Client).
+func startFullServerOn(t *testing.T, app *testApp, clock *testutil.Clock, pacing, h2 bool) (*httptest.Server, *Server, *testutil.SyncBuffer) {
+	t.Helper()
 	logs := &testutil.SyncBuffer{}
 	ts := httptest.NewUnstartedServer(nil)
 	u, _ := url.Parse("http://" + ts.Listener.Addr().String())
@@ -302,7 +311,12 @@ func startFullServer(t *testing.T, app *testApp, clock *testutil.Clock, pacing b
 	}
 	ts.Config.Handler = srv
 	ts.Config.ConnContext = ConnContext
-	ts.Start()
+	if h2 {
+		ts.EnableHTTP2 = true
+		ts.StartTLS()
+	} else {
+		ts.Start()
+	}
 	t.Cleanup(ts.Close)
 	return ts, srv, logs
 }
@@ -385,17 +399,18 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 	}
 }
 
-// TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway: a refusal due to
-// wait the longest hold is let go as soon as its client disconnects, and
-// its log line gives the hold it really had.
+// TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway: on HTTP/2, whose
+// connection carries other requests and so is not parked, a refusal due
+// to wait the longest hold is held by its handler and let go as soon as
+// its client cancels it, and its log line gives the hold it really had.
 func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 	app := MustStartApp(t)
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	ts, srv, logs := startFullServer(t, app, clock, true)
+	ts, srv, logs := startFullServerOn(t, app, clock, true, true)
 	// A second's worth of refusals already paced: the next waits a second.
 	for range int(maxRefusalHold/srv.signups.refusalInterval()) + 1 {
-		if _, sent, _ := srv.signups.refuse(nil); sent != nil {
-			sent()
+		if rf := srv.signups.refuse(nil); rf.sent != nil {
+			rf.sent()
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -405,7 +420,7 @@ func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	errc := make(chan error, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := ts.Client().Do(req)
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -507,25 +522,49 @@ func TestSignupBusy_AResendBeforeRetryAfterOnItsConnectionIsPaced(t *testing.T) 
 }
 
 // holdRefusalsUntilReleased makes srv's paced refusals wait, instead of
-// their hold, until release is called (or their client goes away), and
-// returns the longest hold asked for so far.
+// their hold, until release is called (or they are stopped: their client
+// went away), without a goroutine of their own, and returns the longest
+// hold asked for so far.
 func holdRefusalsUntilReleased(t *testing.T, srv *Server) (release func(), longest func() time.Duration) {
 	t.Helper()
-	gate := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(gate) }) }
+	var (
+		mu       sync.Mutex
+		waiting  []*func()
+		released bool
+		most     time.Duration
+	)
+	release = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if released {
+			return
+		}
+		released = true
+		for _, f := range waiting {
+			if *f != nil {
+				go (*f)()
+			}
+		}
+	}
 	// Registered after the server's start, so run before its close, which
 	// waits for the held connections.
 	t.Cleanup(release)
-	var mu sync.Mutex
-	var most time.Duration
-	srv.holdRefusal = func(ctx context.Context, d time.Duration) {
+	srv.afterHold = func(d time.Duration, f func()) (stop func() bool) {
 		mu.Lock()
+		defer mu.Unlock()
 		most = max(most, d)
-		mu.Unlock()
-		select {
-		case <-gate:
-		case <-ctx.Done():
+		if released {
+			go f()
+			return func() bool { return false }
+		}
+		p := &f
+		waiting = append(waiting, p)
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			stopped := *p != nil && !released
+			*p = nil
+			return stopped
 		}
 	}
 	return release, func() time.Duration {
@@ -533,6 +572,14 @@ func holdRefusalsUntilReleased(t *testing.T, srv *Server) (release func(), longe
 		defer mu.Unlock()
 		return most
 	}
+}
+
+// servingGoroutines counts the goroutines net/http runs for a connection
+// whose request it has not finished with: each held refusal has one.
+func servingGoroutines() int {
+	buf := make([]byte, 64<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return bytes.Count(buf, []byte("net/http.(*conn).serve("))
 }
 
 // rawSignup is one client on a connection of its own, written to by hand
@@ -607,23 +654,25 @@ func answerAll(t *testing.T, what string, signups []*rawSignup, closed, open *at
 	return wg.Wait
 }
 
-// TestSignupBusy_HeldRefusalsPastTheOldCapAreHeldUpToTheirBound: with
+// TestSignupBusy_HeldRefusalsPastTheOldCapAreParkedUpToTheirBound: with
 // every place taken and refusals paced, 1,200 clients, each on a
 // connection of its own, send a signup at one instant (the limiter's
 // clock stands still; the holds last until the test lets them go). All
 // but the first, which the pace sends at once, are held: more than the
 // 1,024 that were once the most held, past which the rest came straight
-// back. With the bound on held refusals then set to 1,250, 100 more
+// back. They are parked: net/http serves none of their connections any
+// more. With the bound on held refusals then set to 1,250, 100 more
 // arrive: exactly 51 are held, and the other 49 are answered at once and
 // their connections closed, so that the held refusals never exceed the
-// bound. Every answer is the 503 with Retry-After, the held ones' on a
-// connection kept open, and none was asked to be held past the longest
-// hold.
-func TestSignupBusy_HeldRefusalsPastTheOldCapAreHeldUpToTheirBound(t *testing.T) {
+// bound. Once let go, every held refusal is answered, the 503 with
+// Retry-After, and its connection closed; only the first's stays open.
+// Every answer has its log line, the held ones' with held_ms, and none
+// was asked to be held past the longest hold.
+func TestSignupBusy_HeldRefusalsPastTheOldCapAreParkedUpToTheirBound(t *testing.T) {
 	const first, bound, more = 1200, 1250, 100
 	app := MustStartApp(t, withNetworkLimit(100000))
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	ts, srv, _ := startFullServer(t, app, clock, true)
+	ts, srv, logs := startFullServer(t, app, clock, true)
 	release, longest := holdRefusalsUntilReleased(t, srv)
 
 	var closed, open atomic.Int64
@@ -631,6 +680,9 @@ func TestSignupBusy_HeldRefusalsPastTheOldCapAreHeldUpToTheirBound(t *testing.T)
 	eventually(t, "all but the first refusal to be held", func() bool {
 		return srv.signups.refusalsHeld() == first-1 && open.Load() == 1
 	})
+	// The first's connection is still served, idle; a held refusal would
+	// keep its own.
+	eventually(t, "the held refusals' connections to be parked", func() bool { return servingGoroutines() <= 1 })
 	srv.signups.mu.Lock()
 	srv.signups.maxHeld = bound
 	srv.signups.mu.Unlock()
@@ -647,11 +699,24 @@ func TestSignupBusy_HeldRefusalsPastTheOldCapAreHeldUpToTheirBound(t *testing.T)
 	release()
 	waitFirst()
 	waitMore()
-	if got, want := open.Load(), int64(first+more)-pastBound; got != want || closed.Load() != pastBound {
-		t.Fatalf("%d answers on a connection kept open, %d closed; want %d and %d", got, closed.Load(), want, pastBound)
+	if got, want := closed.Load(), int64(first+more-1); got != want || open.Load() != 1 {
+		t.Fatalf("%d answers closed their connection, %d kept it; want %d and 1", got, open.Load(), want)
 	}
 	eventually(t, "every held refusal to be sent", func() bool { return srv.signups.refusalsHeld() == 0 })
 	if got := longest(); got <= 0 || got > maxRefusalHold {
 		t.Fatalf("the longest hold asked for was %v, want more than none and at most %v", got, maxRefusalHold)
+	}
+	lines := logLines(t, logs.String(), "request")
+	held := 0
+	for _, l := range lines {
+		if l["status"] != float64(http.StatusServiceUnavailable) {
+			t.Fatalf("unexpected request line %v", l)
+		}
+		if _, ok := l["held_ms"]; ok {
+			held++
+		}
+	}
+	if len(lines) != first+more || held != bound {
+		t.Fatalf("%d request lines, %d with held_ms; want %d and %d", len(lines), held, first+more, bound)
 	}
 }

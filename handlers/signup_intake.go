@@ -74,37 +74,44 @@ func (s *Server) signupIntake(next http.Handler) http.Handler {
 
 // refuseBusy answers a signup that found no place: the prepared 503, held
 // first as long as the limiter's pace asks of a client that ignores
-// Retry-After (signupLimiter.refuse), or less
-// if the client goes away. The hold is parked on a timer, not spent on a
-// core, and the request log shows it: the line's duration includes it and
-// held_ms says how much of it was the hold. A refusal the limiter cannot
-// hold, as the most refusals it may hold are held already, leaves at once
-// and closes its connection.
+// Retry-After (signupLimiter.refuse). While refusals overall are paced
+// (a flood) a held refusal on an HTTP/1 connection is parked
+// (parkRefusal): it costs admit a timer and the connection, not a
+// goroutine and a request. Otherwise the hold is a timer the handler
+// waits on, ended early if the client goes away. The request log shows
+// the hold: the line's duration includes it and held_ms says how much of
+// it was the hold. A refusal the limiter cannot hold, as the most
+// refusals it may hold are held already, leaves at once and closes its
+// connection.
 func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request) {
-	hold, sent, closeConn := s.signups.refuse(connRecordFrom(r.Context()))
-	if hold > 0 {
+	rf := s.signups.refuse(connRecordFrom(r.Context()))
+	if rf.hold > 0 {
+		if rf.flood && s.parkRefusal(w, r, rf) {
+			return
+		}
 		start := time.Now()
-		s.holdRefusal(r.Context(), hold)
-		sent()
+		done := make(chan struct{})
+		stop := s.afterHold(rf.hold, func() { close(done) })
+		select {
+		case <-done:
+		case <-r.Context().Done():
+			stop()
+		}
+		rf.sent()
 		if info := requestInfoFrom(r.Context()); info != nil {
 			info.held = time.Since(start)
 		}
 	}
-	if closeConn {
+	if rf.closeConn {
 		w.Header().Set("Connection", "close")
 	}
 	s.busy.write(w, r)
 }
 
-// holdOnTimer waits d, or until ctx ends (the client went away): the
-// Server's holdRefusal.
-func holdOnTimer(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+// afterHoldTimer calls f once d has passed, on a timer, unless stop is
+// called first: the Server's afterHold.
+func afterHoldTimer(d time.Duration, f func()) (stop func() bool) {
+	return time.AfterFunc(d, f).Stop
 }
 
 // readSignupBody reads r's body (already bounded by maxBody) under the

@@ -196,37 +196,52 @@ func (l *signupLimiter) done() {
 // maxHeld are held at once; a refusal that would be held past that
 // leaves at once and ends its connection (closeConn): the client pays a
 // new connection before it can resend, and admit sheds that connection's
-// memory instead of adding a hold's
-// (docs/PERFORMANCE.md#paced-refusals).
-func (l *signupLimiter) refuse(conn *connRecord) (hold time.Duration, sent func(), closeConn bool) {
+// memory instead of adding a hold's (docs/PERFORMANCE.md#paced-refusals).
+func (l *signupLimiter) refuse(conn *connRecord) refusal {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refused++
 	now := l.now()
 	if !l.pacing && !conn.resendsBefore(now) {
 		conn.refusedAt(now)
-		return 0, nil, false
+		return refusal{}
 	}
 	at := l.nextRefusal
 	if at.Before(now) {
 		at = now
 	}
-	if hold = at.Sub(now); hold > maxRefusalHold {
+	hold := at.Sub(now)
+	if hold > maxRefusalHold {
 		hold, at = maxRefusalHold, now.Add(maxRefusalHold)
 	}
 	if hold > 0 && l.held >= l.maxHeld {
 		// rule: the holds are bounded; this refusal takes no place in the
 		// pace, as it is not held.
 		conn.refusedAt(now)
-		return 0, nil, true
+		return refusal{closeConn: true}
 	}
 	l.nextRefusal = at.Add(l.refusalInterval())
 	conn.refusedAt(at)
 	if hold <= 0 {
-		return 0, nil, false
+		return refusal{}
 	}
 	l.held++
-	return hold, l.sent, false
+	return refusal{hold: hold, sent: l.sent, flood: l.pacing}
+}
+
+// refusal is how one refusal for load leaves (signupLimiter.refuse).
+type refusal struct {
+	// hold is how long it is held before it is sent; 0 is at once.
+	hold time.Duration
+	// sent, when it is held, is to be called once it has waited.
+	sent func()
+	// closeConn asks that its connection be closed after it: it could not
+	// be held, as the most refusals that may be held are.
+	closeConn bool
+	// flood is whether it is held because refusals overall are paced, not
+	// only as a resend on its connection: it may then be parked
+	// (Server.parkRefusal).
+	flood bool
 }
 
 // refusalInterval is the pace of refusals: one per answersPerRefusal

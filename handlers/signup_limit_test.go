@@ -194,7 +194,8 @@ func pace(l *signupLimiter) {
 // refuseAll refuses n signups on l at one instant and returns each hold.
 func refuseAll(l *signupLimiter, n int) (holds []time.Duration, sents []func()) {
 	for range n {
-		hold, sent, _ := l.refuse(nil)
+		rf := l.refuse(nil)
+		hold, sent := rf.hold, rf.sent
 		holds = append(holds, hold)
 		if sent != nil {
 			sents = append(sents, sent)
@@ -214,8 +215,8 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	}
 	// Refusals no faster than that pace are never held.
 	for i := range 50 {
-		if hold, sent, _ := l.refuse(nil); hold != 0 || sent != nil {
-			t.Fatalf("refusal %d, one every interval, held %v", i, hold)
+		if rf := l.refuse(nil); rf.hold != 0 || rf.sent != nil {
+			t.Fatalf("refusal %d, one every interval, held %v", i, rf.hold)
 		}
 		clock.Add(interval)
 	}
@@ -264,8 +265,8 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	}
 	// Once the burst is over the pace starts afresh.
 	clock.Add(2 * maxRefusalHold)
-	if hold, _, _ := slow.refuse(nil); hold != 0 {
-		t.Fatalf("a refusal after a quiet spell held %v", hold)
+	if rf := slow.refuse(nil); rf.hold != 0 {
+		t.Fatalf("a refusal after a quiet spell held %v", rf.hold)
 	}
 }
 
@@ -301,11 +302,11 @@ func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	for _, sent := range sents[:10] {
 		sent()
 	}
-	if hold, sent, closeConn := l.refuse(nil); hold == 0 || hold > maxRefusalHold || sent == nil || closeConn {
+	if rf := l.refuse(nil); rf.hold == 0 || rf.hold > maxRefusalHold || rf.sent == nil || rf.closeConn {
 		t.Fatalf("with places among the held free again, a refusal in the burst was held %v (closing its connection: %v)",
-			hold, closeConn)
+			rf.hold, rf.closeConn)
 	} else {
-		sent()
+		rf.sent()
 	}
 	for _, sent := range sents[10:] {
 		sent()
@@ -322,14 +323,14 @@ func window(l *signupLimiter, clock *testutil.Clock, answers, refusals int) {
 	step := signupRateWindow / time.Duration(answers)
 	for i := range answers {
 		for range refusals / answers {
-			if _, sent, _ := l.refuse(nil); sent != nil {
-				sent()
+			if rf := l.refuse(nil); rf.sent != nil {
+				rf.sent()
 			}
 		}
 		if i == 0 {
 			for range refusals % answers {
-				if _, sent, _ := l.refuse(nil); sent != nil {
-					sent()
+				if rf := l.refuse(nil); rf.sent != nil {
+					rf.sent()
 				}
 			}
 		}
@@ -406,15 +407,15 @@ func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hold, sent, closeConn := l.refuse(c)
+			rf := l.refuse(c)
 			mu.Lock()
 			defer mu.Unlock()
-			holds = append(holds, hold)
-			if closeConn {
+			holds = append(holds, rf.hold)
+			if rf.closeConn {
 				closes++
 			}
-			if sent != nil {
-				sents = append(sents, sent)
+			if rf.sent != nil {
+				sents = append(sents, rf.sent)
 			}
 		}()
 	}

@@ -393,7 +393,7 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 	interval := srv.signups.refusalInterval()
 	for k, h := range held {
 		// The log rounds to the microsecond.
-		if want := min(time.Duration(k+1)*interval, maxRefusalHold) - time.Microsecond; h < want {
+		if want := min(time.Duration(k+1)*interval, maxFloodHold) - time.Microsecond; h < want {
 			t.Fatalf("the %d-th held refusal waited %v, want at least %v", k+1, h, want)
 		}
 	}
@@ -703,8 +703,9 @@ func TestSignupBusy_HeldRefusalsPastTheOldCapAreParkedUpToTheirBound(t *testing.
 		t.Fatalf("%d answers closed their connection, %d kept it; want %d and 1", got, open.Load(), want)
 	}
 	eventually(t, "every held refusal to be sent", func() bool { return srv.signups.refusalsHeld() == 0 })
-	if got := longest(); got <= 0 || got > maxRefusalHold {
-		t.Fatalf("the longest hold asked for was %v, want more than none and at most %v", got, maxRefusalHold)
+	if got := longest(); got <= maxRefusalHold || got > maxFloodHold {
+		t.Fatalf("the longest hold asked for was %v, want more than a resend's longest, %v, and at most %v",
+			got, maxRefusalHold, maxFloodHold)
 	}
 	lines := logLines(t, logs.String(), "request")
 	held := 0

@@ -86,15 +86,23 @@ const (
 	// batches so small that each signup cost half as much CPU again
 	// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 	minSignupsInProgress = 32
-	// maxRefusalHold is the longest a refusal for load is held before it
-	// is sent (what its Retry-After asks), and maxRefusalsHeld how many
-	// may be held at once. A hold keeps what net/http keeps of a request
-	// while its handler runs, about 8 KB (6 of heap and a 2 KB goroutine
-	// that watches for the client going away), on top of the about 18 KB
-	// the open connection costs anyway, held or not: 8,192 holds are
-	// about 64 MB. Past that a refusal leaves at once and closes its
-	// connection (refuse; docs/PERFORMANCE.md#paced-refusals).
+	// maxRefusalHold is the longest a resend on its connection is held
+	// before its refusal is sent (what its Retry-After asks), and
+	// maxFloodHold the longest a refusal is held while refusals overall
+	// are paced: long enough that the pace, not the longest hold, sets
+	// how often a few thousand clients resending at once are refused
+	// (4,096 of them at one refusal every 1.3 ms wait 5.5 s), and well
+	// within the minute proxies wait for an answer. maxRefusalsHeld is how
+	// many may be held at once. A refusal held in its handler keeps what
+	// net/http keeps of a request while its handler runs, about 8 KB (6
+	// of heap and a 2 KB goroutine that watches for the client going
+	// away), on top of the about 18 KB the open connection costs anyway;
+	// a parked one (Server.parkRefusal) keeps its connection's socket, a
+	// timer and its answer's headers. Past maxRefusalsHeld a refusal
+	// leaves at once and closes its connection (refuse;
+	// docs/PERFORMANCE.md#paced-refusals).
 	maxRefusalHold  = busyRetryWait
+	maxFloodHold    = 10 * time.Second
 	maxRefusalsHeld = 8192
 	// answersPerRefusal paces the refusals for load: one may leave per
 	// four answers at the recent answer rate. A refusal costs
@@ -110,7 +118,7 @@ const (
 	// longest hold, so that clients still held do not switch it off.
 	pacingFrom  = 2
 	pacingUntil = 2 * answersPerRefusal
-	calmWindows = int(maxRefusalHold/signupRateWindow) + 1
+	calmWindows = int(maxFloodHold/signupRateWindow) + 1
 	// A window in which admit used cpuBoundFrom of all its CPUs' time
 	// is CPU-bound, and the bound that follows it aims at a mean of
 	// signupMeanTarget/cpuBoundDivisor. With the database on tmpfs (the
@@ -186,7 +194,8 @@ func (l *signupLimiter) done() {
 // answers (pacing), and otherwise those resent on conn before the
 // Retry-After of the refusal before ended (connRecord; nil: no record).
 // Paced refusals leave in order of arrival, no more than one per
-// refusalInterval, and none is held longer than maxRefusalHold; any other
+// refusalInterval, and none is held longer than maxFloodHold (while
+// pacing) or maxRefusalHold (a resend alone); any other
 // leaves at once. It reports how long this one is held before it is sent
 // (0: at once; the caller then gets no sent func) and, when held, sent,
 // which the caller calls once it has waited. Clients that send again as
@@ -210,9 +219,13 @@ func (l *signupLimiter) refuse(conn *connRecord) refusal {
 	if at.Before(now) {
 		at = now
 	}
+	longest := maxRefusalHold
+	if l.pacing {
+		longest = maxFloodHold
+	}
 	hold := at.Sub(now)
-	if hold > maxRefusalHold {
-		hold, at = maxRefusalHold, now.Add(maxRefusalHold)
+	if hold > longest {
+		hold, at = longest, now.Add(longest)
 	}
 	if hold > 0 && l.held >= l.maxHeld {
 		// rule: the holds are bounded; this refusal takes no place in the

@@ -244,27 +244,29 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	if got, want := slow.refusalInterval(), answersPerRefusal*signupMeanTarget/minSignupsInProgress; got != want {
 		t.Fatalf("refusal interval at the floor %v, want %v", got, want)
 	}
-	holds, sents = refuseAll(slow, 1000)
+	const n = 3000
+	holds, sents = refuseAll(slow, n)
 	capped := 0
 	for i, hold := range holds {
-		want := min(time.Duration(i)*slow.refusalInterval(), maxRefusalHold)
+		want := min(time.Duration(i)*slow.refusalInterval(), maxFloodHold)
 		if hold != want {
 			t.Fatalf("refusal %d held %v, want %v", i, hold, want)
 		}
-		if hold == maxRefusalHold {
+		if hold == maxFloodHold {
 			capped++
 		}
 	}
-	// 1,000 at once against one every 4.17 ms: from the 242nd on they
-	// would wait a second or more, so they wait exactly a second.
-	if want := 759; capped != want {
+	// 3,000 at once against one every 4.17 ms: from the 2,400th on
+	// (10 s / 4.17 ms) they would wait ten seconds or more, so they wait
+	// exactly that.
+	if want := n - int((maxFloodHold+slow.refusalInterval()-1)/slow.refusalInterval()); capped != want || want < 500 {
 		t.Fatalf("%d refusals held the longest hold, want %d", capped, want)
 	}
 	for _, sent := range sents {
 		sent()
 	}
 	// Once the burst is over the pace starts afresh.
-	clock.Add(2 * maxRefusalHold)
+	clock.Add(2 * maxFloodHold)
 	if rf := slow.refuse(nil); rf.hold != 0 {
 		t.Fatalf("a refusal after a quiet spell held %v", rf.hold)
 	}
@@ -289,7 +291,7 @@ func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 			atOnce++
 		}
 	}
-	if longest := holds[n-1]; longest > maxRefusalHold {
+	if longest := holds[n-1]; longest > maxFloodHold {
 		t.Errorf("held %v, past the longest hold", longest)
 	}
 	if len(sents) != maxRefusalsHeld || l.refusalsHeld() != maxRefusalsHeld {
@@ -302,7 +304,7 @@ func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	for _, sent := range sents[:10] {
 		sent()
 	}
-	if rf := l.refuse(nil); rf.hold == 0 || rf.hold > maxRefusalHold || rf.sent == nil || rf.closeConn {
+	if rf := l.refuse(nil); rf.hold == 0 || rf.hold > maxFloodHold || rf.sent == nil || rf.closeConn {
 		t.Fatalf("with places among the held free again, a refusal in the burst was held %v (closing its connection: %v)",
 			rf.hold, rf.closeConn)
 	} else {
@@ -385,8 +387,8 @@ func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 			t.Fatalf("%d refusals against 100 answers stopped pacing", refusals)
 		}
 	}
-	if calmWindows != 5 {
-		t.Fatalf("calmWindows=%d, want 5 (a second and a window)", calmWindows)
+	if calmWindows != 41 {
+		t.Fatalf("calmWindows=%d, want 41 (ten seconds and a window)", calmWindows)
 	}
 	for i := range calmWindows {
 		window(l, clock, 100, 12)
@@ -491,4 +493,40 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 	}
 	holds, sents, _ = refuseEach(l, conns)
 	wantAtOnce("signups after their Retry-After", holds, sents)
+}
+
+// TestSignupLimiter_AResendAloneWaitsAtMostItsRetryAfterAFloodLonger:
+// 2,000 connections resend at one instant, each before its Retry-After,
+// while refusals overall are not paced: at one every 4.17 ms (the
+// floor's pace) the later ones would wait up to 8 s, but a resend alone
+// waits at most its Retry-After. Once refusals overall are paced, the
+// same burst waits as the pace says, up to maxFloodHold.
+func TestSignupLimiter_AResendAloneWaitsAtMostItsRetryAfterAFloodLonger(t *testing.T) {
+	const n = 2000
+	for _, flood := range []bool{false, true} {
+		clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+		l := newSignupLimiter(minSignupsInProgress, clock.Now, idleCPU)
+		conns := make([]*connRecord, n)
+		for i := range conns {
+			conns[i] = &connRecord{}
+			conns[i].refusedAt(clock.Now())
+		}
+		if flood {
+			pace(l)
+		}
+		holds, sents, _ := refuseEach(l, conns)
+		longest := maxRefusalHold
+		if flood {
+			longest = time.Duration(n-1) * l.refusalInterval()
+		}
+		if got := holds[n-1]; got != longest {
+			t.Fatalf("flood=%v: the longest of %d resends held %v, want %v", flood, n, got, longest)
+		}
+		if len(sents) != n-1 {
+			t.Fatalf("flood=%v: %d held, want %d", flood, len(sents), n-1)
+		}
+		for _, sent := range sents {
+			sent()
+		}
+	}
 }

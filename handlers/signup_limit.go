@@ -152,13 +152,20 @@ func (l *signupLimiter) start() (done func(), ok bool) {
 }
 
 // done gives the place back, counts the answer and, once a window is
-// over, sets the bound from the answers' rate and how busy the CPUs were.
+// over, closes it (closeWindow).
 func (l *signupLimiter) done() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inFlight--
 	l.window++
-	now := l.now()
+	l.closeWindow(l.now())
+}
+
+// closeWindow, once the window is over at now, sets the bound from the
+// answers' rate and how busy the CPUs were, and whether refusals are
+// paced. Answers and refusals both close it: in a flood that leaves no
+// answer for a while, the refusals still start the pacing.
+func (l *signupLimiter) closeWindow(now time.Time) {
 	elapsed := now.Sub(l.windowStart)
 	if elapsed < signupRateWindow {
 		return
@@ -209,8 +216,9 @@ func (l *signupLimiter) done() {
 func (l *signupLimiter) refuse(conn *connRecord) refusal {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.refused++
 	now := l.now()
+	l.closeWindow(now)
+	l.refused++
 	if !l.pacing && !conn.resendsBefore(now) {
 		conn.refusedAt(now)
 		return refusal{}

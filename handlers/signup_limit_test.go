@@ -487,7 +487,11 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 	if got := early(lastEnds.Add(-time.Nanosecond)); got != 1 {
 		t.Fatalf("%d connections resend early just before the last Retry-After ends, want 1", got)
 	}
-	clock.Add((n-1)*interval + busyRetryWait)
+	// Signups are answered meanwhile, 4,000 a second as before, so that
+	// refusals overall stay far fewer than the answers.
+	wait := (n-1)*interval + busyRetryWait
+	answerAt(l, clock, int(wait.Seconds()*4000), 4000)
+	clock.Set(lastEnds)
 	if got := early(clock.Now()); got != 0 {
 		t.Fatalf("%d connections still resend early once every Retry-After has passed", got)
 	}
@@ -528,5 +532,25 @@ func TestSignupLimiter_AResendAloneWaitsAtMostItsRetryAfterAFloodLonger(t *testi
 		for _, sent := range sents {
 			sent()
 		}
+	}
+}
+
+// TestSignupLimiter_RefusalsAloneStartThePacing: while no signup is
+// answered (every place held by signups that do not finish), refusals
+// still close the window, and a window of refusals with no answer starts
+// the pacing: the next burst is held one interval apart.
+func TestSignupLimiter_RefusalsAloneStartThePacing(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	l := newSignupLimiter(minSignupsInProgress, clock.Now, idleCPU)
+	if holds, sents := refuseAll(l, 3); holds[2] != 0 || len(sents) != 0 {
+		t.Fatalf("before any window closed, refusals held %v", holds)
+	}
+	clock.Add(signupRateWindow)
+	holds, sents := refuseAll(l, 3)
+	if holds[1] != l.refusalInterval() || holds[2] != 2*l.refusalInterval() || len(sents) != 2 {
+		t.Fatalf("after a window of refusals alone, a burst held %v; want paced", holds)
+	}
+	for _, sent := range sents {
+		sent()
 	}
 }

@@ -24,7 +24,9 @@ func (s *Server) withRequestLog(mux *http.ServeMux, next http.Handler) http.Hand
 		rec := &accessRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 
-		route, method := s.routePattern(mux, r), logMethod(r.Method)
+		// The line keeps the request's context, not the request: a parked
+		// answer's line would otherwise keep its body's buffer.
+		route, method, ctx := s.routePattern(mux, r), logMethod(r.Method), r.Context()
 		line := func(status int, bytes int64, held time.Duration) {
 			took := time.Since(start)
 			attrs := [6]slog.Attr{slog.String("method", method), slog.String("route", route),
@@ -33,7 +35,7 @@ func (s *Server) withRequestLog(mux *http.ServeMux, next http.Handler) http.Hand
 			if held > 0 {
 				attrs[n], n = slog.Float64("held_ms", millis(held)), n+1
 			}
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs[:n]...)
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
 			if s.opts.Requests != nil {
 				s.opts.Requests.Request(method, route, status, took)
 			}

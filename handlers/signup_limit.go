@@ -207,7 +207,7 @@ func (l *signupLimiter) closeWindow(now time.Time) {
 // (0: at once; the caller then gets no sent func) and, when held, sent,
 // which the caller calls once it has waited. Clients that send again as
 // soon as they are refused (bots ignore Retry-After) are then refused no
-// more often than that pace, or each once a second, whichever is more
+// more often than that pace, or each once per longest hold, whichever is more
 // often; a refusal arriving slower than the pace is never held. At most
 // maxHeld are held at once; a refusal that would be held past that
 // leaves at once and ends its connection (closeConn): the client pays a

@@ -721,3 +721,56 @@ func TestSignupBusy_HeldRefusalsPastTheOldCapAreParkedUpToTheirBound(t *testing.
 		t.Fatalf("%d request lines, %d with held_ms; want %d and %d", len(lines), held, first+more, bound)
 	}
 }
+
+// TestSignupBusy_AParkedFormRefusalIsTheBusyPageWithItsRequestID: with
+// every place taken and refusals paced, two form signups arrive on
+// connections of their own; the second is parked. Once let go, it is the
+// whole busy page, as an unparked refusal would be: 503 with Retry-After,
+// never cached, HTML, its own request ID in the header and on the page, a
+// Content-Length that is the page's, a Date, and Connection: close.
+func TestSignupBusy_AParkedFormRefusalIsTheBusyPageWithItsRequestID(t *testing.T) {
+	app := MustStartApp(t, withNetworkLimit(100000))
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	ts, srv, _ := startFullServer(t, app, clock, true)
+	release, _ := holdRefusalsUntilReleased(t, srv)
+	send := func() *bufio.Reader {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		body := "email=parked%40example.com"
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s",
+			signupPath, ts.Listener.Addr(), ts.URL, len(body), body)
+		return bufio.NewReader(c)
+	}
+	first := send()
+	if resp, err := http.ReadResponse(first, nil); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("the first form signup: %v, %v; want a 503 at once", resp, err)
+	}
+	second := send()
+	eventually(t, "the second refusal to be held", func() bool { return srv.signups.refusalsHeld() == 1 })
+	release()
+	resp, err := http.ReadResponse(second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("the parked page: %v", err)
+	}
+	wantBusy(t, "the parked form refusal", &testResponse{StatusCode: resp.StatusCode, Header: resp.Header, Body: string(page)})
+	id := resp.Header.Get("X-Request-ID")
+	switch {
+	case !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html"):
+		t.Fatalf("Content-Type %q, want the page", resp.Header.Get("Content-Type"))
+	case !strings.Contains(string(page), "<h1>Too busy right now</h1>") || id == "" || !strings.Contains(string(page), id):
+		t.Fatalf("the parked page is not the busy page with its request ID %q:\n%s", id, page)
+	case resp.ContentLength != int64(len(page)) || resp.Header.Get("Date") == "" || !resp.Close:
+		t.Fatalf("Content-Length %d for %d bytes, Date %q, Connection: close %v", resp.ContentLength, len(page),
+			resp.Header.Get("Date"), resp.Close)
+	}
+	if _, err := second.ReadByte(); err != io.EOF {
+		t.Fatalf("the parked refusal's connection stayed open (%v)", err)
+	}
+}

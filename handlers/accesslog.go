@@ -12,7 +12,7 @@ import (
 // it), and when the response is done writes one access-log line — method,
 // route pattern, status, duration, bytes, request ID, and held_ms when
 // the answer was held on purpose (a paced refusal; the duration includes
-// the hold). Nothing personal: the route is the pattern
+// the hold). A parked answer's line is written when it leaves. Nothing personal: the route is the pattern
 // (/waitlist/{slug}), never the path's values or the query string, and an
 // unknown method is logged as OTHER.
 func (s *Server) withRequestLog(mux *http.ServeMux, next http.Handler) http.Handler {
@@ -24,17 +24,27 @@ func (s *Server) withRequestLog(mux *http.ServeMux, next http.Handler) http.Hand
 		rec := &accessRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 
-		route, method, took := s.routePattern(mux, r), logMethod(r.Method), time.Since(start)
-		attrs := [6]slog.Attr{slog.String("method", method), slog.String("route", route),
-			slog.Int("status", rec.status), slog.Float64("duration_ms", millis(took)), slog.Int64("bytes", rec.bytes)}
-		n := 5
-		if info.held > 0 {
-			attrs[n], n = slog.Float64("held_ms", millis(info.held)), n+1
+		// The line keeps the request's context, not the request: a parked
+		// answer's line would otherwise keep its body's buffer.
+		route, method, ctx := s.routePattern(mux, r), logMethod(r.Method), r.Context()
+		line := func(status int, bytes int64, held time.Duration) {
+			took := time.Since(start)
+			attrs := [6]slog.Attr{slog.String("method", method), slog.String("route", route),
+				slog.Int("status", status), slog.Float64("duration_ms", millis(took)), slog.Int64("bytes", bytes)}
+			n := 5
+			if held > 0 {
+				attrs[n], n = slog.Float64("held_ms", millis(held)), n+1
+			}
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
+			if s.opts.Requests != nil {
+				s.opts.Requests.Request(method, route, status, took)
+			}
 		}
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs[:n]...)
-		if s.opts.Requests != nil {
-			s.opts.Requests.Request(method, route, rec.status, took)
+		if info.parked != nil {
+			info.parked(line)
+			return
 		}
+		line(rec.status, rec.bytes, info.held)
 	})
 }
 

@@ -1,14 +1,18 @@
 package handlers
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -284,6 +288,13 @@ func TestOwnerWrites_HaveTheirOwnReserveWhileSignupsFillTheQueue(t *testing.T) {
 // outnumbering answers), with every in-progress place taken.
 func startFullServer(t *testing.T, app *testApp, clock *testutil.Clock, pacing bool) (*httptest.Server, *Server, *testutil.SyncBuffer) {
 	t.Helper()
+	return startFullServerOn(t, app, clock, pacing, false)
+}
+
+// startFullServerOn is startFullServer, serving HTTP/2 over TLS when h2 is
+// set (its client is the server's Client).
+func startFullServerOn(t *testing.T, app *testApp, clock *testutil.Clock, pacing, h2 bool) (*httptest.Server, *Server, *testutil.SyncBuffer) {
+	t.Helper()
 	logs := &testutil.SyncBuffer{}
 	ts := httptest.NewUnstartedServer(nil)
 	u, _ := url.Parse("http://" + ts.Listener.Addr().String())
@@ -300,7 +311,12 @@ func startFullServer(t *testing.T, app *testApp, clock *testutil.Clock, pacing b
 	}
 	ts.Config.Handler = srv
 	ts.Config.ConnContext = ConnContext
-	ts.Start()
+	if h2 {
+		ts.EnableHTTP2 = true
+		ts.StartTLS()
+	} else {
+		ts.Start()
+	}
 	t.Cleanup(ts.Close)
 	return ts, srv, logs
 }
@@ -377,23 +393,24 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 	interval := srv.signups.refusalInterval()
 	for k, h := range held {
 		// The log rounds to the microsecond.
-		if want := min(time.Duration(k+1)*interval, maxRefusalHold) - time.Microsecond; h < want {
+		if want := min(time.Duration(k+1)*interval, maxFloodHold) - time.Microsecond; h < want {
 			t.Fatalf("the %d-th held refusal waited %v, want at least %v", k+1, h, want)
 		}
 	}
 }
 
-// TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway: a refusal due to
-// wait the longest hold is let go as soon as its client disconnects, and
-// its log line gives the hold it really had.
+// TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway: on HTTP/2, whose
+// connection carries other requests and so is not parked, a refusal due
+// to wait the longest hold is held by its handler and let go as soon as
+// its client cancels it, and its log line gives the hold it really had.
 func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 	app := MustStartApp(t)
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	ts, srv, logs := startFullServer(t, app, clock, true)
+	ts, srv, logs := startFullServerOn(t, app, clock, true, true)
 	// A second's worth of refusals already paced: the next waits a second.
 	for range int(maxRefusalHold/srv.signups.refusalInterval()) + 1 {
-		if _, sent := srv.signups.refuse(nil); sent != nil {
-			sent()
+		if rf := srv.signups.refuse(nil); rf.sent != nil {
+			rf.sent()
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -403,7 +420,7 @@ func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	errc := make(chan error, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := ts.Client().Do(req)
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -501,5 +518,259 @@ func TestSignupBusy_AResendBeforeRetryAfterOnItsConnectionIsPaced(t *testing.T) 
 	wantHeld("a signup after the Retry-After", keepAlive, true, 0)
 	if got := srv.signups.refusalsHeld(); got != 0 {
 		t.Fatalf("%d refusals still held after every answer", got)
+	}
+}
+
+// holdRefusalsUntilReleased makes srv's paced refusals wait, instead of
+// their hold, until release is called (or they are stopped: their client
+// went away), without a goroutine of their own, and returns the longest
+// hold asked for so far.
+func holdRefusalsUntilReleased(t *testing.T, srv *Server) (release func(), longest func() time.Duration) {
+	t.Helper()
+	var (
+		mu       sync.Mutex
+		waiting  []*func()
+		released bool
+		most     time.Duration
+	)
+	release = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if released {
+			return
+		}
+		released = true
+		for _, f := range waiting {
+			if *f != nil {
+				go (*f)()
+			}
+		}
+	}
+	// Registered after the server's start, so run before its close, which
+	// waits for the held connections.
+	t.Cleanup(release)
+	srv.afterHold = func(d time.Duration, f func()) (stop func() bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		most = max(most, d)
+		if released {
+			go f()
+			return func() bool { return false }
+		}
+		p := &f
+		waiting = append(waiting, p)
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			stopped := *p != nil && !released
+			*p = nil
+			return stopped
+		}
+	}
+	return release, func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return most
+	}
+}
+
+// servingGoroutines counts the goroutines net/http runs for a connection
+// whose request it has not finished with: each held refusal has one.
+func servingGoroutines() int {
+	buf := make([]byte, 64<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return bytes.Count(buf, []byte("net/http.(*conn).serve("))
+}
+
+// rawSignup is one client on a connection of its own, written to by hand
+// so that a test can keep thousands open without a pool in between.
+type rawSignup struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// sendRawSignups opens n connections to ts and sends a JSON signup on each.
+func sendRawSignups(t *testing.T, ts *httptest.Server, n int, name string) []*rawSignup {
+	t.Helper()
+	out := make([]*rawSignup, n)
+	for i := range out {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		body := signupJSONBody(uuid.NewString(), fmt.Sprintf("%s%04d@example.com", name, i), 1, true)
+		if _, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			signupAPI, ts.Listener.Addr(), len(body), body); err != nil {
+			t.Fatalf("signup %d: %v", i, err)
+		}
+		out[i] = &rawSignup{conn: c, r: bufio.NewReader(c)}
+	}
+	return out
+}
+
+// answer reads the signup's answer, checks it is a refusal for load and
+// reports whether admit closed the connection after it.
+func (s *rawSignup) answer() (closed bool, err error) {
+	resp, err := http.ReadResponse(s.r, nil)
+	if err != nil {
+		return false, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != busyRetryAfter ||
+		resp.Header.Get("Cache-Control") != "private, no-store" {
+		return false, fmt.Errorf("status %d, Retry-After %q, Cache-Control %q; want a refusal for load",
+			resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Cache-Control"))
+	}
+	if !resp.Close {
+		return false, nil
+	}
+	if _, err := s.r.ReadByte(); err != io.EOF {
+		return true, fmt.Errorf("answered Connection: close, yet the connection stayed open (%v)", err)
+	}
+	return true, nil
+}
+
+// answerAll reads every signup's answer, each from a goroutine of its
+// own, counting into closed and open as they come; wait waits for all.
+func answerAll(t *testing.T, what string, signups []*rawSignup, closed, open *atomic.Int64) (wait func()) {
+	var wg sync.WaitGroup
+	for i, s := range signups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := s.answer()
+			switch {
+			case err != nil:
+				t.Errorf("%s %d: %v", what, i, err)
+			case c:
+				closed.Add(1)
+			default:
+				open.Add(1)
+			}
+		}()
+	}
+	return wg.Wait
+}
+
+// TestSignupBusy_HeldRefusalsPastTheOldCapAreParkedUpToTheirBound: with
+// every place taken and refusals paced, 1,200 clients, each on a
+// connection of its own, send a signup at one instant (the limiter's
+// clock stands still; the holds last until the test lets them go). All
+// but the first, which the pace sends at once, are held: more than the
+// 1,024 that were once the most held, past which the rest came straight
+// back. They are parked: net/http serves none of their connections any
+// more. With the bound on held refusals then set to 1,250, 100 more
+// arrive: exactly 51 are held, and the other 49 are answered at once and
+// their connections closed, so that the held refusals never exceed the
+// bound. Once let go, every held refusal is answered, the 503 with
+// Retry-After, and its connection closed; only the first's stays open.
+// Every answer has its log line, the held ones' with held_ms, and none
+// was asked to be held past the longest hold.
+func TestSignupBusy_HeldRefusalsPastTheOldCapAreParkedUpToTheirBound(t *testing.T) {
+	const first, bound, more = 1200, 1250, 100
+	app := MustStartApp(t, withNetworkLimit(100000))
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	ts, srv, logs := startFullServer(t, app, clock, true)
+	release, longest := holdRefusalsUntilReleased(t, srv)
+
+	var closed, open atomic.Int64
+	waitFirst := answerAll(t, "signup", sendRawSignups(t, ts, first, "held"), &closed, &open)
+	eventually(t, "all but the first refusal to be held", func() bool {
+		return srv.signups.refusalsHeld() == first-1 && open.Load() == 1
+	})
+	// The first's connection is still served, idle; a held refusal would
+	// keep its own.
+	eventually(t, "the held refusals' connections to be parked", func() bool { return servingGoroutines() <= 1 })
+	srv.signups.mu.Lock()
+	srv.signups.maxHeld = bound
+	srv.signups.mu.Unlock()
+	waitMore := answerAll(t, "signup past the first", sendRawSignups(t, ts, more, "past"), &closed, &open)
+	pastBound := int64(more - (bound - (first - 1)))
+	eventually(t, "the refusals past the bound to be answered", func() bool { return closed.Load() == pastBound })
+	if got, want := srv.signups.refusalsHeld(), bound; got != want {
+		t.Fatalf("%d refusals held, want %d: the bound", got, want)
+	}
+	if got := open.Load(); got != 1 {
+		t.Fatalf("%d answered on an open connection while the others were held, want 1 (the first)", got)
+	}
+
+	release()
+	waitFirst()
+	waitMore()
+	if got, want := closed.Load(), int64(first+more-1); got != want || open.Load() != 1 {
+		t.Fatalf("%d answers closed their connection, %d kept it; want %d and 1", got, open.Load(), want)
+	}
+	eventually(t, "every held refusal to be sent", func() bool { return srv.signups.refusalsHeld() == 0 })
+	if got := longest(); got <= maxRefusalHold || got > maxFloodHold {
+		t.Fatalf("the longest hold asked for was %v, want more than a resend's longest, %v, and at most %v",
+			got, maxRefusalHold, maxFloodHold)
+	}
+	lines := logLines(t, logs.String(), "request")
+	held := 0
+	for _, l := range lines {
+		if l["status"] != float64(http.StatusServiceUnavailable) {
+			t.Fatalf("unexpected request line %v", l)
+		}
+		if _, ok := l["held_ms"]; ok {
+			held++
+		}
+	}
+	if len(lines) != first+more || held != bound {
+		t.Fatalf("%d request lines, %d with held_ms; want %d and %d", len(lines), held, first+more, bound)
+	}
+}
+
+// TestSignupBusy_AParkedFormRefusalIsTheBusyPageWithItsRequestID: with
+// every place taken and refusals paced, two form signups arrive on
+// connections of their own; the second is parked. Once let go, it is the
+// whole busy page, as an unparked refusal would be: 503 with Retry-After,
+// never cached, HTML, its own request ID in the header and on the page, a
+// Content-Length that is the page's, a Date, and Connection: close.
+func TestSignupBusy_AParkedFormRefusalIsTheBusyPageWithItsRequestID(t *testing.T) {
+	app := MustStartApp(t, withNetworkLimit(100000))
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	ts, srv, _ := startFullServer(t, app, clock, true)
+	release, _ := holdRefusalsUntilReleased(t, srv)
+	send := func() *bufio.Reader {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		body := "email=parked%40example.com"
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s",
+			signupPath, ts.Listener.Addr(), ts.URL, len(body), body)
+		return bufio.NewReader(c)
+	}
+	first := send()
+	if resp, err := http.ReadResponse(first, nil); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("the first form signup: %v, %v; want a 503 at once", resp, err)
+	}
+	second := send()
+	eventually(t, "the second refusal to be held", func() bool { return srv.signups.refusalsHeld() == 1 })
+	release()
+	resp, err := http.ReadResponse(second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("the parked page: %v", err)
+	}
+	wantBusy(t, "the parked form refusal", &testResponse{StatusCode: resp.StatusCode, Header: resp.Header, Body: string(page)})
+	id := resp.Header.Get("X-Request-ID")
+	switch {
+	case !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html"):
+		t.Fatalf("Content-Type %q, want the page", resp.Header.Get("Content-Type"))
+	case !strings.Contains(string(page), "<h1>Too busy right now</h1>") || id == "" || !strings.Contains(string(page), id):
+		t.Fatalf("the parked page is not the busy page with its request ID %q:\n%s", id, page)
+	case resp.ContentLength != int64(len(page)) || resp.Header.Get("Date") == "" || !resp.Close:
+		t.Fatalf("Content-Length %d for %d bytes, Date %q, Connection: close %v", resp.ContentLength, len(page),
+			resp.Header.Get("Date"), resp.Close)
+	}
+	if _, err := second.ReadByte(); err != io.EOF {
+		t.Fatalf("the parked refusal's connection stayed open (%v)", err)
 	}
 }

@@ -17,7 +17,15 @@ type requestInfo struct {
 	// held is how long the answer was deliberately held before it was
 	// sent (a paced refusal for load), part of the request's duration.
 	held time.Duration
+	// parked, set by a handler that leaves its answer to be sent after it
+	// returns (Server.parkRefusal), is given the request's log line to
+	// write once that answer leaves, instead of when the handler returns.
+	parked func(line logLine)
 }
+
+// logLine writes a request's access-log line and records its metrics,
+// for an answer with status and a body of bytes, held as long as held.
+type logLine func(status int, bytes int64, held time.Duration)
 
 type requestInfoKey struct{}
 

@@ -132,6 +132,10 @@ type Server struct {
 	// busy and slowBody are the signup routes' refusals for load (503)
 	// and for a body too slow to arrive (408), prepared at start.
 	busy, slowBody *cannedAnswer
+	// afterHold calls f when a paced refusal's hold of d is over, unless
+	// stopped first: afterHoldTimer, which tests may replace to hold
+	// refusals until they let them go.
+	afterHold func(d time.Duration, f func()) (stop func() bool)
 }
 
 // New builds the server and its routes.
@@ -178,6 +182,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	}
 	s.signups = newSignupLimiter(depth, time.Now, processCPUMeter)
 	s.answers = &answerSchedule{delay: opts.SignupAnswerDelay}
+	s.afterHold = afterHoldTimer
 	dev := id.Mode() == identity.ModeDev
 	var err error
 	if s.busy, err = newCannedAnswer(http.StatusServiceUnavailable, store.EUNAVAILABLE, busyTitle, busyMessage,

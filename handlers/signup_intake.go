@@ -59,38 +59,59 @@ func (s *Server) signupIntake(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		done, ok := s.startSignup()
 		if !ok {
+			// The body is dropped here: a held refusal keeps no more of
+			// the request than net/http does.
 			s.refuseBusy(w, r)
 			return
 		}
 		defer done()
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
 }
 
 // refuseBusy answers a signup that found no place: the prepared 503, held
 // first as long as the limiter's pace asks of a client that ignores
-// Retry-After (signupLimiter.refuse), or less
-// if the client goes away. The hold is parked on a timer, not spent on a
-// core, and the request log shows it: the line's duration includes it and
-// held_ms says how much of it was the hold.
+// Retry-After (signupLimiter.refuse). While refusals overall are paced
+// (a flood) a held refusal on an HTTP/1 connection is parked
+// (parkRefusal): it costs admit a timer and the connection, not a
+// goroutine and a request. Otherwise the hold is a timer the handler
+// waits on, ended early if the client goes away. The request log shows
+// the hold: the line's duration includes it and held_ms says how much of
+// it was the hold. A refusal the limiter cannot hold, as the most
+// refusals it may hold are held already, leaves at once and closes its
+// connection.
 func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request) {
-	if hold, sent := s.signups.refuse(connRecordFrom(r.Context())); hold > 0 {
-		start := time.Now()
-		t := time.NewTimer(hold)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
+	rf := s.signups.refuse(connRecordFrom(r.Context()))
+	if rf.hold > 0 {
+		if rf.flood && s.parkRefusal(w, r, rf) {
+			return
 		}
-		sent()
+		start := time.Now()
+		done := make(chan struct{})
+		stop := s.afterHold(rf.hold, func() { close(done) })
+		select {
+		case <-done:
+		case <-r.Context().Done():
+			stop()
+		}
+		rf.sent()
 		if info := requestInfoFrom(r.Context()); info != nil {
 			info.held = time.Since(start)
 		}
 	}
+	if rf.closeConn {
+		w.Header().Set("Connection", "close")
+	}
 	s.busy.write(w, r)
+}
+
+// afterHoldTimer calls f once d has passed, on a timer, unless stop is
+// called first: the Server's afterHold.
+func afterHoldTimer(d time.Duration, f func()) (stop func() bool) {
+	return time.AfterFunc(d, f).Stop
 }
 
 // readSignupBody reads r's body (already bounded by maxBody) under the

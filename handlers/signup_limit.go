@@ -21,9 +21,11 @@ import (
 // (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 type signupLimiter struct {
 	max, min int
-	target   time.Duration
-	now      func() time.Time
-	cpu      cpuMeter
+	// maxHeld is how many refusals may be held at once (maxRefusalsHeld).
+	maxHeld int
+	target  time.Duration
+	now     func() time.Time
+	cpu     cpuMeter
 
 	mu       sync.Mutex
 	inFlight int
@@ -84,12 +86,24 @@ const (
 	// batches so small that each signup cost half as much CPU again
 	// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
 	minSignupsInProgress = 32
-	// maxRefusalHold is the longest a refusal for load is held before it
-	// is sent (what its Retry-After asks), and maxRefusalsHeld how many
-	// may be held at once; past that a refusal leaves at once
-	// (docs/ARCHITECTURE.md, "Overload").
+	// maxRefusalHold is the longest a resend on its connection is held
+	// before its refusal is sent (what its Retry-After asks), and
+	// maxFloodHold the longest a refusal is held while refusals overall
+	// are paced: long enough that the pace, not the longest hold, sets
+	// how often a few thousand clients resending at once are refused
+	// (4,096 of them at one refusal every 1.3 ms wait 5.5 s), and well
+	// within the minute proxies wait for an answer. maxRefusalsHeld is how
+	// many may be held at once. A refusal held in its handler keeps what
+	// net/http keeps of a request while its handler runs, about 8 KB (6
+	// of heap and a 2 KB goroutine that watches for the client going
+	// away), on top of the about 18 KB the open connection costs anyway;
+	// a parked one (Server.parkRefusal) keeps its connection's socket, a
+	// timer and its answer's headers. Past maxRefusalsHeld a refusal
+	// leaves at once and closes its connection (refuse;
+	// docs/PERFORMANCE.md#paced-refusals).
 	maxRefusalHold  = busyRetryWait
-	maxRefusalsHeld = 1024
+	maxFloodHold    = 10 * time.Second
+	maxRefusalsHeld = 8192
 	// answersPerRefusal paces the refusals for load: one may leave per
 	// four answers at the recent answer rate. A refusal costs
 	// admit about a third of an accepted signup's CPU (75 against 212 µs,
@@ -104,7 +118,7 @@ const (
 	// longest hold, so that clients still held do not switch it off.
 	pacingFrom  = 2
 	pacingUntil = 2 * answersPerRefusal
-	calmWindows = int(maxRefusalHold/signupRateWindow) + 1
+	calmWindows = int(maxFloodHold/signupRateWindow) + 1
 	// A window in which admit used cpuBoundFrom of all its CPUs' time
 	// is CPU-bound, and the bound that follows it aims at a mean of
 	// signupMeanTarget/cpuBoundDivisor. With the database on tmpfs (the
@@ -121,7 +135,7 @@ func newSignupLimiter(max int, now func() time.Time, cpu cpuMeter) *signupLimite
 	if max < 1 {
 		max = 1
 	}
-	return &signupLimiter{max: max, min: min(minSignupsInProgress, max), target: signupMeanTarget, now: now,
+	return &signupLimiter{max: max, min: min(minSignupsInProgress, max), maxHeld: maxRefusalsHeld, target: signupMeanTarget, now: now,
 		cpu: cpu, cpuAt: cpu.used(), limit: max, windowStart: now()}
 }
 
@@ -138,13 +152,20 @@ func (l *signupLimiter) start() (done func(), ok bool) {
 }
 
 // done gives the place back, counts the answer and, once a window is
-// over, sets the bound from the answers' rate and how busy the CPUs were.
+// over, closes it (closeWindow).
 func (l *signupLimiter) done() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inFlight--
 	l.window++
-	now := l.now()
+	l.closeWindow(l.now())
+}
+
+// closeWindow, once the window is over at now, sets the bound from the
+// answers' rate and how busy the CPUs were, and whether refusals are
+// paced. Answers and refusals both close it: in a flood that leaves no
+// answer for a while, the refusals still start the pacing.
+func (l *signupLimiter) closeWindow(now time.Time) {
 	elapsed := now.Sub(l.windowStart)
 	if elapsed < signupRateWindow {
 		return
@@ -180,38 +201,68 @@ func (l *signupLimiter) done() {
 // answers (pacing), and otherwise those resent on conn before the
 // Retry-After of the refusal before ended (connRecord; nil: no record).
 // Paced refusals leave in order of arrival, no more than one per
-// refusalInterval, and none is held longer than maxRefusalHold; any other
+// refusalInterval, and none is held longer than maxFloodHold (while
+// pacing) or maxRefusalHold (a resend alone); any other
 // leaves at once. It reports how long this one is held before it is sent
 // (0: at once; the caller then gets no sent func) and, when held, sent,
 // which the caller calls once it has waited. Clients that send again as
 // soon as they are refused (bots ignore Retry-After) are then refused no
-// more often than that pace, or each once a second, whichever is more
+// more often than that pace, or each once per longest hold, whichever is more
 // often; a refusal arriving slower than the pace is never held. At most
-// maxRefusalsHeld are held at once: each holds a goroutine and a
-// connection, so a flood beyond that is answered at once as before.
-func (l *signupLimiter) refuse(conn *connRecord) (hold time.Duration, sent func()) {
+// maxHeld are held at once; a refusal that would be held past that
+// leaves at once and ends its connection (closeConn): the client pays a
+// new connection before it can resend, and admit sheds that connection's
+// memory instead of adding a hold's (docs/PERFORMANCE.md#paced-refusals).
+func (l *signupLimiter) refuse(conn *connRecord) refusal {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.refused++
 	now := l.now()
-	if (!l.pacing && !conn.resendsBefore(now)) || l.held >= maxRefusalsHeld {
+	l.closeWindow(now)
+	l.refused++
+	if !l.pacing && !conn.resendsBefore(now) {
 		conn.refusedAt(now)
-		return 0, nil
+		return refusal{}
 	}
 	at := l.nextRefusal
 	if at.Before(now) {
 		at = now
 	}
-	if hold = at.Sub(now); hold > maxRefusalHold {
-		hold, at = maxRefusalHold, now.Add(maxRefusalHold)
+	longest := maxRefusalHold
+	if l.pacing {
+		longest = maxFloodHold
+	}
+	hold := at.Sub(now)
+	if hold > longest {
+		hold, at = longest, now.Add(longest)
+	}
+	if hold > 0 && l.held >= l.maxHeld {
+		// rule: the holds are bounded; this refusal takes no place in the
+		// pace, as it is not held.
+		conn.refusedAt(now)
+		return refusal{closeConn: true}
 	}
 	l.nextRefusal = at.Add(l.refusalInterval())
 	conn.refusedAt(at)
 	if hold <= 0 {
-		return 0, nil
+		return refusal{}
 	}
 	l.held++
-	return hold, l.sent
+	return refusal{hold: hold, sent: l.sent, flood: l.pacing}
+}
+
+// refusal is how one refusal for load leaves (signupLimiter.refuse).
+type refusal struct {
+	// hold is how long it is held before it is sent; 0 is at once.
+	hold time.Duration
+	// sent, when it is held, is to be called once it has waited.
+	sent func()
+	// closeConn asks that its connection be closed after it: it could not
+	// be held, as the most refusals that may be held are.
+	closeConn bool
+	// flood is whether it is held because refusals overall are paced, not
+	// only as a resend on its connection: it may then be parked
+	// (Server.parkRefusal).
+	flood bool
 }
 
 // refusalInterval is the pace of refusals: one per answersPerRefusal

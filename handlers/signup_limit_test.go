@@ -194,7 +194,8 @@ func pace(l *signupLimiter) {
 // refuseAll refuses n signups on l at one instant and returns each hold.
 func refuseAll(l *signupLimiter, n int) (holds []time.Duration, sents []func()) {
 	for range n {
-		hold, sent := l.refuse(nil)
+		rf := l.refuse(nil)
+		hold, sent := rf.hold, rf.sent
 		holds = append(holds, hold)
 		if sent != nil {
 			sents = append(sents, sent)
@@ -214,8 +215,8 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	}
 	// Refusals no faster than that pace are never held.
 	for i := range 50 {
-		if hold, sent := l.refuse(nil); hold != 0 || sent != nil {
-			t.Fatalf("refusal %d, one every interval, held %v", i, hold)
+		if rf := l.refuse(nil); rf.hold != 0 || rf.sent != nil {
+			t.Fatalf("refusal %d, one every interval, held %v", i, rf.hold)
 		}
 		clock.Add(interval)
 	}
@@ -243,60 +244,71 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 	if got, want := slow.refusalInterval(), answersPerRefusal*signupMeanTarget/minSignupsInProgress; got != want {
 		t.Fatalf("refusal interval at the floor %v, want %v", got, want)
 	}
-	holds, sents = refuseAll(slow, 1000)
+	const n = 3000
+	holds, sents = refuseAll(slow, n)
 	capped := 0
 	for i, hold := range holds {
-		want := min(time.Duration(i)*slow.refusalInterval(), maxRefusalHold)
+		want := min(time.Duration(i)*slow.refusalInterval(), maxFloodHold)
 		if hold != want {
 			t.Fatalf("refusal %d held %v, want %v", i, hold, want)
 		}
-		if hold == maxRefusalHold {
+		if hold == maxFloodHold {
 			capped++
 		}
 	}
-	// 1,000 at once against one every 4.17 ms: from the 242nd on they
-	// would wait a second or more, so they wait exactly a second.
-	if want := 759; capped != want {
+	// 3,000 at once against one every 4.17 ms: from the 2,400th on
+	// (10 s / 4.17 ms) they would wait ten seconds or more, so they wait
+	// exactly that.
+	if want := n - int((maxFloodHold+slow.refusalInterval()-1)/slow.refusalInterval()); capped != want || want < 500 {
 		t.Fatalf("%d refusals held the longest hold, want %d", capped, want)
 	}
 	for _, sent := range sents {
 		sent()
 	}
 	// Once the burst is over the pace starts afresh.
-	clock.Add(2 * maxRefusalHold)
-	if hold, _ := slow.refuse(nil); hold != 0 {
-		t.Fatalf("a refusal after a quiet spell held %v", hold)
+	clock.Add(2 * maxFloodHold)
+	if rf := slow.refuse(nil); rf.hold != 0 {
+		t.Fatalf("a refusal after a quiet spell held %v", rf.hold)
 	}
 }
 
+// TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce: three times the
+// most refusals that may be held arrive at one instant, each from a
+// goroutine of its own. The first leaves at once, as the pace has nothing
+// scheduled; exactly maxRefusalsHeld are held, none past the longest
+// hold; every later one leaves at once and closes its connection, and
+// takes no place in the pace: once held ones are sent, the next refusal
+// is held again, no longer than the longest hold.
 func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	const n = 3 * maxRefusalsHeld
 	l := newSignupLimiter(1000, clock.Now, idleCPU)
 	pace(l)
-	holds, sents := refuseEach(l, make([]*connRecord, n))
+	holds, sents, closes := refuseEach(l, make([]*connRecord, n))
 	atOnce := 0
 	for _, hold := range holds {
 		if hold == 0 {
 			atOnce++
 		}
 	}
-	if longest := holds[n-1]; longest > maxRefusalHold {
+	if longest := holds[n-1]; longest > maxFloodHold {
 		t.Errorf("held %v, past the longest hold", longest)
 	}
-	// The clock stands still: the first leaves at once, the next 1,024
-	// are held, and every later one leaves at once.
-	if len(sents) != maxRefusalsHeld || atOnce != n-maxRefusalsHeld || l.refusalsHeld() != maxRefusalsHeld {
-		t.Fatalf("%d held (limiter says %d), %d at once; want %d and %d", len(sents), l.refusalsHeld(), atOnce,
-			maxRefusalsHeld, n-maxRefusalsHeld)
+	if len(sents) != maxRefusalsHeld || l.refusalsHeld() != maxRefusalsHeld {
+		t.Fatalf("%d held (limiter says %d), want %d", len(sents), l.refusalsHeld(), maxRefusalsHeld)
+	}
+	if want := n - maxRefusalsHeld; atOnce != want || closes != want-1 {
+		t.Fatalf("%d at once, %d of them closing their connection; want %d and %d (all but the first)",
+			atOnce, closes, want, want-1)
 	}
 	for _, sent := range sents[:10] {
 		sent()
 	}
-	if hold, sent := l.refuse(nil); hold == 0 || sent == nil {
-		t.Fatal("with places among the held free again, a refusal in the burst was not held")
+	if rf := l.refuse(nil); rf.hold == 0 || rf.hold > maxFloodHold || rf.sent == nil || rf.closeConn {
+		t.Fatalf("with places among the held free again, a refusal in the burst was held %v (closing its connection: %v)",
+			rf.hold, rf.closeConn)
 	} else {
-		sent()
+		rf.sent()
 	}
 	for _, sent := range sents[10:] {
 		sent()
@@ -313,14 +325,14 @@ func window(l *signupLimiter, clock *testutil.Clock, answers, refusals int) {
 	step := signupRateWindow / time.Duration(answers)
 	for i := range answers {
 		for range refusals / answers {
-			if _, sent := l.refuse(nil); sent != nil {
-				sent()
+			if rf := l.refuse(nil); rf.sent != nil {
+				rf.sent()
 			}
 		}
 		if i == 0 {
 			for range refusals % answers {
-				if _, sent := l.refuse(nil); sent != nil {
-					sent()
+				if rf := l.refuse(nil); rf.sent != nil {
+					rf.sent()
 				}
 			}
 		}
@@ -375,8 +387,8 @@ func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 			t.Fatalf("%d refusals against 100 answers stopped pacing", refusals)
 		}
 	}
-	if calmWindows != 5 {
-		t.Fatalf("calmWindows=%d, want 5 (a second and a window)", calmWindows)
+	if calmWindows != 41 {
+		t.Fatalf("calmWindows=%d, want 41 (ten seconds and a window)", calmWindows)
 	}
 	for i := range calmWindows {
 		window(l, clock, 100, 12)
@@ -387,27 +399,31 @@ func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 }
 
 // refuseEach refuses one signup on each of conns (nil: no record), all at
-// once from a goroutine each, and returns the holds, sorted, and the sent
-// funcs of those held.
-func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, sents []func()) {
+// once from a goroutine each, and returns the holds, sorted, the sent
+// funcs of those held and how many refusals were to close their
+// connection.
+func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, sents []func(), closes int) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hold, sent := l.refuse(c)
+			rf := l.refuse(c)
 			mu.Lock()
 			defer mu.Unlock()
-			holds = append(holds, hold)
-			if sent != nil {
-				sents = append(sents, sent)
+			holds = append(holds, rf.hold)
+			if rf.closeConn {
+				closes++
+			}
+			if rf.sent != nil {
+				sents = append(sents, rf.sent)
 			}
 		}()
 	}
 	wg.Wait()
 	slices.Sort(holds)
-	return holds, sents
+	return holds, sents, closes
 }
 
 func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *testing.T) {
@@ -434,14 +450,14 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 	// Refusals overall are not paced: a first refusal on each of 100
 	// connections at one instant leaves at once, and so does one on no
 	// connection.
-	holds, sents := refuseEach(l, conns)
+	holds, sents, _ := refuseEach(l, conns)
 	wantAtOnce("first refusals", holds, sents)
-	holds, sents = refuseEach(l, []*connRecord{nil, nil})
+	holds, sents, _ = refuseEach(l, []*connRecord{nil, nil})
 	wantAtOnce("refusals with no connection", holds, sents)
 
 	// Each connection sends again at once: paced, one per interval in order
 	// of arrival, the first at once.
-	holds, sents = refuseEach(l, conns)
+	holds, sents, _ = refuseEach(l, conns)
 	for k, h := range holds {
 		if want := time.Duration(k) * interval; h != want {
 			t.Fatalf("the %d-th resend held %v, want %v", k, h, want)
@@ -471,10 +487,70 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 	if got := early(lastEnds.Add(-time.Nanosecond)); got != 1 {
 		t.Fatalf("%d connections resend early just before the last Retry-After ends, want 1", got)
 	}
-	clock.Add((n-1)*interval + busyRetryWait)
+	// Signups are answered meanwhile, 4,000 a second as before, so that
+	// refusals overall stay far fewer than the answers.
+	wait := (n-1)*interval + busyRetryWait
+	answerAt(l, clock, int(wait.Seconds()*4000), 4000)
+	clock.Set(lastEnds)
 	if got := early(clock.Now()); got != 0 {
 		t.Fatalf("%d connections still resend early once every Retry-After has passed", got)
 	}
-	holds, sents = refuseEach(l, conns)
+	holds, sents, _ = refuseEach(l, conns)
 	wantAtOnce("signups after their Retry-After", holds, sents)
+}
+
+// TestSignupLimiter_AResendAloneWaitsAtMostItsRetryAfterAFloodLonger:
+// 2,000 connections resend at one instant, each before its Retry-After,
+// while refusals overall are not paced: at one every 4.17 ms (the
+// floor's pace) the later ones would wait up to 8 s, but a resend alone
+// waits at most its Retry-After. Once refusals overall are paced, the
+// same burst waits as the pace says, up to maxFloodHold.
+func TestSignupLimiter_AResendAloneWaitsAtMostItsRetryAfterAFloodLonger(t *testing.T) {
+	const n = 2000
+	for _, flood := range []bool{false, true} {
+		clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+		l := newSignupLimiter(minSignupsInProgress, clock.Now, idleCPU)
+		conns := make([]*connRecord, n)
+		for i := range conns {
+			conns[i] = &connRecord{}
+			conns[i].refusedAt(clock.Now())
+		}
+		if flood {
+			pace(l)
+		}
+		holds, sents, _ := refuseEach(l, conns)
+		longest := maxRefusalHold
+		if flood {
+			longest = time.Duration(n-1) * l.refusalInterval()
+		}
+		if got := holds[n-1]; got != longest {
+			t.Fatalf("flood=%v: the longest of %d resends held %v, want %v", flood, n, got, longest)
+		}
+		if len(sents) != n-1 {
+			t.Fatalf("flood=%v: %d held, want %d", flood, len(sents), n-1)
+		}
+		for _, sent := range sents {
+			sent()
+		}
+	}
+}
+
+// TestSignupLimiter_RefusalsAloneStartThePacing: while no signup is
+// answered (every place held by signups that do not finish), refusals
+// still close the window, and a window of refusals with no answer starts
+// the pacing: the next burst is held one interval apart.
+func TestSignupLimiter_RefusalsAloneStartThePacing(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	l := newSignupLimiter(minSignupsInProgress, clock.Now, idleCPU)
+	if holds, sents := refuseAll(l, 3); holds[2] != 0 || len(sents) != 0 {
+		t.Fatalf("before any window closed, refusals held %v", holds)
+	}
+	clock.Add(signupRateWindow)
+	holds, sents := refuseAll(l, 3)
+	if holds[1] != l.refusalInterval() || holds[2] != 2*l.refusalInterval() || len(sents) != 2 {
+		t.Fatalf("after a window of refusals alone, a burst held %v; want paced", holds)
+	}
+	for _, sent := range sents {
+		sent()
+	}
 }

@@ -22,8 +22,8 @@ import (
 // The goodput scenario asks whether overload keeps accepted work flowing
 // when clients do not back off. Each client sends JSON signups and, after
 // a 503, sends the same signup again at once, ignoring Retry-After, as
-// bots do. The levels (-goodput-levels, 32, 512 and 1,024 clients by
-// default) run in one run against one admit, each on a fresh program, and
+// bots do. The levels (-goodput-levels, 32, 1,024, 2,048 and 4,096
+// clients by default) run in one run against one admit, each on a fresh program, and
 // are judged as ratios against the first level: goodput (accepted signups
 // a second) and the accepted signups' p99, plus the refusals' p99 as
 // admit's own request log times them (its handler's time, duration_ms,
@@ -41,7 +41,7 @@ import (
 // not with the load generator's.
 
 // goodputLevels are the goodput scenario's default concurrency levels.
-var goodputLevels = []int{32, 512, 1024}
+var goodputLevels = []int{32, 1024, 2048, 4096}
 
 // Goodput targets, against the first level of the same run
 // (docs/ARCHITECTURE.md, "Overload").
@@ -72,8 +72,10 @@ type GoodputResult struct {
 	Opening      []time.Duration
 	Errors       int
 	ErrorSamples []string
-	// CPU is admit's CPU time over the level.
+	// CPU is admit's CPU time over the level, PeakRSS its peak resident
+	// set (0 when unknown): the held refusals' memory shows there.
 	CPU     time.Duration
+	PeakRSS int64
 	LoadAvg string
 	// attempts prefixes the IDs of the level's measured attempts.
 	attempts string
@@ -229,12 +231,14 @@ func (r *runner) goodputLevel(ctx context.Context, p *program, clients int, atte
 		cpu0     time.Duration
 		cpuErr   error
 	)
+	pid := r.srv.Pid()
+	rssErr := resetPeakRSS(pid)
 	begin := time.Now()
 	measureFrom := begin.Add(warmup)
 	deadline := measureFrom.Add(dur)
 	opened := make(chan struct{})
 	time.AfterFunc(warmup, func() {
-		cpu0, cpuErr = processCPU(r.srv.Pid())
+		cpu0, cpuErr = processCPU(pid)
 		close(opened)
 	})
 	lctx, stop := context.WithDeadline(ctx, deadline.Add(10*time.Second))
@@ -251,8 +255,11 @@ func (r *runner) goodputLevel(ctx context.Context, p *program, clients int, atte
 	wg.Wait()
 	<-opened
 	res.Elapsed = time.Since(measureFrom)
-	if cpu1, err := processCPU(r.srv.Pid()); err == nil && cpuErr == nil {
+	if cpu1, err := processCPU(pid); err == nil && cpuErr == nil {
 		res.CPU = cpu1 - cpu0
+	}
+	if rss, err := readPeakRSS(pid); err == nil && rssErr == nil {
+		res.PeakRSS = rss
 	}
 	slices.Sort(res.Accepted)
 	slices.Sort(res.Refused)
@@ -414,20 +421,24 @@ func writeGoodputReport(w io.Writer, levels []*GoodputResult, pin pinning) {
 	fmt.Fprintln(w, "\n### Goodput under overload (JSON signups; refused clients retry at once, ignoring Retry-After)")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%s.\n\n", pin)
-	fmt.Fprintln(w, "| clients | accepted | accepted/s | × first | accepted p99 ms | × first | accepted p99 in admit ms | refused (503) | refusal p99 in admit ms | refusal hold p50, p99 ms | refusal p99 at the client ms | errors | admit CPU µs per accepted | opening's accepted p99 ms (not judged) | load avg (1 min) |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| clients | accepted | accepted/s | × first | accepted p99 ms | × first | accepted p99 in admit ms | refused (503) | refusal p99 in admit ms | refusal hold p50, p99 ms | refusal p99 at the client ms | errors | admit CPU µs per accepted | opening's accepted p99 ms (not judged) | admit peak RSS MiB | load avg (1 min) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	base := levels[0]
 	for _, g := range levels {
 		cpu := time.Duration(0)
 		if len(g.Accepted) > 0 {
 			cpu = g.CPU / time.Duration(len(g.Accepted))
 		}
-		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s | %s, %s | %s | %d | %s | %s | %s |\n", g.Clients, len(g.Accepted), g.Goodput(),
+		rss := "—"
+		if g.PeakRSS > 0 {
+			rss = mib(g.PeakRSS)
+		}
+		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s | %s, %s | %s | %d | %s | %s | %s | %s |\n", g.Clients, len(g.Accepted), g.Goodput(),
 			ratioCell(g.Goodput(), base.Goodput()), ms(percentile(g.Accepted, 99)),
 			ratioCell(float64(percentile(g.Accepted, 99)), float64(percentile(base.Accepted, 99))),
 			ms(percentile(g.AcceptedInAdmit, 99)), len(g.Refused), ms(percentile(g.RefusedInAdmit, 99)),
 			ms(percentile(g.RefusalHolds, 50)), ms(percentile(g.RefusalHolds, 99)), ms(percentile(g.Refused, 99)),
-			g.Errors, us(cpu), openingCell(g.Opening), g.LoadAvg)
+			g.Errors, us(cpu), openingCell(g.Opening), rss, g.LoadAvg)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | measured | met |")

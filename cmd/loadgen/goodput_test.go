@@ -135,8 +135,8 @@ func TestGoodputResult_RecordsAcceptedRefusedAndErrors(t *testing.T) {
 
 func TestParseFlags_GoodputLevels(t *testing.T) {
 	d, err := parseFlags(nil, io.Discard)
-	if err != nil || !slices.Equal(d.GoodputLevels, []int{32, 512, 1024}) {
-		t.Fatalf("default goodput levels %v (%v), want 32, 512, 1024", d.GoodputLevels, err)
+	if err != nil || !slices.Equal(d.GoodputLevels, []int{32, 1024, 2048, 4096}) {
+		t.Fatalf("default goodput levels %v (%v), want 32, 1024, 2048, 4096", d.GoodputLevels, err)
 	}
 	if d.wants("goodput") {
 		t.Fatalf("the goodput scenario runs by default; it runs only when named")
@@ -183,11 +183,11 @@ func TestRun_GoodputScenarioReadsRefusalsFromAdmitsLog(t *testing.T) {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
-		if len(cells) == 15 {
+		if len(cells) == 16 {
 			rows[cells[0]] = cells
 		}
 	}
-	// | clients | accepted | accepted/s | × | p99 | × | p99 in admit | refused | refusal p99 in admit | hold | at the client | errors | CPU | opening p99 | load |
+	// | clients | accepted | accepted/s | × | p99 | × | p99 in admit | refused | refusal p99 in admit | hold | at the client | errors | CPU | opening p99 | peak RSS | load |
 	for _, level := range []string{"2", "48"} {
 		row := rows[level]
 		if row == nil {
@@ -198,6 +198,9 @@ func TestRun_GoodputScenarioReadsRefusalsFromAdmitsLog(t *testing.T) {
 		}
 		if p99, err := strconv.ParseFloat(row[13], 64); err != nil || p99 <= 0 {
 			t.Errorf("%s clients: the opening's p99 reads %q, want a time", level, row[13])
+		}
+		if rss, err := strconv.ParseFloat(row[14], 64); err != nil || rss <= 0 {
+			t.Errorf("%s clients: admit's peak RSS reads %q, want MiB", level, row[14])
 		}
 	}
 	if refused, _ := strconv.Atoi(rows["48"][7]); refused < 1 {

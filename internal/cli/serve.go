@@ -47,7 +47,9 @@ func serve(ctx context.Context, env config.Environment, stdout, stderr io.Writer
 		return err
 	}
 	defer func() { err = errors.Join(err, lock.Release()) }() // after everything below has closed
-	keys, db, err := openStore(ctx, cfg, m.storeOptions(serveStoreOptions(backupCfg)))
+	opt := m.storeOptions(serveStoreOptions(backupCfg))
+	opt.Migrated = func(mg store.Migration) { logger.Info("migrated", "version", mg.Version, "name", mg.Name) }
+	keys, db, err := openStore(ctx, cfg, opt)
 	if err != nil {
 		return err
 	}

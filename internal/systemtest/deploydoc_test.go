@@ -245,7 +245,11 @@ func TestDeployDoc_EveryCommandBlockRunsAgainstTheBuiltBinary(t *testing.T) {
 				continue
 			}
 			// The build runs in a checkout; the operator copies dist/ to the server.
-			fmt.Fprintf(&script, "rel=$(mktemp -d)\n(cd %q && go run ./cmd/release -o \"$rel/dist\" -targets linux/amd64)\n", moduleRoot)
+			src, err := filepath.Abs(moduleRoot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&script, "rel=$(mktemp -d)\n(cd %q && go run ./cmd/release -o \"$rel/dist\" -targets linux/amd64)\n", src)
 			text = strings.Replace(text, "go run ./cmd/release -targets linux/amd64", "true", 1)
 			on(primary)
 			fmt.Fprintf(&script, "cd \"$rel\"\n%s\ncp -p \"$rel\"/dist/* \"$M/src/dist/\"\n", text)

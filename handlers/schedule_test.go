@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,5 +96,58 @@ func TestHeldWriter_YieldsBeforeTheReleaseOnlyWhenAlone(t *testing.T) {
 				t.Errorf("yielded %d times beside another signup, want a sleep only", w.yields)
 			}
 		})
+	}
+}
+
+// A listed address's answer (the duplicate path) leaves on the same
+// schedule as a new address's: not before the delay, and not measurably
+// after the new address's either, which would tell the two apart as surely
+// as an early answer; and both leave at the schedule's release, not later.
+// The medians of alternating attempts are compared, so a busy machine
+// slows both alike.
+func TestSignup_DuplicateAnswersAreNotHeldLaterThanNewOnes(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	app := MustStartApp(t, withSignupDelay(delay))
+	c := app.NewClient(t)
+	if r := c.PostJSON(t, "POST", signupAPI, signupJSONBody(uuid.NewString(), "listed@example.com", 1, true)); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("first signup: status %d", r.StatusCode)
+	}
+	const rounds = 7
+	var newTimes, listedTimes []time.Duration
+	for i := range rounds {
+		for _, listed := range []bool{false, true} {
+			email := fmt.Sprintf("new%d@example.com", i)
+			if listed {
+				email = "listed@example.com"
+			}
+			start := time.Now()
+			r := c.PostJSON(t, "POST", signupAPI, signupJSONBody(uuid.NewString(), email, 1, true))
+			took := time.Since(start)
+			if r.StatusCode != http.StatusAccepted {
+				t.Fatalf("%s: status %d", email, r.StatusCode)
+			}
+			if took < delay {
+				t.Errorf("%s answered after %v, before the schedule's %v", email, took, delay)
+			}
+			if listed {
+				listedTimes = append(listedTimes, took)
+			} else {
+				newTimes = append(newTimes, took)
+			}
+		}
+	}
+	median := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	nm, lm := median(newTimes), median(listedTimes)
+	// 25 ms is far above what the paths' own work differs by (both leave
+	// at the schedule's release) and far below a hold that tells them apart.
+	if lm > nm+25*time.Millisecond {
+		t.Fatalf("listed addresses answered in a median %v, new ones in %v: the duplicate is held later", lm, nm)
+	}
+	// And the schedule releases them at its delay, not at some later time.
+	if limit := delay + 100*time.Millisecond; nm > limit || lm > limit {
+		t.Fatalf("answers left in a median %v (new) and %v (listed), want soon after the schedule's %v", nm, lm, delay)
 	}
 }

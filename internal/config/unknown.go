@@ -3,6 +3,8 @@ package config
 import (
 	"slices"
 	"strings"
+
+	"admit/internal/typo"
 )
 
 // UnknownVar is a variable of admit's prefix (ADMIT_) that admit does not
@@ -34,32 +36,11 @@ func UnknownVars(names []string) []UnknownVar {
 		u := UnknownVar{Name: n}
 		best := -1
 		for _, k := range known {
-			if d := editDistance(n, k); best < 0 || d < best {
+			if d := typo.Distance(n, k); best < 0 || d < best {
 				best, u.Closest = d, k
 			}
 		}
 		out = append(out, u)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -186,6 +186,8 @@ func (s *Server) ownerAPIRoutes(mux routeMux) {
 	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/decline", o(s.handleEntryActionAPI(declineAction)))
 	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/withdraw", o(s.handleEntryActionAPI(withdrawAction)))
 	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/invitations", o(s.handleIssueInvitationAPI))
+	mux.Handle("POST /api/owner/programs/{id}/invitations", o(s.handleBulkIssueAPI), maxBulkBody)
+	mux.Handle("POST /api/owner/programs/{id}/delivery-records", o(s.handleBulkDeliveryAPI), maxBulkBody)
 	mux.Handle("POST /api/owner/invitations/{id}/delivery-record", o(s.handleRecordDeliveryAPI))
 	mux.Handle("POST /api/owner/invitations/{id}/revoke", o(s.handleRevokeInvitationAPI))
 	mux.Handle("POST /api/owner/grants/{id}/revoke", o(s.handleRevokeGrantAPI))
@@ -195,6 +197,9 @@ const (
 	// maxBody bounds every request body but an upload, in bytes
 	// (docs/API.md#conventions: 32 KiB).
 	maxBody = 32 << 10
+	// maxBulkBody bounds a bulk invitation request: room for
+	// store.MaxBulkInvitations IDs.
+	maxBulkBody = 64 << 10
 	// maxUploadBody bounds an owner's private asset upload (multipart).
 	maxUploadBody = 3 << 20
 )

@@ -71,6 +71,14 @@ type Event struct {
 	// EntryEmail is the entry's address while it keeps one, where the read
 	// asked for it (FilteredEvents); "" otherwise.
 	EntryEmail string
+	// ActorID is an owner event's actor as a team membership ID, never the
+	// identity provider's user ID; "" for other actors.
+	ActorID string
+	// ActorName is the name (or else the sign-in address) the team knows
+	// the acting owner by now; "" when it knows none.
+	ActorName string
+	// ActorFormer is set when the acting owner has since been removed.
+	ActorFormer bool
 }
 
 // maxDetailsBytes bounds an event's serialized details (the schema checks it too).

@@ -310,6 +310,11 @@ type EventRow struct {
 	// Details are the stored codes and IDs, in the event type's struct;
 	// eventDetailText says them.
 	Details store.EventDetails
+	// ActorID, ActorName and ActorFormer are an owner event's actor as the
+	// team knows them now (store.Event).
+	ActorID     string
+	ActorName   string
+	ActorFormer bool
 }
 
 // IssueForm issues an invitation code. The code expires at Time (UTC, the

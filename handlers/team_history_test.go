@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"admit/internal/clerkfake"
 	"admit/store"
 )
 
@@ -82,5 +83,60 @@ func TestHistoryAPI_TwoOwnersSelectionsCarryTheirMembershipIDs(t *testing.T) {
 	}
 	if strings.Contains(html.Body, "Owner "+wantA[len(wantA)-4:]+" (former owner)") {
 		t.Fatal("the current owner is called a former owner")
+	}
+}
+
+// TestOwnerByEmail_FirstVerifiedSignInTakesThePlace: an owner added by
+// address (what `admit owner add --email` does) becomes an owner at the
+// first sign-in whose address the identity provider says is verified —
+// never one where it is unverified — once only, and not after the seven
+// days the place waits.
+func TestOwnerByEmail_FirstVerifiedSignInTakesThePlace(t *testing.T) {
+	app := MustStartApp(t, withClerk())
+	ctx := context.Background()
+	cli := store.Actor{Kind: store.ActorCLI}
+	if _, _, err := app.DB.AddOwnerByEmail(ctx, cli, "New team", "new-owner@example.com", "Ada"); err != nil {
+		t.Fatal(err)
+	}
+	signedIn := func(userID string, email string, verified bool) *testClient {
+		app.Clerk.SetUser(userID, clerkfake.Email{Address: email, Verified: verified})
+		c := app.NewClient(t)
+		c.SetClerkSession(t, userID)
+		return c
+	}
+	staff := func(userID string) int {
+		return owCount(t, app, `SELECT count(*) FROM staff_members WHERE clerk_user_id = ? AND active = 1`, userID)
+	}
+
+	unverified := signedIn("user_unverified", "new-owner@example.com", false)
+	owWantStatus(t, "unverified address", unverified.Get(t, "/api/owner/workspaces"), http.StatusNotFound)
+	if staff("user_unverified") != 0 {
+		t.Fatal("an unverified address took the place")
+	}
+
+	verified := signedIn("user_verified", "new-owner@example.com", true)
+	r := verified.Get(t, "/api/owner/workspaces")
+	owWantStatus(t, "verified address", r, http.StatusOK)
+	if !strings.Contains(r.Body, `"New team"`) || staff("user_verified") != 1 {
+		t.Fatalf("the verified sign-in is not an owner of New team: %s", r.Body)
+	}
+	if n := owCount(t, app, `SELECT count(*) FROM staff_members WHERE clerk_user_id = 'user_verified' AND name = 'Ada' AND email = 'new-owner@example.com'`); n != 1 {
+		t.Fatal("the new owner's membership lacks the name and address they were added by")
+	}
+	owWantStatus(t, "unverified, after the place was taken", unverified.Get(t, "/api/owner/workspaces"), http.StatusNotFound)
+	again := signedIn("user_second_verified", "new-owner@example.com", true)
+	owWantStatus(t, "a second verified account", again.Get(t, "/api/owner/workspaces"), http.StatusNotFound)
+	if n := owCount(t, app, `SELECT count(*) FROM workspace_events WHERE event_type = 'owner_added' AND subject_user_id = 'user_verified'`); n != 1 {
+		t.Fatalf("owner_added events for the new owner=%d, want 1", n)
+	}
+
+	if _, _, err := app.DB.AddOwnerByEmail(ctx, cli, "Late team", "late@example.com", ""); err != nil {
+		t.Fatal(err)
+	}
+	app.Clock.Add(store.OwnerInviteLifetime)
+	late := signedIn("user_late", "late@example.com", true)
+	owWantStatus(t, "after seven days", late.Get(t, "/api/owner/workspaces"), http.StatusNotFound)
+	if staff("user_late") != 0 {
+		t.Fatal("an expired place was taken")
 	}
 }

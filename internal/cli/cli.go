@@ -76,6 +76,8 @@ func Run(ctx context.Context, args []string, env config.Environment, stdout, std
 const usage = `usage:
   admit [serve]                                          run the server
   admit owner add    --workspace NAME --user USER_ID     make a user an owner (audited)
+  admit owner add    --workspace NAME --email ADDRESS [--name NAME]
+                     the first sign-in with ADDRESS verified within 7 days becomes an owner (audited)
   admit owner remove --workspace NAME --user USER_ID     remove an owner (audited)
   admit owner list   --workspace NAME                    list a workspace's owners
   admit migrate                                          apply database migrations (refused while a server runs)

@@ -237,6 +237,9 @@ type QueueView struct {
 	Error         string
 	// ErrorField is the element id Error is about, "" for the results.
 	ErrorField string
+	// SearchError is why the search was refused, shown beside the box;
+	// the page then lists no entries.
+	SearchError string
 }
 
 // CanSelect reports whether any entry on the page is waiting, in a

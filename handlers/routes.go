@@ -138,6 +138,9 @@ func (s *Server) ownerPageRoutes(mux routeMux) {
 	mux.Handle("GET /owner/programs/{id}/entries", o(s.handleQueuePage))
 	mux.Handle("POST /owner/programs/{id}/entries/select", o(s.handleBulk(bulkSelectAction)))
 	mux.Handle("POST /owner/programs/{id}/entries/decline", o(s.handleBulk(bulkDeclineAction)))
+	mux.Handle("POST /owner/programs/{id}/invitations", o(s.handleBulkIssue), maxBulkBody)
+	mux.Handle("POST /owner/programs/{id}/invitations/sheet", o(s.handleCodeSheet), maxSheetBody)
+	mux.Handle("POST /owner/programs/{id}/delivery-records", o(s.handleBulkDelivery), maxBulkBody)
 	mux.Handle("GET /owner/programs/{id}/entries/{entryId}", o(s.handleEntryPage))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/select", o(s.handleEntryAction(selectAction)))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/decline", o(s.handleEntryAction(declineAction)))
@@ -200,6 +203,9 @@ const (
 	// maxBulkBody bounds a bulk invitation request: room for
 	// store.MaxBulkInvitations IDs.
 	maxBulkBody = 64 << 10
+	// maxSheetBody bounds a codes page's request for its CSV sheet: room
+	// for store.MaxBulkInvitations invitation IDs with their codes.
+	maxSheetBody = 192 << 10
 	// maxUploadBody bounds an owner's private asset upload (multipart).
 	maxUploadBody = 3 << 20
 )

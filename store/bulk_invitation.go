@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/subtle"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -306,4 +308,68 @@ func insertOwnerBulkReceipt(ctx context.Context, tx *Tx, programID, key, action 
 		}
 	}
 	return nil
+}
+
+// IssuedCode is an invitation and the code it was issued with, as the
+// owner's browser sends them back for a mail-merge sheet.
+type IssuedCode struct {
+	InvitationID string
+	Code         string
+}
+
+// CodeSheetRow is one line of a mail-merge sheet: where to send a code,
+// the code, and until when it can be redeemed.
+type CodeSheetRow struct {
+	InvitationID string
+	Email        string
+	Code         string
+	ExpiresAt    time.Time
+}
+
+// CodeSheet checks that each code is the one its invitation of the program
+// was issued with (the store keeps only the code's digest) and returns the
+// rows of a mail-merge sheet, in the given order. It stores nothing: the
+// codes come from the one answer that showed them. Any code that does not
+// match, or an invitation that is not the program's, is the generic "not
+// found".
+func (db *DB) CodeSheet(ctx context.Context, a Actor, programID string, codes []IssuedCode) ([]CodeSheetRow, error) {
+	if len(codes) == 0 || len(codes) > MaxBulkInvitations {
+		return nil, Errorf(EINVALID, "Choose 1–%d invitations.", MaxBulkInvitations)
+	}
+	out := make([]CodeSheetRow, 0, len(codes))
+	err := db.View(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		for _, c := range codes {
+			digest, err := CodeDigest(c.Code)
+			if err != nil {
+				return Errorf(ENOTFOUND, "Not found.")
+			}
+			if _, err := uuid.Parse(c.InvitationID); err != nil {
+				return Errorf(ENOTFOUND, "Not found.")
+			}
+			var row CodeSheetRow
+			var stored []byte
+			var expires int64
+			var email sql.NullString
+			err = tx.QueryRowContext(ctx, `SELECT i.token_sha256, i.expires_at, CASE WHEN e.erased_at IS NULL THEN e.email_key END
+				FROM invitations i JOIN entries e ON e.id = i.entry_id AND e.program_id = i.program_id
+				WHERE i.id = ? AND i.program_id = ?`, c.InvitationID, p.ID).Scan(&stored, &expires, &email)
+			if errors.Is(err, sql.ErrNoRows) || err == nil && subtle.ConstantTimeCompare(stored, digest) != 1 {
+				return Errorf(ENOTFOUND, "Not found.")
+			}
+			if err != nil {
+				return fmt.Errorf("read invitation for sheet: %w", err)
+			}
+			row.InvitationID, row.Email, row.Code, row.ExpiresAt = c.InvitationID, email.String, c.Code, FromMillis(expires)
+			out = append(out, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -242,6 +242,20 @@ type QueueView struct {
 	SearchError string
 }
 
+// CanIssue reports whether any entry on the page is selected, in a
+// program that is not retired: the queue then offers to invite them.
+func (v QueueView) CanIssue() bool {
+	if v.Program.Retired {
+		return false
+	}
+	for _, e := range v.Entries {
+		if e.State == store.StateSelected {
+			return true
+		}
+	}
+	return false
+}
+
 // CanSelect reports whether any entry on the page is waiting, in a
 // program that is not retired.
 func (v QueueView) CanSelect() bool {

@@ -75,3 +75,11 @@ func countNoun(n int, one, many string) string {
 	}
 	return strconv.Itoa(n) + " " + many
 }
+
+// theseCodes is "this code" or "these codes".
+func theseCodes(n int) string {
+	if n == 1 {
+		return "this code"
+	}
+	return "these codes"
+}

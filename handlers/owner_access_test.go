@@ -31,6 +31,8 @@ type ownerFixture struct {
 	active, grant, grantInvite string
 	recipientEmail             string
 	recipientID                string
+	// member is the demo owner's membership ID.
+	member string
 }
 
 // mustOwnerFixture fills the demo program: a waiting and a selected entry,
@@ -45,6 +47,7 @@ func mustOwnerFixture(tb testing.TB, app *testApp, recipientEmail, recipientID s
 	f.invitation = owIssue(tb, app, f.program, f.invited).Invitation.ID
 	f.active = mustInsertEntry(tb, app.DB, app.Demo, recipientEmail, "selected")
 	f.grantInvite, f.grant = owGrant(tb, app, f.program, f.active, recipientEmail, recipientID)
+	f.member = staffIDOf(tb, app, app.OwnerID)
 	return f
 }
 
@@ -69,6 +72,9 @@ func ownerRouteCases(tb testing.TB, f ownerFixture, csrf string) []ownerRouteCas
 		{"GET /api/owner/workspaces", "GET", "/api/owner/workspaces", "", ""},
 		{"PATCH /api/owner/workspaces/{id}", "PATCH", "/api/owner/workspaces/" + f.workspace, jct, `{"displayName":"Renamed"}`},
 		{"GET /owner/workspaces/{id}", "GET", "/owner/workspaces/" + f.workspace, "", ""},
+		{"GET /owner/workspaces/{id}/team", "GET", "/owner/workspaces/" + f.workspace + "/team", "", ""},
+		{"POST /owner/workspaces/{id}/team", "POST", "/owner/workspaces/" + f.workspace + "/team", fct, form("email", "new-owner@example.com", "name", "")},
+		{"GET /owner/workspaces/{id}/team/{memberId}/remove", "GET", "/owner/workspaces/" + f.workspace + "/team/" + f.member + "/remove", "", ""},
 		{"POST /owner/workspaces/{id}", "POST", "/owner/workspaces/" + f.workspace, fct,
 			form("displayName", "Renamed", "contact", "privacy@example.com")},
 		{"GET /api/owner/programs/{id}/stats", "GET", "/api/owner/programs/" + f.program + "/stats", "", ""},
@@ -109,6 +115,8 @@ func ownerRouteCases(tb testing.TB, f ownerFixture, csrf string) []ownerRouteCas
 			p + "/entries/" + f.invited + "/invitations/" + f.invitation + "/revoke", fct, form()},
 		{"POST /owner/programs/{id}/entries/{entryId}/grants/{grantId}/revoke", "POST",
 			p + "/entries/" + f.active + "/grants/" + f.grant + "/revoke", fct, form()},
+		// The demo owner is the workspace's only owner: removing them is 409.
+		{"POST /owner/workspaces/{id}/team/{memberId}/remove", "POST", "/owner/workspaces/" + f.workspace + "/team/" + f.member + "/remove", fct, form()},
 		{"POST /owner/programs/{id}/invitations", "POST", p + "/invitations", fct,
 			form("entryIds", f.selected, "confirmed", "yes", "requestKey", owKey(), "expiresOn", "2026-12-01", "time", "10:00")},
 		{"POST /owner/programs/{id}/invitations/sheet", "POST", p + "/invitations/sheet", fct,
@@ -269,7 +277,7 @@ func TestOwnerRoutes_AnonymousIsSignedOut(t *testing.T) {
 	app := MustStartApp(t)
 	anon := app.NewClient(t)
 	f := ownerFixture{program: app.Demo.ID, workspace: app.Demo.WorkspaceID, waiting: owKey(), selected: owKey(),
-		invited: owKey(), invitation: owKey(), active: owKey(), grant: owKey()}
+		invited: owKey(), invitation: owKey(), active: owKey(), grant: owKey(), member: owKey()}
 	counts := dbFingerprint(t, app.DB)
 	for _, rc := range ownerRouteCases(t, f, "") {
 		r := sendRouteCase(t, anon, rc)

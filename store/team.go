@@ -217,3 +217,120 @@ func takeOwnerPlace(ctx context.Context, tx *Tx, workspaceID, userID, email, nam
 	}
 	return id, nil
 }
+
+// TeamMember is one owner membership as the Team page shows it.
+type TeamMember struct {
+	StaffMember
+	// LastActiveAt is the owner's last action recorded in the history of
+	// the workspace's programs, nil when there is none.
+	LastActiveAt *time.Time
+	// You is set for the owner looking at the page.
+	You bool
+}
+
+// Team is a workspace's owners, current first then removed, and the places
+// added by address that still wait for a sign-in.
+type Team struct {
+	Members []TeamMember
+	Waiting []OwnerInvite
+}
+
+// WorkspaceTeam reads a workspace's team for one of its owners.
+func (db *DB) WorkspaceTeam(ctx context.Context, a Actor, workspaceID string) (*Team, error) {
+	t := &Team{}
+	err := db.View(ctx, func(tx *Tx) error {
+		if err := requireOwner(ctx, tx, a, workspaceID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT s.id, s.workspace_id, s.clerk_user_id, s.role, s.active, s.created_at, s.updated_at,
+				coalesce(s.name, ''), coalesce(s.email, ''),
+				(SELECT max(a.event_at) FROM audit_events a JOIN programs p ON p.id = a.program_id
+					WHERE p.workspace_id = s.workspace_id AND a.actor_kind = 'owner' AND a.actor_clerk_id = s.clerk_user_id)
+			FROM staff_members s WHERE s.workspace_id = ? ORDER BY s.active DESC, s.created_at, s.id`, workspaceID)
+		if err != nil {
+			return fmt.Errorf("read team: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var m TeamMember
+			var id sql.NullString
+			var created, updated int64
+			var last sql.NullInt64
+			if err := rows.Scan(&id, &m.WorkspaceID, &m.UserID, &m.Role, &m.Active, &created, &updated, &m.Name, &m.Email, &last); err != nil {
+				return err
+			}
+			m.ID, m.CreatedAt, m.UpdatedAt, m.You = id.String, FromMillis(created), FromMillis(updated), m.UserID == a.UserID
+			if last.Valid {
+				t := FromMillis(last.Int64)
+				m.LastActiveAt = &t
+			}
+			t.Members = append(t.Members, m)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		irows, err := tx.QueryContext(ctx, `SELECT id, workspace_id, email_key, coalesce(name, ''), created_at, expires_at FROM owner_invites
+			WHERE workspace_id = ? AND claimed_at IS NULL AND expires_at > ? ORDER BY created_at`, workspaceID, Millis(tx.Now))
+		if err != nil {
+			return fmt.Errorf("read waiting owners: %w", err)
+		}
+		defer irows.Close()
+		for irows.Next() {
+			var inv OwnerInvite
+			var created, expires int64
+			if err := irows.Scan(&inv.ID, &inv.WorkspaceID, &inv.Email, &inv.Name, &created, &expires); err != nil {
+				return err
+			}
+			inv.CreatedAt, inv.ExpiresAt = FromMillis(created), FromMillis(expires)
+			t.Waiting = append(t.Waiting, inv)
+		}
+		return irows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// RemoveMember removes an owner from a workspace the actor owns, by
+// membership ID: they are denied from their next request on, and the row
+// stays for history. The last current owner is never removed. Audited.
+func (db *DB) RemoveMember(ctx context.Context, a Actor, workspaceID, memberID string) error {
+	if _, err := uuid.Parse(memberID); err != nil {
+		return Errorf(ENOTFOUND, "Not found.")
+	}
+	return db.Update(ctx, func(tx *Tx) error {
+		if err := requireOwner(ctx, tx, a, workspaceID); err != nil {
+			return err
+		}
+		var userID string
+		var active bool
+		err := tx.QueryRowContext(ctx, `SELECT clerk_user_id, active FROM staff_members WHERE workspace_id = ? AND id = ?`,
+			workspaceID, memberID).Scan(&userID, &active)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Errorf(ENOTFOUND, "Not found.")
+		}
+		if err != nil {
+			return fmt.Errorf("read member: %w", err)
+		}
+		if !active {
+			return Errorf(ECONFLICT, "This owner was already removed.")
+		}
+		var owners int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM staff_members WHERE workspace_id = ? AND active = 1`,
+			workspaceID).Scan(&owners); err != nil {
+			return fmt.Errorf("count owners: %w", err)
+		}
+		if owners <= 1 {
+			return Errorf(ECONFLICT, "A workspace keeps at least one owner: add another owner before removing this one.")
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE staff_members SET active = 0, updated_at = ? WHERE id = ?`, Millis(tx.Now), memberID); err != nil {
+			return fmt.Errorf("remove member: %w", err)
+		}
+		by, err := actorMemberID(ctx, tx, a, workspaceID)
+		if err != nil {
+			return err
+		}
+		return appendTeamEvent(ctx, tx, workspaceID, a, "owner_removed", userID, TeamEventDetails{By: by, MemberID: memberID})
+	})
+}

@@ -266,6 +266,21 @@ var a11yPages = []a11yPage{
 	{Name: "program page and settings", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		return "/owner/programs/" + e.App.Demo.ID
 	}},
+	{Name: "program section: settings", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/programs/" + e.App.Demo.ID + "/settings"
+	}},
+	{Name: "program section: content", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/programs/" + e.App.Demo.ID + "/content"
+	}},
+	{Name: "program section: invitations", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-invitations")
+		e.Kit.invite(tb, p, "invited@example.com", false)
+		e.Kit.invite(tb, p, "sent@example.com", true)
+		return "/owner/programs/" + p.ID + "/invitations"
+	}},
+	{Name: "workspace team", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/workspaces/" + e.App.Demo.WorkspaceID + "/team"
+	}},
 	{Name: "program page, queue full", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := a11yCapped(tb, e, "a11y-owner-full", store.ProgramSettings{QueueCap: settingPtr(1)})
 		e.Kit.entry(tb, p, "first@example.com")

@@ -29,7 +29,7 @@ func TestBulkIssue_InBrowserCodesOnceThenOneRecord(t *testing.T) {
 			ctx := ofBrowser(t, app, m)
 			a11yLoad(t, ctx, "open the selected entries", 200,
 				chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/entries?state=selected"))
-			owEval[bool](t, ctx, `(() => { document.querySelectorAll('input[name="entryIds"]').forEach(b => b.checked = true); return true })()`)
+			owEval[bool](t, ctx, `(() => { document.querySelectorAll('input[name="entryIds"]').forEach(b => { b.checked = true; b.dispatchEvent(new Event("change", {bubbles: true})) }); return true })()`)
 			press := chromedp.Click(chromedp.CSS(`[data-testid="bulk-issue-submit"]`))
 			if m.js {
 				if err := chromedp.Do(ctx, press); err != nil {

@@ -198,6 +198,7 @@ func readBulkDeliveryForm(r *http.Request) (views.BulkDeliveryForm, store.Delive
 	if err != nil {
 		return form, store.DeliveryRecords{}, err
 	}
+	f.get("from") // read by handleBulkDelivery: which page the form is on
 	form.InvitationIDs = r.PostForm["invitationIds"]
 	form.RequestKey, form.Channel, form.Reference = strings.TrimSpace(f.get("requestKey")), strings.TrimSpace(f.get("channel")), f.get("reference")
 	in := store.DeliveryRecords{RequestKey: form.RequestKey, InvitationIDs: form.InvitationIDs, Channel: form.Channel, Reference: form.Reference}
@@ -217,12 +218,33 @@ func readBulkDeliveryForm(r *http.Request) (views.BulkDeliveryForm, store.Delive
 func (s *Server) handleBulkDelivery(w http.ResponseWriter, r *http.Request) error {
 	ctx, a, id := r.Context(), ownerActor(r), r.PathValue("id")
 	form, in, err := readBulkDeliveryForm(r)
+	fromList := r.PostForm.Get("from") == "invitations"
+	if err == nil && len(in.InvitationIDs) == 0 {
+		err = store.Errorf(store.EINVALID, "Choose the invitations whose codes you sent.")
+	}
 	if err == nil {
 		_, err = s.db.RecordDeliveries(ctx, a, id, in)
+	}
+	if err != nil && fromList {
+		// The Invitations section shows the form again with the choice.
+		status, msg, ok := formFailure(err)
+		if !ok {
+			return err
+		}
+		if form.ChannelError == "" && form.ReferenceError == "" {
+			form.Error = msg
+		}
+		if store.ErrorCode(err) != store.EINVALID {
+			form.RequestKey = uuid.NewString()
+		}
+		return s.renderInvitations(w, r, status, form)
 	}
 	if err == nil {
 		s.session(r).Flash = countText(len(in.InvitationIDs), "Recorded the send for")
 		to := views.OwnerURL("programs", id, "entries")
+		if fromList {
+			to = views.OwnerURL("programs", id, "invitations")
+		}
 		if wantsBlock(r) {
 			w.Header().Set("HX-Redirect", to)
 			w.WriteHeader(http.StatusOK)
@@ -249,4 +271,43 @@ func (s *Server) handleBulkDelivery(w http.ResponseWriter, r *http.Request) erro
 		return s.render(w, r, status, c, views.BulkDeliveryFormBlock(c, form))
 	}
 	return s.render(w, r, status, c, views.BulkDeliveryPage(c, views.BulkDeliveryView{Program: programSummary(p), Delivery: form}))
+}
+
+// handleInvitationsPage is a program's Invitations section: its
+// invitations with their state, and the form that records the send of
+// the chosen ones (docs/console.md#sections).
+func (s *Server) handleInvitationsPage(w http.ResponseWriter, r *http.Request) error {
+	return s.renderInvitations(w, r, http.StatusOK, views.BulkDeliveryForm{ProgramID: r.PathValue("id"), RequestKey: uuid.NewString()})
+}
+
+// renderInvitations writes the Invitations section with the record form
+// as given (after a refusal: what was typed and chosen, and why).
+func (s *Server) renderInvitations(w http.ResponseWriter, r *http.Request, status int, form views.BulkDeliveryForm) error {
+	ctx, a := r.Context(), ownerActor(r)
+	p, err := s.db.ProgramByID(ctx, a, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	invs, err := s.db.ProgramInvitations(ctx, a, p.ID)
+	if err != nil {
+		return err
+	}
+	now := s.db.Now()
+	chosen := map[string]bool{}
+	for _, id := range form.InvitationIDs {
+		chosen[id] = true
+	}
+	v := views.InvitationsView{Program: programSummary(p), Delivery: form, Capped: len(invs) == store.MaxListedInvitations}
+	if status == http.StatusOK {
+		v.Flash = s.session(r).takeFlash()
+	}
+	for i := range invs {
+		inv := &invs[i]
+		row := views.InvitationListRow{InvitationRow: invitationRow(&inv.Invitation, now), EntryID: inv.EntryID, Email: inv.Email,
+			Chosen: chosen[inv.ID]}
+		row.Recordable = row.State == store.InviteIssued && inv.DeliveryRecordedAt == nil && p.RetiredAt == nil
+		v.Rows = append(v.Rows, row)
+	}
+	c := s.chrome(r, "Invitations · "+p.Name)
+	return s.render(w, r, status, c, views.InvitationsPage(c, v))
 }

@@ -373,3 +373,54 @@ func (db *DB) CodeSheet(ctx context.Context, a Actor, programID string, codes []
 	}
 	return out, nil
 }
+
+// MaxListedInvitations bounds the Invitations page: the newest ones.
+const MaxListedInvitations = 500
+
+// ListedInvitation is an invitation with the address of its entry ("" once
+// erased).
+type ListedInvitation struct {
+	Invitation
+	Email string
+}
+
+// ProgramInvitations lists the program's invitations, newest first, at
+// most MaxListedInvitations.
+func (db *DB) ProgramInvitations(ctx context.Context, a Actor, programID string) ([]ListedInvitation, error) {
+	var out []ListedInvitation
+	err := db.View(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+invitationColumns+`, CASE WHEN e.erased_at IS NULL THEN e.email_key END
+			FROM invitations i JOIN entries e ON e.id = i.entry_id AND e.program_id = i.program_id
+			WHERE i.program_id = ? ORDER BY i.issued_at DESC, i.id DESC LIMIT ?`, p.ID, MaxListedInvitations)
+		if err != nil {
+			return fmt.Errorf("list invitations: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var li ListedInvitation
+			var email sql.NullString
+			var issued, expires int64
+			var delivered, terminal sql.NullInt64
+			if err := rows.Scan(&li.ID, &li.ProgramID, &li.EntryID, &li.State, &issued, &expires, &delivered,
+				&li.DeliveryChannel, &li.DeliveryReference, &terminal, &email); err != nil {
+				return err
+			}
+			li.IssuedAt, li.ExpiresAt, li.Email = FromMillis(issued), FromMillis(expires), email.String
+			if delivered.Valid {
+				t := FromMillis(delivered.Int64)
+				li.DeliveryRecordedAt = &t
+			}
+			if terminal.Valid {
+				t := FromMillis(terminal.Int64)
+				li.TerminalAt = &t
+			}
+			out = append(out, li)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

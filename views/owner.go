@@ -164,6 +164,28 @@ type ProgramPageView struct {
 	Flash       string
 	// Retention says how long a retired program's entries keep their email.
 	RetiredRetention string
+	// Section is the console section shown: SectionOverview,
+	// SectionContent or SectionSettings (docs/console.md#sections).
+	Section string
+	// Checklist is the overview's go-live checklist.
+	Checklist []ChecklistItem
+}
+
+// The program page's console sections.
+const (
+	SectionOverview = "overview"
+	SectionContent  = "content"
+	SectionSettings = "settings"
+)
+
+// ChecklistItem is one step before a program goes live: whether it is
+// done, and a link to where it is done.
+type ChecklistItem struct {
+	Label string
+	Done  bool
+	// Detail says how it stands now.
+	Detail string
+	URL    string
 }
 
 // QueueFilterView is the queue's filter as the owner typed it.

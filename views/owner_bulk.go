@@ -83,3 +83,35 @@ func theseCodes(n int) string {
 	}
 	return "these codes"
 }
+
+// InvitationsView is a program's Invitations section: its invitations,
+// newest first, with their state, and one record of the send for several.
+type InvitationsView struct {
+	Program ProgramSummary
+	Rows    []InvitationListRow
+	// Delivery is the record form; its InvitationIDs are the rows chosen.
+	Delivery BulkDeliveryForm
+	Flash    string
+	// Capped is set when older invitations are not listed.
+	Capped bool
+}
+
+// InvitationListRow is one invitation and its entry.
+type InvitationListRow struct {
+	InvitationRow
+	EntryID string
+	Email   string
+	// Recordable is a live invitation whose send is not recorded yet.
+	Recordable bool
+	Chosen     bool
+}
+
+// AnyRecordable reports whether a send can be recorded for some row.
+func (v InvitationsView) AnyRecordable() bool {
+	for _, r := range v.Rows {
+		if r.Recordable {
+			return true
+		}
+	}
+	return false
+}

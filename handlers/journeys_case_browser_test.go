@@ -187,7 +187,7 @@ func TestBrowser_CreatingAProgramExplainsCapsMakesTheAddressAndPublishingSaysWha
 		}
 
 		// On an open program the same form says new signups see it.
-		owLoad(t, ctx, "open the demo", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID))
+		owLoad(t, ctx, "open the demo's settings", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/settings"))
 		owLoad(t, ctx, "publish on the demo", chromedp.Click(chromedp.CSS(`[data-testid="notice-form"] button[type="submit"]`)))
 		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="flash"]').textContent`); !strings.Contains(got, "New signups see it from now on") {
 			t.Errorf("publishing on an open program says %q", got)

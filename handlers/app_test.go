@@ -22,6 +22,7 @@ import (
 	"admit/internal/clerkfake"
 	"admit/internal/identity"
 	"admit/internal/oidcprovider"
+	"admit/internal/serverkeys"
 	"admit/internal/testutil"
 	"admit/store"
 )
@@ -172,7 +173,7 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	public, _ := url.Parse(base)
 	app := &testApp{URL: base, DB: db, Clock: clock, Logs: &testutil.SyncBuffer{}}
 
-	keys := Keys{SessionHash: testKey(1), SessionBlock: testKey(40), CSRF: testKey(80), Binding: testKey(120), Counter: testKey(160),
+	keys := serverkeys.Keys{SessionHash: testKey(1), SessionBlock: testKey(40), CSRF: testKey(80), Binding: testKey(120), Counter: testKey(160),
 		SessionTokens: testKey(200)}
 	var id identity.Identity
 	var publishable string

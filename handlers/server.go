@@ -13,43 +13,12 @@ import (
 	"time"
 
 	"admit/internal/identity"
+	"admit/internal/serverkeys"
 	"admit/store"
 
 	"github.com/gorilla/securecookie"
 	"github.com/gorilla/sessions"
 )
-
-// Keys are the server's secrets. Each is 32 random bytes with one purpose.
-type Keys struct {
-	// SessionHash and SessionBlock sign and encrypt the session cookie.
-	SessionHash, SessionBlock []byte
-	// CSRF binds CSRF tokens to a session.
-	CSRF []byte
-	// Binding keys request-binding HMACs (signup and owner receipts).
-	Binding []byte
-	// Counter keys the hourly network and attempt counters.
-	Counter []byte
-	// SessionTokens seals what a server-side session keeps from the
-	// identity provider (docs/ARCHITECTURE.md#sessions). main hands it to
-	// the identity; the handlers never use it.
-	SessionTokens []byte
-	// PreviousSessionHash and PreviousSessionBlock, when set, are the
-	// session keys being rotated out: cookies they signed are still read,
-	// new ones are signed with the current keys. PreviousCSRF is the same
-	// for CSRF tokens (docs/DEPLOY.md, "Rotating a key").
-	PreviousSessionHash, PreviousSessionBlock []byte
-	PreviousCSRF                              []byte
-}
-
-// sessionKeyPairs lists the session key pairs for a cookie codec, the
-// current pair first (the one that signs) and then the previous one, if any.
-func (k Keys) sessionKeyPairs() [][]byte {
-	pairs := [][]byte{k.SessionHash, k.SessionBlock}
-	if k.PreviousSessionHash != nil {
-		pairs = append(pairs, k.PreviousSessionHash, k.PreviousSessionBlock)
-	}
-	return pairs
-}
 
 // Options configure a Server.
 type Options struct {
@@ -62,7 +31,7 @@ type Options struct {
 	NetworkHourlyLimit int
 	// ClerkPublishableKey enables ClerkJS on pages in Clerk mode.
 	ClerkPublishableKey string
-	Keys                Keys
+	Keys                serverkeys.Keys
 	Logger              *slog.Logger
 	// BackupRetention is how long erased data can survive in backups; 0
 	// means no continuous backup is configured. The privacy page adds it.
@@ -203,7 +172,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	}
 	// rule: a cookie signed with the previous session keys is still read
 	// during a rotation (docs/DEPLOY.md, "Rotating a key").
-	cs := sessions.NewCookieStore(opts.Keys.sessionKeyPairs()...)
+	cs := sessions.NewCookieStore(opts.Keys.SessionKeyPairs()...)
 	// The session's plaintext is JSON, not securecookie's default gob,
 	// whose decoder compiles the type description every cookie carries
 	// (docs/PERFORMANCE.md#cookies-in-json).

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"admit/internal/identity"
+	"admit/internal/serverkeys"
 	"admit/store"
 
 	"github.com/gorilla/securecookie"
@@ -27,7 +28,7 @@ func (r rawSerializer) Deserialize(src []byte, _ any) error {
 
 func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 	key := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
-	keys := Keys{SessionHash: key(1), SessionBlock: key(2), CSRF: key(3), Binding: key(4), Counter: key(5)}
+	keys := serverkeys.Keys{SessionHash: key(1), SessionBlock: key(2), CSRF: key(3), Binding: key(4), Counter: key(5)}
 	u, _ := url.Parse("http://127.0.0.1:8080")
 	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "admit.db"), store.Options{BindingKey: key(4)})
 	if err != nil {
@@ -114,7 +115,7 @@ func TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := func(k Keys) *Server {
+	server := func(k serverkeys.Keys) *Server {
 		t.Helper()
 		k.Binding, k.Counter = key(4), key(5)
 		s, err := New(Options{PublicURL: u, Keys: k}, nil, dev)
@@ -123,10 +124,10 @@ func TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted(t *testing.T) {
 		}
 		return s
 	}
-	before := server(Keys{SessionHash: key(1), SessionBlock: key(2), CSRF: key(3)})
-	during := server(Keys{SessionHash: key(11), SessionBlock: key(12), CSRF: key(13),
+	before := server(serverkeys.Keys{SessionHash: key(1), SessionBlock: key(2), CSRF: key(3)})
+	during := server(serverkeys.Keys{SessionHash: key(11), SessionBlock: key(12), CSRF: key(13),
 		PreviousSessionHash: key(1), PreviousSessionBlock: key(2), PreviousCSRF: key(3)})
-	after := server(Keys{SessionHash: key(11), SessionBlock: key(12), CSRF: key(13)})
+	after := server(serverkeys.Keys{SessionHash: key(11), SessionBlock: key(12), CSRF: key(13)})
 
 	// A session and a form's token from before the rotation.
 	p := &identity.Principal{UserID: "user_1", SessionID: "sess_1"}

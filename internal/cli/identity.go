@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 
-	"admit/handlers"
 	"admit/internal/config"
 	"admit/internal/identity"
+	"admit/internal/serverkeys"
 	"admit/store"
 )
 
 // newIdentity picks the identity provider: OpenID Connect, Clerk, or the
 // development sign-in (which seeds the demo workspace on a fresh database).
-func newIdentity(ctx context.Context, cfg *config.Config, keys handlers.Keys, db *store.DB, logger *slog.Logger) (identity.Identity, error) {
+func newIdentity(ctx context.Context, cfg *config.Config, keys serverkeys.Keys, db *store.DB, logger *slog.Logger) (identity.Identity, error) {
 	if cfg.OIDCMode() {
 		public := cfg.PublicURL.String()
 		return identity.NewOIDCIdentity(identity.OIDCConfig{

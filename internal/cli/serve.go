@@ -15,6 +15,7 @@ import (
 	"admit/internal/config"
 	"admit/internal/datalock"
 	"admit/internal/identity"
+	"admit/internal/serverkeys"
 	"admit/store"
 )
 
@@ -113,7 +114,7 @@ func closeStorage(db *store.DB, repl *backup.Replicator, logger *slog.Logger, er
 }
 
 // newHandler builds the identity provider and admit's HTTP handler on db.
-func newHandler(ctx context.Context, cfg *config.Config, keys handlers.Keys, db *store.DB, repl *backup.Replicator,
+func newHandler(ctx context.Context, cfg *config.Config, keys serverkeys.Keys, db *store.DB, repl *backup.Replicator,
 	backupCfg *backup.Config, m *metrics, devKey string, logger *slog.Logger) (http.Handler, error) {
 	id, err := newIdentity(ctx, cfg, keys, db, logger)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestBinary_ShipsNoTestOnlyPackage keeps the fakes and the test provider
+// TestBinary_ShipsNoTestOnlyPackage keeps the test harness, the fakes and the test provider
 // out of the binary: the packages the admit command imports, directly or
 // not, include none of them.
 func TestBinary_ShipsNoTestOnlyPackage(t *testing.T) {
@@ -19,7 +19,7 @@ func TestBinary_ShipsNoTestOnlyPackage(t *testing.T) {
 		t.Fatalf("go list -deps listed %d packages, not admit's", len(deps))
 	}
 	for _, d := range deps {
-		for _, banned := range []string{"admit/internal/clerkfake", "admit/internal/oidcprovider", "github.com/zitadel/oidc"} {
+		for _, banned := range []string{"admit/internal/apptest", "admit/internal/clerkfake", "admit/internal/oidcprovider", "github.com/zitadel/oidc"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("the binary imports the test-only package %s", d)
 			}

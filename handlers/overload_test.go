@@ -21,52 +21,9 @@ import (
 	"time"
 
 	"admit/internal/testutil"
-	"admit/store"
 
 	"github.com/google/uuid"
 )
-
-// mustHoldWriter takes the app's database writer with a transaction that
-// writes nothing, until release is called: every write waits meanwhile.
-func mustHoldWriter(tb testing.TB, app *testApp) (release func()) {
-	tb.Helper()
-	held, free, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- app.DB.Update(context.Background(), func(*store.Tx) error {
-			close(held)
-			<-free
-			return nil
-		})
-	}()
-	select {
-	case <-held:
-	case err := <-done:
-		tb.Fatalf("hold the writer: %v", err)
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			close(free)
-			if err := <-done; err != nil {
-				tb.Errorf("the held transaction: %v", err)
-			}
-		})
-	}
-	tb.Cleanup(release)
-	return release
-}
-
-// eventually polls cond until it holds, failing the test after 10 s.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // wantBusy checks a refusal for load: 503, Retry-After, never cached.
 func wantBusy(tb testing.TB, what string, r *testResponse) {
@@ -298,7 +255,7 @@ func startFullServerOn(t *testing.T, app *testApp, clock *testutil.Clock, pacing
 	logs := &testutil.SyncBuffer{}
 	ts := httptest.NewUnstartedServer(nil)
 	u, _ := url.Parse("http://" + ts.Listener.Addr().String())
-	srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, Logger: slog.New(slog.NewJSONHandler(logs, nil))}, app.DB, app.Dev)
+	srv, err := New(Options{PublicURL: u, Keys: srvOf(app).opts.Keys, Logger: slog.New(slog.NewJSONHandler(logs, nil))}, app.DB, app.Dev)
 	if err != nil {
 		t.Fatal(err)
 	}

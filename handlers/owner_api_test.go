@@ -104,7 +104,7 @@ func TestOwnerAPI_NoticePurposeMismatchIs409AndWritesNoNotice(t *testing.T) {
 	}
 	// The form no longer asks for the purpose; one posted from an older page
 	// is still refused, and the page says why, keeping the typed texts.
-	page := owner.postOwnerForm(t, "/owner/programs/"+app.Demo.ID+"/notices", map[string][]string{
+	page := owner.PostOwnerForm(t, "/owner/programs/"+app.Demo.ID+"/notices", map[string][]string{
 		"purpose": {"A different purpose."}, "contactText": {"Typed contact."}, "retentionText": {"Typed retention."}})
 	owWantStatus(t, "form with mismatched purpose", page, http.StatusConflict)
 	for _, want := range []string{"create a new program", "Typed contact.", "Typed retention."} {

@@ -176,7 +176,7 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 		}
 	}
 	if f.Case == "lower" {
-		f.Email = lowerLocalPart(f.Email)
+		f.Email = LowerLocalPart(f.Email)
 	}
 	submittedEmail = f.Email
 	res, err := s.admit(r, slug, f)
@@ -276,7 +276,7 @@ func questionsToAsk(f *signupForm) (*views.CaseAsk, *views.DomainAsk) {
 	}
 	var caseQ *views.CaseAsk
 	var domainQ *views.DomainAsk
-	if lower := lowerLocalPart(norm); f.Case == "" && lower != norm {
+	if lower := LowerLocalPart(norm); f.Case == "" && lower != norm {
 		caseQ = &views.CaseAsk{Typed: norm, Lower: lower}
 	}
 	if fixed := suggestedAddress(norm); f.Domain == "" && fixed != "" {
@@ -285,9 +285,9 @@ func questionsToAsk(f *signupForm) (*views.CaseAsk, *views.DomainAsk) {
 	return caseQ, domainQ
 }
 
-// lowerLocalPart writes the ASCII letters before the last @ in small
+// LowerLocalPart writes the ASCII letters before the last @ in small
 // letters; the domain is left as it is (the store lowers it).
-func lowerLocalPart(email string) string {
+func LowerLocalPart(email string) string {
 	at := strings.LastIndexByte(email, '@')
 	if at < 0 {
 		return email

@@ -101,7 +101,7 @@ func TestSlowBodies_NeverShutTheSignupFormAndAreAnswered408(t *testing.T) {
 	const deadline = 3 * time.Second
 	app := MustStartApp(t, withWriteQueues(minSignupsInProgress, 0), withNetworkLimit(100000),
 		withSignupBodyTimeout(deadline))
-	if got, want := app.Srv.signups.bound(), minSignupsInProgress; got != want {
+	if got, want := srvOf(app).signups.bound(), minSignupsInProgress; got != want {
 		t.Fatalf("the in-progress bound is %d, want its floor %d", got, want)
 	}
 
@@ -214,7 +214,7 @@ func TestSlowBodies_NeverShutTheSignupFormAndAreAnswered408(t *testing.T) {
 	if got := networkAttempts(t, app); got != accepted {
 		t.Fatalf("network attempts=%d, want %d: a slow body counts none", got, accepted)
 	}
-	if got := app.Srv.signups.inProgress(); got != 0 {
+	if got := srvOf(app).signups.inProgress(); got != 0 {
 		t.Fatalf("%d signups still in progress, want 0", got)
 	}
 	// The 408s are logged like any answer, and no body reaches the log.
@@ -248,7 +248,7 @@ func TestSignupBusy_RefusalIsPreparedAndReadsNoSession(t *testing.T) {
 			anon.SendJSON("POST", signupAPI, signupJSONBody(uuid.NewString(), fmt.Sprintf("held%d@example.com", i), 1, true))
 		}()
 	}
-	eventually(t, "the places to be taken", func() bool { return app.Srv.signups.inProgress() == depth })
+	eventually(t, "the places to be taken", func() bool { return srvOf(app).signups.inProgress() == depth })
 
 	form := signupFormValues(uuid.NewString(), "someone@example.com", 1, true)
 	pages := map[string]*testResponse{"anyone": anon.PostForm(t, signupPath, form), "owner": owner.PostForm(t, signupPath, form)}
@@ -293,15 +293,15 @@ func TestSignupBusy_RefusalIsPreparedAndReadsNoSession(t *testing.T) {
 func BenchmarkSignupRefusal(b *testing.B) {
 	app := MustStartApp(b, withWriteQueues(minSignupsInProgress, 0))
 	for {
-		if _, ok := app.Srv.signups.start(); !ok {
+		if _, ok := srvOf(app).signups.start(); !ok {
 			break
 		}
 	}
 	// As many refusals held as may be: each refusal leaves at once, so the
 	// benchmark times a refusal's work, not the pace that holds it.
-	app.Srv.signups.mu.Lock()
-	app.Srv.signups.held = maxRefusalsHeld
-	app.Srv.signups.mu.Unlock()
+	srvOf(app).signups.mu.Lock()
+	srvOf(app).signups.held = maxRefusalsHeld
+	srvOf(app).signups.mu.Unlock()
 	jsonBody := signupJSONBody(uuid.NewString(), "someone@example.com", 1, true)
 	formBody := signupFormValues(uuid.NewString(), "someone@example.com", 1, true).Encode()
 	for _, bc := range []struct {
@@ -313,7 +313,7 @@ func BenchmarkSignupRefusal(b *testing.B) {
 				r := httptest.NewRequest("POST", bc.path, strings.NewReader(bc.body))
 				r.Header.Set("Content-Type", bc.ctype)
 				w := httptest.NewRecorder()
-				app.Srv.ServeHTTP(w, r)
+				srvOf(app).ServeHTTP(w, r)
 				if w.Code != http.StatusServiceUnavailable {
 					b.Fatalf("status %d, want 503", w.Code)
 				}
@@ -321,8 +321,8 @@ func BenchmarkSignupRefusal(b *testing.B) {
 		})
 	}
 	answers := map[string]func(http.ResponseWriter, *http.Request){
-		"answer/prepared": app.Srv.busy.write,
-		"answer/rendered": func(w http.ResponseWriter, r *http.Request) { app.Srv.writeError(w, r, store.ErrBusy) },
+		"answer/prepared": srvOf(app).busy.write,
+		"answer/rendered": func(w http.ResponseWriter, r *http.Request) { srvOf(app).writeError(w, r, store.ErrBusy) },
 	}
 	for _, name := range []string{"answer/prepared", "answer/rendered"} {
 		b.Run(name, func(b *testing.B) {

@@ -167,3 +167,26 @@ func TestAdmit_DocLinksResolve(t *testing.T) {
 		t.Error(f)
 	}
 }
+
+// TestBrowserImports_HandlersHasNoBrowserTest keeps the browser and
+// accessibility tests out of the handlers package, whose own tests then run
+// without Chromium; the check itself reports the marked imports.
+func TestBrowserImports_HandlersHasNoBrowserTest(t *testing.T) {
+	dir := filepath.Join("testdata", "browserimports")
+	findings, err := testlint.BrowserImports(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	matchWants(t, findings, wants(t, dir))
+
+	findings, err = testlint.BrowserImports(filepath.Join(moduleRoot(t), "handlers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		t.Errorf("%s: %s", f.Pos, f.Message)
+	}
+	if n, _ := filepath.Glob(filepath.Join(moduleRoot(t), "handlers", "*_test.go")); len(n) < 20 {
+		t.Fatalf("found %d test files in handlers: not admit's handlers package", len(n))
+	}
+}

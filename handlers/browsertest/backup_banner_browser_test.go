@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"admit/handlers"
 	"admit/internal/browser"
 
 	"github.com/chromedp/chromedp"
@@ -16,11 +17,12 @@ import (
 // without scrolling sideways on a desktop and on a phone, with scripts on
 // and off.
 func TestBrowser_BackupNotRestorableShowsOnTheConsole(t *testing.T) {
-	app := MustStartApp(t, withClerk())
 	lost := time.Date(2026, 12, 6, 4, 30, 0, 0, time.UTC)
-	app.Srv.opts.BackupStatus = func() (BackupStatus, error) {
-		return BackupStatus{Replica: "file:///var/backups/admit", LastSync: lost.Add(time.Minute), VerifiedAt: lost.Add(-time.Hour), NotRestorableSince: lost}, nil
-	}
+	app := MustStartApp(t, withClerk(), withServerOptions(func(o *handlers.Options) {
+		o.BackupStatus = func() (handlers.BackupStatus, error) {
+			return handlers.BackupStatus{Replica: "file:///var/backups/admit", LastSync: lost.Add(time.Minute), VerifiedAt: lost.Add(-time.Hour), NotRestorableSince: lost}, nil
+		}
+	}))
 	for _, js := range []bool{true, false} {
 		var opts []browser.Option
 		if !js {

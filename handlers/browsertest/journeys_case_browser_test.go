@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ func TestBrowser_AnAddressTypedWithCapitalsIsExplainedToTheApplicant(t *testing.
 			app := MustStartApp(t)
 			// On the list as typed at signup, with a capital; the sign-in
 			// provider has it in lower case.
-			newAccessKit(app).entry(t, app.Demo, "Liam@example.test")
+			newAccessKit(app).Entry(t, app.Demo, "Liam@example.test")
 			ctx := adbrowser.MustNew(t, mode.opts...)
 			holdDevKey(t, ctx, app)
 			onPhone(t, ctx)
@@ -94,7 +94,7 @@ func TestBrowser_MeSaysWhenAWithdrawnEntryCanJoinAgain(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			app := MustStartApp(t)
 			const email = "leaving@example.test"
-			newAccessKit(app).entry(t, app.Demo, email)
+			newAccessKit(app).Entry(t, app.Demo, email)
 			ctx := adbrowser.MustNew(t, mode.opts...)
 			holdDevKey(t, ctx, app)
 			onPhone(t, ctx)
@@ -199,8 +199,8 @@ func TestBrowser_AuditLogFilterThatFindsNoEntryShowsNoEvents(t *testing.T) {
 	jsModes(t, func(t *testing.T, js bool) {
 		app := MustStartApp(t, withClerk())
 		k := newAccessKit(app)
-		k.entry(t, app.Demo, "Liam@example.test")
-		k.entry(t, app.Demo, "grace@example.test")
+		k.Entry(t, app.Demo, "Liam@example.test")
+		k.Entry(t, app.Demo, "grace@example.test")
 		ctx := owBrowserMode(t, app, js)
 		owLoad(t, ctx, "open the audit log", chromedp.Navigate(app.URL+"/owner/programs/"+app.Demo.ID+"/events"))
 		if n := owCountIn(t, ctx, `[data-testid="event"]`); n < 2 {

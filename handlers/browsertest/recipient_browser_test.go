@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func TestBrowser_RecipientRedeemsAndReadsThenRevokeDenies(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	const email = "recipient@example.com"
-	inv := k.invite(t, app.Demo, email, true)
+	inv := k.Invite(t, app.Demo, email, true)
 	ctx := browser.MustNew(t, browser.WithJavaScriptDisabled())
 	holdDevKey(t, ctx, app)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulatePortrait,
@@ -110,7 +110,7 @@ func TestBrowser_RecipientRedeemsAndReadsThenRevokeDenies(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	k.revokeGrant(t, grantID)
+	k.RevokeGrant(t, grantID)
 	recipientBrowserLoad(t, ctx, "reload after revoke", 404, chromedp.Reload())
 	if got := mustText(t, ctx, `[data-testid="error"] h1`); got != "Not found" {
 		t.Fatalf("after revoke h1=%q, want %q", got, "Not found")

@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ func TestOIDC_BrowserFlowWithAndWithoutJavaScript(t *testing.T) {
 	}{{"JavaScript on, 1280 px", false, 1280}, {"JavaScript off, 390 px", true, phoneWidth}} {
 		t.Run(tc.name, func(t *testing.T) {
 			app := mustOIDCApp(t)
-			inv := newAccessKit(app).invite(t, app.Demo, "reader@example.com", true)
+			inv := newAccessKit(app).Invite(t, app.Demo, "reader@example.com", true)
 			var opts []browser.Option
 			if tc.noJS {
 				opts = append(opts, browser.WithJavaScriptDisabled())

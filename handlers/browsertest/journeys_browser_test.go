@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"context"
@@ -139,7 +139,7 @@ func TestFullWaitlist_BrowserShowsFullInPlaceOfTheFormAndA429WithNoRetryTime(t *
 		// The owner sees why signups are refused, on the console and the
 		// program's page; first the hour's intake, then the full queue.
 		owner := jrnBrowserAs(t, app, app.OwnerID, js)
-		mustSetDemo(t, app, func(s *store.ProgramSettings) { s.QueueCap = settingPtr(100); s.HourlyCap = settingPtr(1) })
+		mustSetDemo(t, app, func(s *store.ProgramSettings) { s.QueueCap = new(100); s.HourlyCap = new(1) })
 		for _, page := range []string{"/owner", "/owner/programs/" + app.Demo.ID} {
 			owLoad(t, owner, "open "+page, chromedp.Navigate(app.URL+page))
 			if got := owEval[string](t, owner, `(document.querySelector('[data-testid="intake-used-up"]') || {}).textContent || ""`); got != "This hour's intake is used up until 11:00 UTC" {
@@ -149,7 +149,7 @@ func TestFullWaitlist_BrowserShowsFullInPlaceOfTheFormAndA429WithNoRetryTime(t *
 				t.Fatalf("%s flags a full queue with room in it", page)
 			}
 		}
-		mustSetDemo(t, app, func(s *store.ProgramSettings) { s.QueueCap = settingPtr(1) })
+		mustSetDemo(t, app, func(s *store.ProgramSettings) { s.QueueCap = new(1) })
 		for i, page := range []string{"/owner", "/owner/programs/" + app.Demo.ID} {
 			owLoad(t, owner, "open "+page, chromedp.Navigate(app.URL+page))
 			if got := owEval[string](t, owner, `(document.querySelector('[data-testid="queue-full"]') || {}).textContent || ""`); got != "Full: signups are refused" {

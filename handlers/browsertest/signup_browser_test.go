@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"admit/handlers"
 	"admit/internal/browser"
 )
 
@@ -60,7 +61,7 @@ func joinDemoInBrowser(tb testing.TB, ctx context.Context, app *testApp, email s
 	); err != nil {
 		tb.Fatalf("fill the form: %v", err)
 	}
-	if lowerLocalPart(email) != email {
+	if handlers.LowerLocalPart(email) != email {
 		// Capitals before the @ are asked about once (inline when scripts
 		// run, on a page of its own otherwise): kept as typed.
 		scripts, err := browser.ScriptsRun(ctx)

@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"context"
@@ -62,11 +62,11 @@ func TestBrowser_MeShowsEachProgramsStateAndNextActionOnAPhone(t *testing.T) {
 			app := MustStartApp(t)
 			k := newAccessKit(app)
 			const email = "a.rather.long.address.for.a.phone@example.com"
-			beta := k.program(t, "beta", "Beta text.")
-			gamma := k.program(t, "gamma", "Gamma text.")
-			k.grant(t, app.Demo, email, identity.DevUserID(email))
-			k.invite(t, beta, email, true)
-			k.entry(t, gamma, email)
+			beta := k.Program(t, "beta", "Beta text.")
+			gamma := k.Program(t, "gamma", "Gamma text.")
+			k.Grant(t, app.Demo, email, identity.DevUserID(email))
+			k.Invite(t, beta, email, true)
+			k.Entry(t, gamma, email)
 			ctx := adbrowser.MustNew(t, mode.opts...)
 			holdDevKey(t, ctx, app)
 			onPhone(t, ctx)
@@ -110,7 +110,7 @@ func TestBrowser_SignInReturnsToThePageAndActionsConfirm(t *testing.T) {
 			app := MustStartApp(t)
 			const email = "returning@example.com"
 			k := newAccessKit(app)
-			k.entry(t, app.Demo, email)
+			k.Entry(t, app.Demo, email)
 			ctx := adbrowser.MustNew(t, mode.opts...)
 			holdDevKey(t, ctx, app)
 			onPhone(t, ctx)

@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"bytes"
@@ -105,18 +105,18 @@ func a11yPath(p string) func(testing.TB, *a11yEnv) string {
 // a11yProgram creates an open program with content in the demo workspace.
 func (e *a11yEnv) program(tb testing.TB, slug string) *store.Program {
 	tb.Helper()
-	return e.Kit.program(tb, slug, "Welcome to the early access of "+slug+".\n\nThe private notes are below.")
+	return e.Kit.Program(tb, slug, "Welcome to the early access of "+slug+".\n\nThe private notes are below.")
 }
 
 // retire retires p as its owner, at its current revision; the background
 // steps stay pending until FinishRetirements.
 func (e *a11yEnv) retire(tb testing.TB, p *store.Program) {
 	tb.Helper()
-	cur, err := e.App.DB.ProgramByID(context.Background(), e.Kit.owner, p.ID)
+	cur, err := e.App.DB.ProgramByID(context.Background(), e.Kit.Owner, p.ID)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.owner, p.ID,
+	if _, err := e.App.DB.RetireProgram(context.Background(), e.Kit.Owner, p.ID,
 		store.Retirement{ExpectedRevision: cur.Revision, Confirm: cur.Slug}); err != nil {
 		tb.Fatalf("retire: %v", err)
 	}
@@ -168,17 +168,17 @@ var a11yPages = []a11yPage{
 		Fill:   []a11yField{{"#email", "joiner@example.com"}, {"#permission", "on"}},
 		Submit: `#signup-form button[type="submit"]`},
 	{Name: "waitlist full", Path: func(tb testing.TB, e *a11yEnv) string {
-		p := a11yCapped(tb, e, "a11y-full-page", store.ProgramSettings{QueueCap: settingPtr(1)})
-		e.Kit.entry(tb, p, "first@example.com")
+		p := a11yCapped(tb, e, "a11y-full-page", store.ProgramSettings{QueueCap: new(1)})
+		e.Kit.Entry(tb, p, "first@example.com")
 		return "/waitlist/" + p.Slug
 	}},
 	{Name: "start page with a full waitlist", Path: func(tb testing.TB, e *a11yEnv) string {
-		p := a11yCapped(tb, e, "a11y-full-start", store.ProgramSettings{QueueCap: settingPtr(1)})
-		e.Kit.entry(tb, p, "first@example.com")
+		p := a11yCapped(tb, e, "a11y-full-start", store.ProgramSettings{QueueCap: new(1)})
+		e.Kit.Entry(tb, p, "first@example.com")
 		return "/"
 	}},
 	{Name: "waitlist full (429)", Path: func(tb testing.TB, e *a11yEnv) string {
-		return "/waitlist/" + a11yCapped(tb, e, "a11y-full", store.ProgramSettings{QueueCap: settingPtr(1)}).Slug
+		return "/waitlist/" + a11yCapped(tb, e, "a11y-full", store.ProgramSettings{QueueCap: new(1)}).Slug
 	},
 		Fill: []a11yField{{"#email", "second@example.com"}, {"#permission", "on"}},
 		// The last place is taken while the form is open.
@@ -190,8 +190,8 @@ var a11yPages = []a11yPage{
 		},
 		Submit: `#signup-form button[type="submit"]`, Status: 429},
 	{Name: "hour's intake used up (429)", Path: func(tb testing.TB, e *a11yEnv) string {
-		p := a11yCapped(tb, e, "a11y-intake", store.ProgramSettings{HourlyCap: settingPtr(1)})
-		e.Kit.entry(tb, p, "first@example.com")
+		p := a11yCapped(tb, e, "a11y-intake", store.ProgramSettings{HourlyCap: new(1)})
+		e.Kit.Entry(tb, p, "first@example.com")
 		return "/waitlist/" + p.Slug
 	},
 		Fill:   []a11yField{{"#email", "second@example.com"}, {"#permission", "on"}},
@@ -220,12 +220,12 @@ var a11yPages = []a11yPage{
 	// Applicant and recipient pages.
 	{Name: "my waitlists (/me)", As: "applicant@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
 		const email = "applicant@example.com"
-		e.Kit.entry(tb, e.App.Demo, email)
-		e.Kit.grant(tb, e.program(tb, "a11y-me-active"), email, identity.DevUserID(email))
-		e.Kit.invite(tb, e.program(tb, "a11y-me-invited"), email, true)
+		e.Kit.Entry(tb, e.App.Demo, email)
+		e.Kit.Grant(tb, e.program(tb, "a11y-me-active"), email, identity.DevUserID(email))
+		e.Kit.Invite(tb, e.program(tb, "a11y-me-invited"), email, true)
 		p := e.program(tb, "a11y-me-declined")
-		id := e.Kit.entry(tb, p, email)
-		if _, err := e.App.DB.DeclineEntry(context.Background(), e.Kit.owner, p.ID, id, store.Decision{Reason: "capacity"}); err != nil {
+		id := e.Kit.Entry(tb, p, email)
+		if _, err := e.App.DB.DeclineEntry(context.Background(), e.Kit.Owner, p.ID, id, store.Decision{Reason: "capacity"}); err != nil {
 			tb.Fatalf("decline: %v", err)
 		}
 		return "/me"
@@ -233,7 +233,7 @@ var a11yPages = []a11yPage{
 	{Name: "my waitlists, none yet", As: "newcomer@example.com", Path: a11yPath("/me")},
 	{Name: "withdraw confirmation", As: "leaver@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-withdraw")
-		e.Kit.entry(tb, p, "leaver@example.com")
+		e.Kit.Entry(tb, p, "leaver@example.com")
 		return "/me/waitlist/" + p.Slug + "/withdraw"
 	}},
 	{Name: "signed in", As: "redeemer@example.com", Path: a11yPath("/sign-in?redirect_url=%2Fredeem")},
@@ -243,19 +243,19 @@ var a11yPages = []a11yPage{
 		Fill:   []a11yField{{"#code", strings.Repeat("Ab", 21) + "A"}},
 		Submit: `#redeem-form button[type="submit"]`, Status: 404},
 	{Name: "my waitlists, invitation being prepared", As: "prepared@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
-		e.Kit.invite(tb, e.program(tb, "a11y-me-prepared"), "prepared@example.com", false)
+		e.Kit.Invite(tb, e.program(tb, "a11y-me-prepared"), "prepared@example.com", false)
 		return "/me"
 	}},
 	{Name: "redeem a code whose send is not recorded", As: "early@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
-		inv := e.Kit.invite(tb, e.program(tb, "a11y-redeem-early"), "early@example.com", false)
+		inv := e.Kit.Invite(tb, e.program(tb, "a11y-redeem-early"), "early@example.com", false)
 		e.Code = inv.Code
 		return "/redeem"
 	}, Fill: []a11yField{{"#code", a11yCode}}, Submit: `#redeem-form button[type="submit"]`, Status: 404},
 	{Name: "private content", As: "reader@example.com", Path: func(tb testing.TB, e *a11yEnv) string {
 		const email = "reader@example.com"
 		p := e.program(tb, "a11y-private")
-		e.Kit.asset(tb, p, "map.png", "image/png", a11yPNG(tb))
-		e.Kit.grant(tb, p, email, identity.DevUserID(email))
+		e.Kit.Asset(tb, p, "map.png", "image/png", a11yPNG(tb))
+		e.Kit.Grant(tb, p, email, identity.DevUserID(email))
 		return "/early-access/" + p.Slug
 	}},
 
@@ -268,29 +268,29 @@ var a11yPages = []a11yPage{
 		return "/owner/programs/" + e.App.Demo.ID
 	}},
 	{Name: "program page, queue full", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
-		p := a11yCapped(tb, e, "a11y-owner-full", store.ProgramSettings{QueueCap: settingPtr(1)})
-		e.Kit.entry(tb, p, "first@example.com")
+		p := a11yCapped(tb, e, "a11y-owner-full", store.ProgramSettings{QueueCap: new(1)})
+		e.Kit.Entry(tb, p, "first@example.com")
 		return "/owner/programs/" + p.ID
 	}},
 	{Name: "program page, the hour's intake used up", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
-		p := a11yCapped(tb, e, "a11y-owner-intake", store.ProgramSettings{HourlyCap: settingPtr(1)})
-		e.Kit.entry(tb, p, "first@example.com")
+		p := a11yCapped(tb, e, "a11y-owner-intake", store.ProgramSettings{HourlyCap: new(1)})
+		e.Kit.Entry(tb, p, "first@example.com")
 		return "/owner/programs/" + p.ID
 	}},
 	{Name: "owner home with a full program", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
-		p := a11yCapped(tb, e, "a11y-home-full", store.ProgramSettings{QueueCap: settingPtr(1)})
-		e.Kit.entry(tb, p, "first@example.com")
+		p := a11yCapped(tb, e, "a11y-home-full", store.ProgramSettings{QueueCap: new(1)})
+		e.Kit.Entry(tb, p, "first@example.com")
 		return "/owner"
 	}},
 	{Name: "retired program page, retirement being finished", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-retired")
-		e.Kit.entry(tb, p, "waiting@example.com")
+		e.Kit.Entry(tb, p, "waiting@example.com")
 		e.retire(tb, p)
 		return "/owner/programs/" + p.ID
 	}},
 	{Name: "retired program page, retirement finished", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-retired-done")
-		e.Kit.entry(tb, p, "waiting@example.com")
+		e.Kit.Entry(tb, p, "waiting@example.com")
 		e.retire(tb, p)
 		if _, err := e.App.DB.FinishRetirements(context.Background()); err != nil {
 			tb.Fatalf("finish the retirement: %v", err)
@@ -306,40 +306,40 @@ var a11yPages = []a11yPage{
 		Submit: `[data-testid="workspace-form"] button[type="submit"]`, Status: 400},
 	{Name: "queue", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-queue")
-		e.Kit.entry(tb, p, "waiting@example.com")
+		e.Kit.Entry(tb, p, "waiting@example.com")
 		mustInsertEntry(tb, e.App.DB, p, "chosen@example.com", store.StateSelected)
 		mustInsertEntry(tb, e.App.DB, p, "declined@example.com", store.StateDeclined)
-		e.Kit.invite(tb, p, "invited@example.com", false)
-		e.Kit.grant(tb, p, "active@example.com", identity.DevUserID("active@example.com"))
+		e.Kit.Invite(tb, p, "invited@example.com", false)
+		e.Kit.Grant(tb, p, "active@example.com", identity.DevUserID("active@example.com"))
 		return "/owner/programs/" + p.ID + "/entries"
 	}},
 	{Name: "entry, waiting", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-entry-waiting")
-		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "waiting@example.com")
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.Entry(tb, p, "waiting@example.com")
 	}},
 	{Name: "entry with the same address in another letter case", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-entry-case")
-		e.Kit.entry(tb, p, "liam@example.com")
-		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "Liam@example.com")
+		e.Kit.Entry(tb, p, "liam@example.com")
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.Entry(tb, p, "Liam@example.com")
 	}},
 	{Name: "entry, invited, send not recorded", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-entry-invited")
-		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.invite(tb, p, "invited@example.com", false).EntryID
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.Invite(tb, p, "invited@example.com", false).EntryID
 	}},
 	{Name: "entry, active", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-entry-active")
-		e.Kit.grant(tb, p, "active@example.com", identity.DevUserID("active@example.com"))
+		e.Kit.Grant(tb, p, "active@example.com", identity.DevUserID("active@example.com"))
 		return "/owner/programs/" + p.ID + "/entries/" + a11yEntryID(tb, e, p, "active@example.com")
 	}},
 	{Name: "entry of a retired program, invited", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-entry-retired")
-		id := e.Kit.invite(tb, p, "invited@example.com", false).EntryID
+		id := e.Kit.Invite(tb, p, "invited@example.com", false).EntryID
 		e.retire(tb, p)
 		return "/owner/programs/" + p.ID + "/entries/" + id
 	}},
 	{Name: "queue of a retired program", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-queue-retired")
-		e.Kit.entry(tb, p, "waiting@example.com")
+		e.Kit.Entry(tb, p, "waiting@example.com")
 		e.retire(tb, p)
 		return "/owner/programs/" + p.ID + "/entries"
 	}},
@@ -349,32 +349,32 @@ var a11yPages = []a11yPage{
 	}, Submit: `[data-testid="issue-form"] button[type="submit"]`},
 	{Name: "queue search", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-search")
-		e.Kit.entry(tb, p, "waiting@example.com")
-		e.Kit.entry(tb, p, "wanda@example.com")
+		e.Kit.Entry(tb, p, "waiting@example.com")
+		e.Kit.Entry(tb, p, "wanda@example.com")
 		return "/owner/programs/" + p.ID + "/entries?q=wa&choose=all"
 	}},
 	{Name: "bulk decline confirmation", As: a11yOwner, NoJS: true, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-bulk-decline")
-		e.Kit.entry(tb, p, "waiting@example.com")
+		e.Kit.Entry(tb, p, "waiting@example.com")
 		mustInsertEntry(tb, e.App.DB, p, "chosen@example.com", store.StateSelected)
 		return "/owner/programs/" + p.ID + "/entries?choose=all"
 	}, Submit: `[data-testid="bulk-decline-submit"]`},
 	{Name: "decline confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-confirm-decline")
-		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "waiting@example.com") + "/decline"
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.Entry(tb, p, "waiting@example.com") + "/decline"
 	}},
 	{Name: "withdraw confirmation (owner)", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-confirm-withdraw")
-		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.entry(tb, p, "waiting@example.com") + "/withdraw"
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.Entry(tb, p, "waiting@example.com") + "/withdraw"
 	}},
 	{Name: "revoke invitation confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-confirm-revoke")
-		inv := e.Kit.invite(tb, p, "invited@example.com", false)
+		inv := e.Kit.Invite(tb, p, "invited@example.com", false)
 		return "/owner/programs/" + p.ID + "/entries/" + inv.EntryID + "/invitations/" + inv.ID + "/revoke"
 	}},
 	{Name: "revoke access confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-confirm-grant")
-		grant := e.Kit.grant(tb, p, "active@example.com", identity.DevUserID("active@example.com"))
+		grant := e.Kit.Grant(tb, p, "active@example.com", identity.DevUserID("active@example.com"))
 		return "/owner/programs/" + p.ID + "/entries/" + a11yEntryID(tb, e, p, "active@example.com") + "/grants/" + grant + "/revoke"
 	}},
 	{Name: "retire confirmation", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
@@ -389,17 +389,17 @@ var a11yPages = []a11yPage{
 		Submit: `[data-testid="settings-form"] button[type="submit"]`, Status: 409},
 	{Name: "entry, record the send refused", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-delivery-refused")
-		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.invite(tb, p, "invited@example.com", false).EntryID
+		return "/owner/programs/" + p.ID + "/entries/" + e.Kit.Invite(tb, p, "invited@example.com", false).EntryID
 	}, Fill: []a11yField{{"#channel", "chat"}, {"#reference", "sent to invited@example.com"}},
 		Submit: `[data-testid="delivery-form"] button[type="submit"]`, Status: 400},
 	{Name: "audit log", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-audit")
-		e.Kit.invite(tb, p, "invited@example.com", true)
+		e.Kit.Invite(tb, p, "invited@example.com", true)
 		return "/owner/programs/" + p.ID + "/events"
 	}},
 	{Name: "audit log filtered by type and entry", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := e.program(tb, "a11y-audit-filtered")
-		inv := e.Kit.invite(tb, p, "invited@example.com", true)
+		inv := e.Kit.Invite(tb, p, "invited@example.com", true)
 		return "/owner/programs/" + p.ID + "/events?type=invite_issued&entry=" + inv.EntryID
 	}},
 	{Name: "audit log filter with an error", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
@@ -427,7 +427,7 @@ func a11yCapped(tb testing.TB, e *a11yEnv, slug string, caps store.ProgramSettin
 	tb.Helper()
 	p := e.program(tb, slug)
 	caps.ExpectedRevision = p.Revision
-	p, err := e.App.DB.UpdateProgram(context.Background(), e.Kit.owner, p.ID, caps)
+	p, err := e.App.DB.UpdateProgram(context.Background(), e.Kit.Owner, p.ID, caps)
 	if err != nil {
 		tb.Fatalf("cap %s: %v", slug, err)
 	}

@@ -1,14 +1,12 @@
-package handlers
+package apptest
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/google/uuid"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -19,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"admit/internal/clerkfake"
 	"admit/internal/identity"
 	"admit/internal/oidcprovider"
@@ -27,8 +27,8 @@ import (
 	"admit/store"
 )
 
-// testApp is the real server on a loopback port over a temp-file database.
-type testApp struct {
+// App is the real server on a loopback port over a temp-file database.
+type App struct {
 	URL   string
 	DB    *store.DB
 	Clock *testutil.Clock
@@ -41,7 +41,7 @@ type testApp struct {
 	// Connect mode; nil otherwise.
 	OIDC   *oidcprovider.Provider
 	OIDCId *identity.OIDCIdentity
-	Srv    *Server
+	Srv    http.Handler
 	// OwnerID is the demo workspace owner's user ID.
 	OwnerID string
 	// Demo is the seeded demo program.
@@ -52,87 +52,92 @@ type testApp struct {
 	Arrived atomic.Int64
 }
 
-type appConfig struct {
-	clerk bool
-	// oidc runs OpenID Connect mode against this provider; oidcTrust sets
-	// ADMIT_OIDC_TRUST_EMAIL; oidcNoDiscovery leaves discovery to the test.
-	oidc            *oidcprovider.Provider
-	oidcTrust       bool
-	oidcNoDiscovery bool
-	hourly          int
-	clientIPHd      string
-	dataDir         string
-	// signupDelay overrides the signup answers' release delay.
-	signupDelay time.Duration
-	// signupBodyTimeout overrides how long a signup body may take.
-	signupBodyTimeout time.Duration
-	// retention is the store's retention policy; zero means the default.
-	retention store.Retention
-	// signupQueue and writeReserve bound the writer's queues; zero means
+type Config struct {
+	Clerk bool
+	// OIDC runs OpenID Connect mode against this provider; OIDCTrust sets
+	// ADMIT_OIDC_TRUST_EMAIL; OIDCNoDiscovery leaves discovery to the test.
+	OIDC            *oidcprovider.Provider
+	OIDCTrust       bool
+	OIDCNoDiscovery bool
+	Hourly          int
+	ClientIPHd      string
+	DataDir         string
+	// SignupDelay overrides the signup answers' release delay.
+	SignupDelay time.Duration
+	// SignupBodyTimeout overrides how long a signup body may take.
+	SignupBodyTimeout time.Duration
+	// Retention is the store's retention policy; zero means the default.
+	Retention store.Retention
+	// SignupQueue and WriteReserve bound the writer's queues; zero means
 	// the store's defaults.
-	signupQueue, writeReserve int
-	// retireChunk fixes the rows per table of each retirement step; zero
+	SignupQueue, WriteReserve int
+	// RetireChunk fixes the rows per table of each retirement step; zero
 	// adapts them to their cost.
-	retireChunk int
-	// oidcSettings, when set, changes the OpenID Connect configuration
+	RetireChunk int
+	// OIDCSettings, when set, changes the OpenID Connect configuration
 	// before the identity is built (a product's settings).
-	oidcSettings func(*identity.OIDCConfig)
-	// server changes the server after New, before it takes a request.
-	server func(*Server)
+	OIDCSettings func(*identity.OIDCConfig)
+	// Options, when set, changes the server's options before the server is
+	// built; it receives the *handlers.Options the binding made.
+	Options func(any)
+	// Server changes the server after it is built, before it takes a
+	// request; it receives the *handlers.Server.
+	Server func(http.Handler)
 }
 
-type appOption func(*appConfig)
+// Option changes how Start runs the app.
+type Option func(*Config)
 
-// withClerk runs the app in Clerk mode against the fake Backend API.
-func withClerk() appOption { return func(c *appConfig) { c.clerk = true } }
+// WithClerk runs the app in Clerk mode against the fake Backend API.
+func WithClerk() Option { return func(c *Config) { c.Clerk = true } }
 
-// withOIDC runs the app in OpenID Connect mode against a real provider,
+// WithOIDC runs the app in OpenID Connect mode against a real provider,
 // asking for refresh tokens (offline_access).
-func withOIDC(p *oidcprovider.Provider) appOption { return func(c *appConfig) { c.oidc = p } }
+func WithOIDC(p *oidcprovider.Provider) Option { return func(c *Config) { c.OIDC = p } }
 
-// withOIDCTrustEmail sets ADMIT_OIDC_TRUST_EMAIL=1.
-func withOIDCTrustEmail() appOption { return func(c *appConfig) { c.oidcTrust = true } }
+// WithOIDCTrustEmail sets ADMIT_OIDC_TRUST_EMAIL=1.
+func WithOIDCTrustEmail() Option { return func(c *Config) { c.OIDCTrust = true } }
 
-// withoutOIDCDiscovery starts the app before the provider is discovered:
+// WithoutOIDCDiscovery starts the app before the provider is discovered:
 // the test runs discovery itself.
-func withoutOIDCDiscovery() appOption { return func(c *appConfig) { c.oidcNoDiscovery = true } }
+func WithoutOIDCDiscovery() Option { return func(c *Config) { c.OIDCNoDiscovery = true } }
 
-// withOIDCSettings changes the OpenID Connect configuration before the
+// WithOIDCSettings changes the OpenID Connect configuration before the
 // identity is built.
-func withOIDCSettings(f func(*identity.OIDCConfig)) appOption {
-	return func(c *appConfig) { c.oidcSettings = f }
+func WithOIDCSettings(f func(*identity.OIDCConfig)) Option {
+	return func(c *Config) { c.OIDCSettings = f }
 }
 
-// withNetworkLimit sets ADMIT_NETWORK_HOURLY_LIMIT.
-func withNetworkLimit(n int) appOption { return func(c *appConfig) { c.hourly = n } }
+// WithNetworkLimit sets ADMIT_NETWORK_HOURLY_LIMIT.
+func WithNetworkLimit(n int) Option { return func(c *Config) { c.Hourly = n } }
 
-// withDataDir keeps the database in dir instead of a fresh temporary
+// WithDataDir keeps the database in dir instead of a fresh temporary
 // directory.
-func withDataDir(dir string) appOption { return func(c *appConfig) { c.dataDir = dir } }
+func WithDataDir(dir string) Option { return func(c *Config) { c.DataDir = dir } }
 
-// withRetention opens the store with the retention policy r.
-func withRetention(r store.Retention) appOption { return func(c *appConfig) { c.retention = r } }
+// WithRetention opens the store with the retention policy r.
+func WithRetention(r store.Retention) Option { return func(c *Config) { c.Retention = r } }
 
-// withWriteQueues bounds the signups and the other writes that may wait
+// WithWriteQueues bounds the signups and the other writes that may wait
 // for the database writer.
-func withWriteQueues(signups, reserve int) appOption {
-	return func(c *appConfig) { c.signupQueue, c.writeReserve = signups, reserve }
+func WithWriteQueues(signups, reserve int) Option {
+	return func(c *Config) { c.SignupQueue, c.WriteReserve = signups, reserve }
 }
 
-// withRetireChunk fixes how many rows per table each retirement step
+// WithRetireChunk fixes how many rows per table each retirement step
 // takes, so a test can watch a retirement step by step.
-func withRetireChunk(n int) appOption { return func(c *appConfig) { c.retireChunk = n } }
+func WithRetireChunk(n int) Option { return func(c *Config) { c.RetireChunk = n } }
 
-// withSignupDelay sets when signup answers are released.
-func withSignupDelay(d time.Duration) appOption { return func(c *appConfig) { c.signupDelay = d } }
+// WithSignupDelay sets when signup answers are released.
+func WithSignupDelay(d time.Duration) Option { return func(c *Config) { c.SignupDelay = d } }
 
-// withSignupBodyTimeout sets how long a signup's body may take to arrive.
-func withSignupBodyTimeout(d time.Duration) appOption {
-	return func(c *appConfig) { c.signupBodyTimeout = d }
+// WithSignupBodyTimeout sets how long a signup's body may take to arrive.
+func WithSignupBodyTimeout(d time.Duration) Option {
+	return func(c *Config) { c.SignupBodyTimeout = d }
 }
 
-// testKey returns a deterministic 32-byte key.
-func testKey(b byte) []byte {
+// Key returns a deterministic 32-byte key.
+func Key(b byte) []byte {
 	k := make([]byte, 32)
 	for i := range k {
 		k[i] = b + byte(i)
@@ -140,26 +145,29 @@ func testKey(b byte) []byte {
 	return k
 }
 
-// MustStartApp starts admit on 127.0.0.1:0 with a fresh database seeded
+// Start starts admit on 127.0.0.1:0 with a fresh database seeded
 // with the demo workspace and program.
-func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
+func Start(tb testing.TB, opts ...Option) *App {
 	tb.Helper()
-	cfg := appConfig{hourly: 1000}
+	if bound.New == nil {
+		tb.Fatal("apptest: no server bound; the test binary calls apptest.Bind first")
+	}
+	cfg := Config{Hourly: 1000}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	ctx := context.Background()
-	if cfg.dataDir == "" {
-		cfg.dataDir = tb.TempDir()
+	if cfg.DataDir == "" {
+		cfg.DataDir = tb.TempDir()
 	}
 	clock := testutil.NewClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	if cfg.oidc != nil {
+	if cfg.OIDC != nil {
 		// The provider stamps its tokens with the real time.
 		clock = testutil.NewClock(time.Now().UTC().Truncate(time.Second))
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.dataDir, "admit.db"),
-		store.Options{BindingKey: testKey(120), Retention: cfg.retention, Now: clock.Now,
-			SignupQueue: cfg.signupQueue, WriteReserve: cfg.writeReserve, RetireChunk: cfg.retireChunk})
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "admit.db"),
+		store.Options{BindingKey: Key(120), Retention: cfg.Retention, Now: clock.Now,
+			SignupQueue: cfg.SignupQueue, WriteReserve: cfg.WriteReserve, RetireChunk: cfg.RetireChunk})
 	if err != nil {
 		tb.Fatalf("open db: %v", err)
 	}
@@ -171,34 +179,34 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	}
 	base := "http://" + ln.Addr().String()
 	public, _ := url.Parse(base)
-	app := &testApp{URL: base, DB: db, Clock: clock, Logs: &testutil.SyncBuffer{}}
+	app := &App{URL: base, DB: db, Clock: clock, Logs: &testutil.SyncBuffer{}}
 
-	keys := serverkeys.Keys{SessionHash: testKey(1), SessionBlock: testKey(40), CSRF: testKey(80), Binding: testKey(120), Counter: testKey(160),
-		SessionTokens: testKey(200)}
+	keys := serverkeys.Keys{SessionHash: Key(1), SessionBlock: Key(40), CSRF: Key(80), Binding: Key(120), Counter: Key(160),
+		SessionTokens: Key(200)}
 	var id identity.Identity
 	var publishable string
-	if cfg.oidc != nil {
-		app.OIDC = cfg.oidc
+	if cfg.OIDC != nil {
+		app.OIDC = cfg.OIDC
 		app.OIDC.AllowRedirect(base+"/auth/callback", base+"/")
 		oc := identity.OIDCConfig{Issuer: app.OIDC.Issuer, ClientID: app.OIDC.ClientID,
 			ClientSecret: app.OIDC.ClientSecret, Scopes: []string{"openid", "email", "offline_access"},
-			TrustEmail: cfg.oidcTrust, Name: "Test ID", RedirectURL: base + "/auth/callback", PostLogoutURL: base + "/",
+			TrustEmail: cfg.OIDCTrust, Name: "Test ID", RedirectURL: base + "/auth/callback", PostLogoutURL: base + "/",
 			DB: db, TokenKey: keys.SessionTokens, Now: clock.Now}
-		if cfg.oidcSettings != nil {
-			cfg.oidcSettings(&oc)
+		if cfg.OIDCSettings != nil {
+			cfg.OIDCSettings(&oc)
 		}
 		oi, err := identity.NewOIDCIdentity(oc)
 		if err != nil {
 			tb.Fatalf("oidc identity: %v", err)
 		}
-		if !cfg.oidcNoDiscovery {
+		if !cfg.OIDCNoDiscovery {
 			if err := oi.Discover(ctx); err != nil {
 				tb.Fatalf("oidc discovery: %v", err)
 			}
 		}
 		app.OIDCId, id = oi, oi
-		app.OwnerID = identity.OIDCUserID(app.OIDC.Issuer, oidcSub("owner@example.test"))
-	} else if cfg.clerk {
+		app.OwnerID = identity.OIDCUserID(app.OIDC.Issuer, OIDCSub("owner@example.test"))
+	} else if cfg.Clerk {
 		app.Clerk = clerkfake.New(tb)
 		app.Clerk.SetAuthorizedParty(base)
 		ci, err := identity.NewClerkIdentity(identity.ClerkConfig{SecretKey: app.Clerk.SecretKey(), APIURL: app.Clerk.URL(),
@@ -216,7 +224,7 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 		}
 		id = app.Dev
 		app.OwnerID = identity.DevUserID("owner@example.test")
-		if app.DevKey, err = NewDevSignInKey(); err != nil {
+		if app.DevKey, err = bound.NewDevSignInKey(); err != nil {
 			tb.Fatalf("dev sign-in key: %v", err)
 		}
 	}
@@ -233,23 +241,24 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	if app.OIDCId != nil {
 		ready = func(context.Context) error { return app.OIDCId.Ready() }
 	}
-	srv, err := New(Options{
-		PublicURL: public, NetworkHourlyLimit: cfg.hourly, ClientIPHeader: cfg.clientIPHd,
-		ClerkPublishableKey: publishable, Keys: keys, SignupAnswerDelay: cfg.signupDelay,
-		SignupBodyTimeout: cfg.signupBodyTimeout, DevSignInKey: app.DevKey,
-		Logger: slog.New(slog.NewTextHandler(app.Logs, nil)), Ready: ready,
-	}, db, id)
+	srv, err := bound.New(Setup{
+		PublicURL: public, NetworkHourlyLimit: cfg.Hourly, ClientIPHeader: cfg.ClientIPHd,
+		ClerkPublishableKey: publishable, Keys: keys, SignupAnswerDelay: cfg.SignupDelay,
+		SignupBodyTimeout: cfg.SignupBodyTimeout, DevSignInKey: app.DevKey,
+		Logger: slog.New(slog.NewTextHandler(app.Logs, nil)), Ready: ready, DB: db, Identity: id,
+		Options: cfg.Options,
+	})
 	if err != nil {
 		tb.Fatalf("new server: %v", err)
 	}
 	app.Srv = srv
-	if cfg.server != nil {
-		cfg.server(srv)
+	if cfg.Server != nil {
+		cfg.Server(srv)
 	}
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		app.Arrived.Add(1)
 		srv.ServeHTTP(w, r)
-	}), ReadHeaderTimeout: 5 * time.Second, ConnContext: ConnContext}
+	}), ReadHeaderTimeout: 5 * time.Second, ConnContext: bound.ConnContext}
 	go hs.Serve(ln)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -259,12 +268,15 @@ func MustStartApp(tb testing.TB, opts ...appOption) *testApp {
 	return app
 }
 
-// testClient is a browser-like client: a cookie jar, no redirect following.
-type testClient struct {
+// Client is a browser-like client: a cookie jar, no redirect following.
+type Client struct {
 	*http.Client
-	app    *testApp
-	bearer string
-	csrf   string
+	// App is the app the client talks to.
+	App *App
+	// Bearer, when set, is sent as the Authorization bearer token.
+	Bearer string
+	// CSRFToken is the token CSRF fetched, sent by PostJSON and the forms.
+	CSRFToken string
 }
 
 // NewClient returns a signed-out client.
@@ -272,25 +284,25 @@ type testClient struct {
 // In development mode the client holds the development sign-in key, as a
 // browser on this machine does once it has opened the console's link;
 // NewClientWithoutDevKey gives one that never opened it.
-func (a *testApp) NewClient(tb testing.TB) *testClient {
+func (a *App) NewClient(tb testing.TB) *Client {
 	tb.Helper()
 	c := a.NewClientWithoutDevKey(tb)
 	if a.DevKey != "" {
 		u, _ := url.Parse(a.URL)
-		c.Jar.SetCookies(u, []*http.Cookie{{Name: devKeyCookie, Value: a.DevKey, Path: "/"}})
+		c.Jar.SetCookies(u, []*http.Cookie{{Name: bound.DevKeyCookie, Value: a.DevKey, Path: "/"}})
 	}
 	return c
 }
 
 // DevLink is the development sign-in link admit would print at start.
-func (a *testApp) DevLink() string { return DevSignInLink(a.URL, a.DevKey) }
+func (a *App) DevLink() string { return bound.DevSignInLink(a.URL, a.DevKey) }
 
 // NewClientWithoutDevKey returns a signed-out client that has not opened
 // the development sign-in link.
-func (a *testApp) NewClientWithoutDevKey(tb testing.TB) *testClient {
+func (a *App) NewClientWithoutDevKey(tb testing.TB) *Client {
 	tb.Helper()
 	jar, _ := cookiejar.New(nil)
-	return &testClient{app: a, Client: &http.Client{
+	return &Client{App: a, Client: &http.Client{
 		Jar:     jar,
 		Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -302,21 +314,21 @@ func (a *testApp) NewClientWithoutDevKey(tb testing.TB) *testClient {
 // SignIn signs the client in as email: the dev form in development mode, a
 // fake Clerk session cookie (user ID derived from the email, verified) in
 // Clerk mode. It returns the user ID.
-func (c *testClient) SignIn(tb testing.TB, email string) string {
+func (c *Client) SignIn(tb testing.TB, email string) string {
 	tb.Helper()
-	if c.app.OIDC != nil {
-		c.app.OIDC.SetUser(oidcprovider.User{Sub: oidcSub(email), Email: email, EmailVerified: oidcprovider.Verified})
+	if c.App.OIDC != nil {
+		c.App.OIDC.SetUser(oidcprovider.User{Sub: OIDCSub(email), Email: email, EmailVerified: oidcprovider.Verified})
 		if resp := c.OIDCSignIn(tb, "/"); resp.StatusCode != http.StatusSeeOther {
 			tb.Fatalf("oidc sign-in: status %d", resp.StatusCode)
 		}
-		return identity.OIDCUserID(c.app.OIDC.Issuer, oidcSub(email))
+		return identity.OIDCUserID(c.App.OIDC.Issuer, OIDCSub(email))
 	}
-	if c.app.Clerk != nil {
+	if c.App.Clerk != nil {
 		id := "user_" + strings.NewReplacer("@", "_", ".", "_", "+", "_").Replace(email)
 		if email == "owner@example.test" {
-			id = c.app.OwnerID
+			id = c.App.OwnerID
 		}
-		c.app.Clerk.SetUser(id, clerkfake.Email{Address: email, Verified: true})
+		c.App.Clerk.SetUser(id, clerkfake.Email{Address: email, Verified: true})
 		c.SetClerkSession(tb, id)
 		return id
 	}
@@ -327,21 +339,21 @@ func (c *testClient) SignIn(tb testing.TB, email string) string {
 	return identity.DevUserID(email)
 }
 
-// oidcSub is the provider's subject for a test address: stable, and
+// OIDCSub is the provider's subject for a test address: stable, and
 // unlike the address.
-func oidcSub(email string) string { return "sub-" + oidcprovider.SubjectDigest(email) }
+func OIDCSub(email string) string { return "sub-" + oidcprovider.SubjectDigest(email) }
 
 // OIDCSignIn follows the code flow as a browser would: admit's start route,
 // the provider's redirects, then admit's callback, whose answer it returns.
-func (c *testClient) OIDCSignIn(tb testing.TB, redirect string) *testResponse {
+func (c *Client) OIDCSignIn(tb testing.TB, redirect string) *Response {
 	tb.Helper()
 	callback := c.OIDCAuthorize(tb, redirect)
-	return c.Get(tb, strings.TrimPrefix(callback, c.app.URL))
+	return c.Get(tb, strings.TrimPrefix(callback, c.App.URL))
 }
 
 // OIDCAuthorize starts a sign-in and follows the provider's redirects up
 // to (not into) admit's callback, whose full URL it returns.
-func (c *testClient) OIDCAuthorize(tb testing.TB, redirect string) string {
+func (c *Client) OIDCAuthorize(tb testing.TB, redirect string) string {
 	tb.Helper()
 	resp := c.Get(tb, "/auth/start?redirect_url="+url.QueryEscape(redirect))
 	if resp.StatusCode != http.StatusSeeOther {
@@ -349,7 +361,7 @@ func (c *testClient) OIDCAuthorize(tb testing.TB, redirect string) string {
 	}
 	next := resp.Header.Get("Location")
 	for range 10 {
-		if strings.HasPrefix(next, c.app.URL+"/auth/callback") {
+		if strings.HasPrefix(next, c.App.URL+"/auth/callback") {
 			return next
 		}
 		req, err := http.NewRequest(http.MethodGet, next, nil)
@@ -373,14 +385,14 @@ func (c *testClient) OIDCAuthorize(tb testing.TB, redirect string) string {
 
 // SetClerkSession puts a fresh fake-Clerk session token for userID in the
 // __session cookie.
-func (c *testClient) SetClerkSession(tb testing.TB, userID string) {
+func (c *Client) SetClerkSession(tb testing.TB, userID string) {
 	tb.Helper()
-	u, _ := url.Parse(c.app.URL)
-	c.Jar.SetCookies(u, []*http.Cookie{{Name: "__session", Value: c.app.Clerk.Session(userID), Path: "/"}})
+	u, _ := url.Parse(c.App.URL)
+	c.Jar.SetCookies(u, []*http.Cookie{{Name: "__session", Value: c.App.Clerk.Session(userID), Path: "/"}})
 }
 
 // CSRF fetches and remembers the client's CSRF token.
-func (c *testClient) CSRF(tb testing.TB) string {
+func (c *Client) CSRF(tb testing.TB) string {
 	tb.Helper()
 	resp := c.Do(tb, "GET", "/api/csrf", "", nil)
 	if resp.StatusCode != http.StatusOK {
@@ -392,12 +404,12 @@ func (c *testClient) CSRF(tb testing.TB) string {
 	if err := json.Unmarshal([]byte(resp.Body), &v); err != nil || v.CSRFToken == "" {
 		tb.Fatalf("csrf body %q: %v", resp.Body, err)
 	}
-	c.csrf = v.CSRFToken
+	c.CSRFToken = v.CSRFToken
 	return v.CSRFToken
 }
 
-// testResponse is a fully read response.
-type testResponse struct {
+// Response is a fully read response.
+type Response struct {
 	StatusCode int
 	Header     http.Header
 	Body       string
@@ -405,7 +417,7 @@ type testResponse struct {
 
 // Do sends a request with an optional body of the given content type.
 // Extra headers come as name, value pairs.
-func (c *testClient) Do(tb testing.TB, method, path, contentType string, body io.Reader, headers ...string) *testResponse {
+func (c *Client) Do(tb testing.TB, method, path, contentType string, body io.Reader, headers ...string) *Response {
 	tb.Helper()
 	r, err := c.Send(method, path, contentType, body, headers...)
 	if err != nil {
@@ -415,16 +427,16 @@ func (c *testClient) Do(tb testing.TB, method, path, contentType string, body io
 }
 
 // Send is Do returning its error: it may run on any goroutine.
-func (c *testClient) Send(method, path, contentType string, body io.Reader, headers ...string) (*testResponse, error) {
-	req, err := http.NewRequest(method, c.app.URL+path, body)
+func (c *Client) Send(method, path, contentType string, body io.Reader, headers ...string) (*Response, error) {
+	req, err := http.NewRequest(method, c.App.URL+path, body)
 	if err != nil {
 		return nil, fmt.Errorf("new request: %w", err)
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	if c.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+c.bearer)
+	if c.Bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Bearer)
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
@@ -438,57 +450,45 @@ func (c *testClient) Send(method, path, contentType string, body io.Reader, head
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
 	}
-	return &testResponse{StatusCode: resp.StatusCode, Header: resp.Header, Body: string(b)}, nil
+	return &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: string(b)}, nil
 }
 
 // Get sends a GET.
-func (c *testClient) Get(tb testing.TB, path string, headers ...string) *testResponse {
+func (c *Client) Get(tb testing.TB, path string, headers ...string) *Response {
 	tb.Helper()
 	return c.Do(tb, "GET", path, "", nil, headers...)
 }
 
 // PostForm sends a urlencoded form.
-func (c *testClient) PostForm(tb testing.TB, path string, form url.Values, headers ...string) *testResponse {
+func (c *Client) PostForm(tb testing.TB, path string, form url.Values, headers ...string) *Response {
 	tb.Helper()
 	return c.Do(tb, "POST", path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), headers...)
 }
 
 // PostJSON sends a JSON body with the client's CSRF token, if any.
-func (c *testClient) PostJSON(tb testing.TB, method, path, body string, headers ...string) *testResponse {
+func (c *Client) PostJSON(tb testing.TB, method, path, body string, headers ...string) *Response {
 	tb.Helper()
-	if c.csrf != "" {
-		headers = append([]string{"X-CSRF-Token", c.csrf}, headers...)
+	if c.CSRFToken != "" {
+		headers = append([]string{"X-CSRF-Token", c.CSRFToken}, headers...)
 	}
 	return c.Do(tb, method, path, "application/json", strings.NewReader(body), headers...)
 }
 
 // SendJSON is PostJSON returning its error: it may run on any goroutine.
-func (c *testClient) SendJSON(method, path, body string, headers ...string) (*testResponse, error) {
-	if c.csrf != "" {
-		headers = append([]string{"X-CSRF-Token", c.csrf}, headers...)
+func (c *Client) SendJSON(method, path, body string, headers ...string) (*Response, error) {
+	if c.CSRFToken != "" {
+		headers = append([]string{"X-CSRF-Token", c.CSRFToken}, headers...)
 	}
 	return c.Send(method, path, "application/json", strings.NewReader(body), headers...)
 }
 
-// dbFingerprint digests every row of every table: equal fingerprints
-// prove that a request stored, removed and changed nothing — a counter
-// bumped or a state changed on an existing row included, which row counts
-// would miss.
-func dbFingerprint(tb testing.TB, db *store.DB) testutil.Fingerprint {
-	tb.Helper()
-	return testutil.MustFingerprint(tb, db.View)
-}
-
-// sameRows reports whether two fingerprints are equal.
-func sameRows(a, b testutil.Fingerprint) bool { return maps.Equal(a, b) }
-
-// mustInsertEntry puts email on program p's list through the store's own
+// InsertEntry puts email on program p's list through the store's own
 // operations — a signup (opening the program's signup for it if closed,
 // and closing it again), then the owner's selection or decline — so the
 // entry has the receipt, events and counts a real one has. It returns the
 // entry's ID. Other states come from their own operations (invitations,
 // redemption, withdrawal), which the tests that need them perform.
-func mustInsertEntry(tb testing.TB, db *store.DB, p *store.Program, email, state string) string {
+func InsertEntry(tb testing.TB, db *store.DB, p *store.Program, email, state string) string {
 	tb.Helper()
 	ctx := context.Background()
 	var ownerID string
@@ -498,7 +498,7 @@ func mustInsertEntry(tb testing.TB, db *store.DB, p *store.Program, email, state
 	}); err != nil {
 		tb.Fatalf("find the program's owner: %v", err)
 	}
-	owner := ownerActorOf(ownerID)
+	owner := OwnerActor(ownerID)
 	cur, err := db.ProgramByID(ctx, owner, p.ID)
 	if err != nil {
 		tb.Fatalf("read program: %v", err)
@@ -534,15 +534,10 @@ func mustInsertEntry(tb testing.TB, db *store.DB, p *store.Program, email, state
 	case store.StateDeclined:
 		_, err = db.DeclineEntry(ctx, owner, p.ID, id, store.Decision{Reason: "other"})
 	default:
-		tb.Fatalf("mustInsertEntry: %q is reached by other operations", state)
+		tb.Fatalf("InsertEntry: %q is reached by other operations", state)
 	}
 	if err != nil {
 		tb.Fatalf("make entry %s: %v", state, err)
 	}
 	return id
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

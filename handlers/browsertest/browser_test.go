@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"admit/handlers"
 	"admit/internal/browser"
 	"admit/store"
 )
@@ -48,7 +49,7 @@ func mustNavigate(tb testing.TB, ctx context.Context, what string, steps ...chro
 // WithoutJavaScriptReachesOwnerConsole opens the link itself).
 func holdDevKey(tb testing.TB, ctx context.Context, app *testApp) {
 	tb.Helper()
-	if _, err := chromedp.Call(ctx, network.SetCookie, network.SetCookieParams{Name: devKeyCookie, Value: app.DevKey,
+	if _, err := chromedp.Call(ctx, network.SetCookie, network.SetCookieParams{Name: handlers.DevKeyCookie, Value: app.DevKey,
 		URL: app.URL, Path: "/", HTTPOnly: new(true), SameSite: network.CookieSameSiteStrict}); err != nil {
 		tb.Fatalf("hold the development sign-in key: %v", err)
 	}

@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ func TestBrowser_ApplicantsIrreversibleButtonsAreDangerAndStatesAreWords(t *test
 		t.Run(mode.name, func(t *testing.T) {
 			app := MustStartApp(t)
 			const email = "leaver@example.com"
-			newAccessKit(app).entry(t, app.Demo, email)
+			newAccessKit(app).Entry(t, app.Demo, email)
 			ctx := adbrowser.MustNew(t, mode.opts...)
 			holdDevKey(t, ctx, app)
 			onPhone(t, ctx)

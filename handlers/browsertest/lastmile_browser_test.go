@@ -1,4 +1,4 @@
-package handlers
+package browsertest
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"admit/handlers"
 	"admit/internal/browser"
 	"admit/internal/oidcprovider"
 	"admit/store"
@@ -79,7 +80,7 @@ func TestBrowser_AnUnverifiedAddressIsNamedWithItsProviderAndWhatToDo(t *testing
 			noJS := mode.opts != nil
 			app := mustOIDCApp(t)
 			const email = "reader@example.com"
-			inv := newAccessKit(app).invite(t, app.Demo, email, true)
+			inv := newAccessKit(app).Invite(t, app.Demo, email, true)
 			ctx := browser.MustNew(t, mode.opts...)
 			if err := setView(ctx, a11yViews[0]); err != nil {
 				t.Fatal(err)
@@ -173,7 +174,7 @@ func TestBrowser_RedeemSaysCodesAreCaseSensitiveAndKeepsTheCodeWhenTheProviderIs
 			noJS := mode.opts != nil
 			app := mustOIDCApp(t)
 			const email = "cased@example.com"
-			inv := newAccessKit(app).invite(t, app.Demo, email, true)
+			inv := newAccessKit(app).Invite(t, app.Demo, email, true)
 			ctx := browser.MustNew(t, mode.opts...)
 			if err := setView(ctx, a11yViews[0]); err != nil {
 				t.Fatal(err)
@@ -229,7 +230,7 @@ func TestBrowser_ASignedInApplicantSeesTheirEntryOnTheWaitlistPage(t *testing.T)
 			noJS := mode.opts != nil
 			app := MustStartApp(t)
 			const email = "Waiting@example.test"
-			newAccessKit(app).entry(t, app.Demo, email)
+			newAccessKit(app).Entry(t, app.Demo, email)
 			ctx := browser.MustNew(t, mode.opts...)
 			holdDevKey(t, ctx, app)
 			if err := setView(ctx, a11yViews[0]); err != nil {
@@ -446,7 +447,7 @@ func TestBrowser_CapitalsInTheAddressAreAskedAboutOnce(t *testing.T) {
 					t.Fatalf("%s: the form did not ask about capitals", typed)
 				}
 				q := mustText(t, ctx, `[data-testid="case-question"]`)
-				for _, want := range []string{typed, lowerLocalPart(typed), "works only for a sign-in whose address is spelled exactly the same way"} {
+				for _, want := range []string{typed, handlers.LowerLocalPart(typed), "works only for a sign-in whose address is spelled exactly the same way"} {
 					if !strings.Contains(q, want) {
 						t.Errorf("the question %q lacks %q", q, want)
 					}
@@ -567,7 +568,7 @@ func TestBrowser_ARetiredProgramSaysItHasEndedAndOffersNothing(t *testing.T) {
 			env := &a11yEnv{App: app, Kit: newAccessKit(app)}
 			p := env.program(t, "ended")
 			const email = "reader@example.com"
-			env.Kit.grant(t, p, email, "user_reader")
+			env.Kit.Grant(t, p, email, "user_reader")
 			env.retire(t, p)
 			// The retirement's steps run: every entry gets its erasure date.
 			if _, err := app.DB.FinishRetirements(t.Context()); err != nil {

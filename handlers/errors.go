@@ -223,7 +223,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if status == http.StatusUnauthorized && isHTMX(r) {
 		if isUnsafe(r.Method) {
-			s.session(r).Note = notSavedSignedOut
+			s.cookieState(r).Note = notSavedSignedOut
 		}
 		w.Header().Set("HX-Redirect", signIn)
 	}

@@ -89,17 +89,17 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// withSession gives each request its session (Server.session reads the
-// cookies when a handler first asks, so a request that never asks reads
-// none) and saves it once, as the answer's headers are about to leave,
+// withCookieState gives each request its cookie state (Server.cookieState
+// reads the cookies when a handler first asks, so a request that never asks
+// reads none) and saves it once, as the answer's headers are about to leave,
 // only if it changed: one Set-Cookie per cookie at most, none for a
-// session left as it was. rule: a session that cannot be saved is an error
+// state left as it was. rule: a cookie state that cannot be saved is an error
 // answer (500, no-store, nothing of the handler's answer), never an answer
 // whose confirmation or one-time code silently did not persist.
-func (s *Server) withSession(next http.Handler) http.Handler {
+func (s *Server) withCookieState(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &sessionWriter{ResponseWriter: w, s: s}
-		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, &sw.rs))
+		r = r.WithContext(context.WithValue(r.Context(), cookieStateKey{}, &sw.rs))
 		sw.r = r
 		next.ServeHTTP(sw, r)
 		// A handler that wrote nothing is answered 200 by net/http after
@@ -114,7 +114,7 @@ type sessionWriter struct {
 	http.ResponseWriter
 	s  *Server
 	r  *http.Request
-	rs requestSession
+	rs requestCookieState
 	// done is set once the session was saved or found unchanged; failed
 	// when it could not be saved and the error answer was written instead.
 	done, failed bool
@@ -128,7 +128,7 @@ func (w *sessionWriter) commit() bool {
 		return !w.failed
 	}
 	w.done = true
-	cookies, err := w.s.sessionCookies(&w.rs)
+	cookies, err := w.s.cookieStateCookies(&w.rs)
 	if err == nil {
 		for _, c := range cookies {
 			w.Header().Add("Set-Cookie", c.String())

@@ -111,7 +111,7 @@ func TestOIDC_SignInNeverMakesAnOwner(t *testing.T) {
 	if got := c.Get(t, "/owner").StatusCode; got != http.StatusNotFound {
 		t.Fatalf("a signed-in stranger on /owner: status %d, want 404", got)
 	}
-	if n := owCount(t, app, `SELECT count(*) FROM staff_members WHERE clerk_user_id = ?`, uid); n != 0 {
+	if n := owCount(t, app, `SELECT count(*) FROM staff_members WHERE user_id = ?`, uid); n != 0 {
 		t.Fatalf("sign-in created %d staff rows", n)
 	}
 }

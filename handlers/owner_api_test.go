@@ -148,7 +148,7 @@ func TestOwnerAPI_CodeIsShownOnceNoStoreAndNeverLogged(t *testing.T) {
 		t.Fatal("a log line holds the code")
 	}
 	digest, _ := store.CodeDigest(code)
-	if n := owCount(t, app, `SELECT count(*) FROM invitations WHERE token_sha256 = ?`, digest); n != 1 {
+	if n := owCount(t, app, `SELECT count(*) FROM invitations WHERE code_digest = ?`, digest); n != 1 {
 		t.Fatalf("invitations stored with the code's digest=%d, want 1", n)
 	}
 }

@@ -169,7 +169,7 @@ func (s *Server) handleQueuePage(w http.ResponseWriter, r *http.Request) error {
 	if !wantsBlock(r) && !canonicalQuery(r.URL.RawQuery) {
 		return redirect(w, r, v.SelfURL)
 	}
-	v.Flash = s.session(r).takeFlash()
+	v.Flash = s.cookieState(r).takeFlash()
 	return s.renderQueue(w, r, http.StatusOK, v)
 }
 
@@ -286,7 +286,7 @@ func (s *Server) handleBulk(act bulkAction) handlerFunc {
 		if err != nil {
 			return failed(err)
 		}
-		s.session(r).Flash = act.done(len(done))
+		s.cookieState(r).Flash = act.done(len(done))
 		return redirect(w, r, b.next)
 	}
 }

@@ -83,7 +83,7 @@ func (s *Server) handleCreateProgram(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return s.rerenderOwnerHome(w, r, err, form)
 	}
-	s.session(r).Flash = "Program created. It is closed: publish a notice, then switch on “Signup open” under Settings."
+	s.cookieState(r).Flash = "Program created. It is closed: publish a notice, then switch on “Signup open” under Settings."
 	return redirect(w, r, views.OwnerURL("programs", p.ID))
 }
 
@@ -217,7 +217,7 @@ func (s *Server) handleProgramPage(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	v.Flash = s.session(r).takeFlash()
+	v.Flash = s.cookieState(r).takeFlash()
 	return s.renderProgramPage(w, r, http.StatusOK, v)
 }
 
@@ -295,6 +295,6 @@ func (s *Server) handleProgramSettings(w http.ResponseWriter, r *http.Request) e
 		return failed(err)
 	}
 	s.forgetQuotes() // the name may have changed
-	s.session(r).Flash = "Settings saved."
+	s.cookieState(r).Flash = "Settings saved."
 	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
 }

@@ -34,7 +34,7 @@ func (s *Server) routes() http.Handler {
 		return errNotFound
 	}))
 
-	return s.withRequestLog(mux.ServeMux, s.withSecurity(s.withSession(s.withOrigin(mux))))
+	return s.withRequestLog(mux.ServeMux, s.withSecurity(s.withCookieState(s.withOrigin(mux))))
 }
 
 // publicRoutes need no identity, except the sign-out and the CSRF token,

@@ -81,11 +81,11 @@ type Server struct {
 	id   identity.Identity
 	// sessions holds the codecs (current keys first) and options of
 	// admit's own cookies (session.go).
-	sessions  *sessions.CookieStore
-	log       *slog.Logger
-	origin    string
-	clerkFAPI string
-	handler   http.Handler
+	cookieStore *sessions.CookieStore
+	log         *slog.Logger
+	origin      string
+	clerkFAPI   string
+	handler     http.Handler
 	// mux is the route table, for finding the page behind a form's path.
 	mux *http.ServeMux
 	// patterns are the registered route patterns: the only route names
@@ -188,7 +188,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 		Secure:   opts.PublicURL.Scheme == "https",
 		SameSite: http.SameSiteLaxMode,
 	}
-	s.sessions = cs
+	s.cookieStore = cs
 	s.handler = s.routes()
 	return s, nil
 }

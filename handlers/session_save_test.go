@@ -31,8 +31,8 @@ func withSessionSaveFailing(fail *atomic.Bool) appOption {
 	return func(c *appConfig) {
 		c.Server = func(h http.Handler) {
 			s := h.(*Server)
-			for i, codec := range s.sessions.Codecs {
-				s.sessions.Codecs[i] = failingCodec{Codec: codec, fail: fail}
+			for i, codec := range s.cookieStore.Codecs {
+				s.cookieStore.Codecs[i] = failingCodec{Codec: codec, fail: fail}
 			}
 		}
 	}
@@ -42,7 +42,7 @@ func withSessionSaveFailing(fail *atomic.Bool) appOption {
 func sessionSetCookies(r *testResponse) []string {
 	var out []string
 	for _, c := range r.Header.Values("Set-Cookie") {
-		if strings.HasPrefix(c, sessionCookie+"=") {
+		if strings.HasPrefix(c, stateCookie+"=") {
 			out = append(out, c)
 		}
 	}
@@ -199,7 +199,7 @@ func TestSession_UnchangedSessionSetsNoCookie(t *testing.T) {
 	// But a sign-out replaces a session cookie it cannot read.
 	stale := app.NewClient(t)
 	u, _ := url.Parse(app.URL)
-	stale.Jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: "written-under-keys-long-gone", Path: "/"}})
+	stale.Jar.SetCookies(u, []*http.Cookie{{Name: stateCookie, Value: "written-under-keys-long-gone", Path: "/"}})
 	owWantStatus(t, "page with an unreadable session", stale.Get(t, "/"), http.StatusOK)
 	if got := len(sessionSetCookies(stale.PostForm(t, "/sign-out", url.Values{}))); got != 1 {
 		t.Errorf("sign-out set admit_session %d times over an unreadable one, want once", got)

@@ -19,7 +19,7 @@ func (s *Server) signOutIncomplete(w http.ResponseWriter, r *http.Request, err e
 		http.SetCookie(w, &http.Cookie{Name: "__session", Value: "", Path: "/", MaxAge: -1, HttpOnly: false,
 			Secure: s.isHTTPS(), SameSite: http.SameSiteLaxMode})
 	}
-	s.session(r).signOut()
+	s.cookieState(r).signOut()
 	noStore(w)
 	diskFull := answerNoSpace(w, err)
 	// Not s.chrome: the request's cookie still names a live row, and the

@@ -194,7 +194,7 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 		// rule (docs/API.md#html-routes): a browser's post is answered
 		// 303 to the page that shows it, so reloading never posts again;
 		// the token goes there sealed in a cookie, never in the URL.
-		s.session(r).keepReceived(st)
+		s.cookieState(r).keepReceived(st)
 		http.Redirect(w, r, receivedPath(slug), http.StatusSeeOther)
 		return nil
 	}

@@ -628,7 +628,7 @@ func noticeByID(ctx context.Context, tx *Tx, id string) (*Notice, error) {
 // OwnerPrograms lists the programs of every workspace the actor currently owns.
 func (db *DB) OwnerPrograms(ctx context.Context, a Actor) ([]Program, error) {
 	return db.listPrograms(ctx, "owner programs", `JOIN staff_members s ON s.workspace_id = p.workspace_id
-			AND s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner'
+			AND s.user_id = ? AND s.active = 1 AND s.role = 'owner'
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
 		ORDER BY p.created_at, p.id`, a.UserID)
 }

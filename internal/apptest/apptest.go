@@ -493,7 +493,7 @@ func InsertEntry(tb testing.TB, db *store.DB, p *store.Program, email, state str
 	ctx := context.Background()
 	var ownerID string
 	if err := db.View(ctx, func(tx *store.Tx) error {
-		return tx.QueryRow(`SELECT clerk_user_id FROM staff_members WHERE workspace_id = ? AND role = 'owner' AND active = 1
+		return tx.QueryRow(`SELECT user_id FROM staff_members WHERE workspace_id = ? AND role = 'owner' AND active = 1
 			ORDER BY created_at LIMIT 1`, p.WorkspaceID).Scan(&ownerID)
 	}); err != nil {
 		tb.Fatalf("find the program's owner: %v", err)

@@ -137,7 +137,7 @@ func TestSettings_ShowEveryVariableAndNoSecret(t *testing.T) {
 					t.Errorf("the value of %s is shown:\n%s", k, all.String())
 				}
 			}
-			if cfg.OIDCClientSecret != "" && strings.Contains(all.String(), cfg.OIDCClientSecret) {
+			if cfg.OIDC.ClientSecret != "" && strings.Contains(all.String(), cfg.OIDC.ClientSecret) {
 				t.Errorf("the OpenID Connect client secret is shown:\n%s", all.String())
 			}
 		})

@@ -11,17 +11,20 @@ import (
 	"github.com/gorilla/sessions"
 )
 
-// sessionCookie is the name of admit's own signed and encrypted cookie. It
-// holds every field of the session except the received signup; the
-// identity lives in the provider's session.
-const sessionCookie = "admit_session"
+// stateCookie is the name of admit's own signed and encrypted cookie. It
+// holds every field of the cookie state except the received signup; the
+// identity lives in the provider's session (and, for OpenID Connect and
+// development sign-in, admit's server-side sessions in the store).
+const stateCookie = "admit_session"
 
-// session is what admit's own cookies hold for one browser, typed. A
-// request reads it when a handler first asks (Server.session), handlers
-// read and set its fields, and withSession writes it back once, before the
+// cookieState is what admit's own cookies hold for one browser, typed: not
+// a session (a sign-in lives with the identity), only what a browser
+// carries between pages. A request reads it when a handler first asks
+// (Server.cookieState), handlers
+// read and set its fields, and withCookieState writes it back once, before the
 // answer's headers leave, only if it changed
 // (docs/ARCHITECTURE.md#a-request-start-to-finish). No handler saves it.
-type session struct {
+type cookieState struct {
 	// CSRFSecret is what this browser's CSRF tokens are minted from
 	// (csrf.go); a new identity gets a new one.
 	CSRFSecret string
@@ -68,7 +71,7 @@ type receipt struct {
 }
 
 // csrfSecret returns the session's CSRF secret, making one on first need.
-func (s *session) csrfSecret() string {
+func (s *cookieState) csrfSecret() string {
 	if s.CSRFSecret == "" {
 		b := make([]byte, 32)
 		if _, err := rand.Read(b); err != nil {
@@ -81,22 +84,22 @@ func (s *session) csrfSecret() string {
 
 // newIdentity forgets what belonged to the identity before: a new identity
 // gets a new CSRF secret and shows its own address.
-func (s *session) newIdentity() { s.CSRFSecret, s.Who = "", whoLine{} }
+func (s *cookieState) newIdentity() { s.CSRFSecret, s.Who = "", whoLine{} }
 
 // signOut starts the session over empty: no CSRF secret, no address, no
 // code, no confirmation, and a cookie that could not be read is replaced.
 // The received signup, in its own cookie, stays.
-func (s *session) signOut() { *s = session{Received: s.Received} }
+func (s *cookieState) signOut() { *s = cookieState{Received: s.Received} }
 
 // takeNote returns the pending confirmation, if any, and forgets it.
-func (s *session) takeNote() string {
+func (s *cookieState) takeNote() string {
 	n := s.Note
 	s.Note = ""
 	return n
 }
 
 // takeFlash returns the owner pages' pending confirmation and forgets it.
-func (s *session) takeFlash() string {
+func (s *cookieState) takeFlash() string {
 	f := s.Flash
 	s.Flash = ""
 	return f
@@ -105,7 +108,7 @@ func (s *session) takeFlash() string {
 // takeCode returns the invitation's code if the session still holds it,
 // and forgets it: a code is shown exactly once. The invitation is then
 // marked as the one whose code was shown.
-func (s *session) takeCode(invitationID string) string {
+func (s *cookieState) takeCode(invitationID string) string {
 	if s.Code.Code == "" || s.Code.InvitationID != invitationID {
 		return ""
 	}
@@ -121,19 +124,19 @@ func (s *session) takeCode(invitationID string) string {
 // unless a cookie of the site changed meanwhile — so this change makes Back
 // load the code page anew, and it then says the code was shown
 // (docs/console.md#invitation-codes).
-func (s *session) leaveCodePage(invitationID string) {
+func (s *cookieState) leaveCodePage(invitationID string) {
 	if s.CodeShown != "" && s.CodeShown != invitationID {
 		s.CodeShown = ""
 	}
 }
 
 // keepReceived holds a browser's accepted signup for the page that shows it.
-func (s *session) keepReceived(st receivedState) { s.Received = receipt{Held: true, State: st} }
+func (s *cookieState) keepReceived(st receivedState) { s.Received = receipt{Held: true, State: st} }
 
 // takeReceived returns the accepted signup for slug and clears it whatever
 // it held — one GET, one showing. ok is false when there is none (already
 // shown, expired, unreadable, or another program's).
-func (s *session) takeReceived(slug string) (st receivedState, ok bool) {
+func (s *cookieState) takeReceived(slug string) (st receivedState, ok bool) {
 	held := s.Received
 	s.Received = receipt{}
 	if !held.Held || held.State.Slug == "" || held.State.Slug != slug {
@@ -142,11 +145,11 @@ func (s *session) takeReceived(slug string) (st receivedState, ok bool) {
 	return held.State, true
 }
 
-// sessionWire is admit_session's plaintext (JSON, then signed and
+// cookieStateWire is admit_session's plaintext (JSON, then signed and
 // encrypted): the keys and shapes the session had as gorilla/sessions
 // values, so a cookie written before the typed session still reads. Keys
 // are in alphabetical order, as a JSON map's were.
-type sessionWire struct {
+type cookieStateWire struct {
 	Flashes    []string `json:"_flash,omitempty"`
 	CodeShown  string   `json:"codeShown,omitempty"`
 	CSRF       string   `json:"csrf,omitempty"`
@@ -161,8 +164,8 @@ type receivedWire struct {
 	Signup string `json:"signup"`
 }
 
-func (s session) wire() sessionWire {
-	w := sessionWire{CodeShown: s.CodeShown, CSRF: s.CSRFSecret}
+func (s cookieState) wire() cookieStateWire {
+	w := cookieStateWire{CodeShown: s.CodeShown, CSRF: s.CSRFSecret}
 	if s.Flash != "" {
 		w.Flashes = []string{s.Flash}
 	}
@@ -181,8 +184,8 @@ func (s session) wire() sessionWire {
 	return w
 }
 
-func (w sessionWire) session() session {
-	s := session{CSRFSecret: w.CSRF, CodeShown: w.CodeShown, Flash: last(w.Flashes), Note: last(w.Notes)}
+func (w cookieStateWire) state() cookieState {
+	s := cookieState{CSRFSecret: w.CSRF, CodeShown: w.CodeShown, Flash: last(w.Flashes), Note: last(w.Notes)}
 	if id, code, ok := strings.Cut(w.IssuedCode, " "); ok {
 		s.Code = heldCode{InvitationID: id, Code: code}
 	}
@@ -201,40 +204,40 @@ func last(l []string) string {
 	return l[len(l)-1]
 }
 
-// requestSession is one request's session: read at the first ask, and
+// requestCookieState is one request's cookie state: read at the first ask, and
 // what was read, to tell whether it changed.
-type requestSession struct {
+type requestCookieState struct {
 	loaded   bool
-	now, was session
+	now, was cookieState
 }
 
-// sessionKey is the request context's key of its *requestSession.
-type sessionKey struct{}
+// cookieStateKey is the request context's key of its *requestCookieState.
+type cookieStateKey struct{}
 
-// session returns this request's session, reading its cookies the first
+// cookieState returns this request's cookie state, reading its cookies the first
 // time it is asked for: a request that never asks reads none. Outside
-// withSession (the panic page) it is a copy nothing saves.
-func (s *Server) session(r *http.Request) *session {
-	rs, ok := r.Context().Value(sessionKey{}).(*requestSession)
+// withCookieState (the panic page) it is a copy nothing saves.
+func (s *Server) cookieState(r *http.Request) *cookieState {
+	rs, ok := r.Context().Value(cookieStateKey{}).(*requestCookieState)
 	if !ok {
-		sess := s.readSession(r)
+		sess := s.readCookieState(r)
 		return &sess
 	}
 	if !rs.loaded {
-		rs.was, rs.loaded = s.readSession(r), true
+		rs.was, rs.loaded = s.readCookieState(r), true
 		rs.now = rs.was
 	}
 	return &rs.now
 }
 
-// readSession reads both of admit's cookies. A cookie that fails to decode
-// (old keys, tampering) starts a new session.
-func (s *Server) readSession(r *http.Request) session {
-	var sess session
-	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
-		var w sessionWire
-		if securecookie.DecodeMulti(sessionCookie, c.Value, &w, s.sessions.Codecs...) == nil {
-			sess = w.session()
+// readCookieState reads both of admit's cookies. A cookie that fails to decode
+// (old keys, tampering) starts an empty cookie state.
+func (s *Server) readCookieState(r *http.Request) cookieState {
+	var sess cookieState
+	if c, err := r.Cookie(stateCookie); err == nil && c.Value != "" {
+		var w cookieStateWire
+		if securecookie.DecodeMulti(stateCookie, c.Value, &w, s.cookieStore.Codecs...) == nil {
+			sess = w.state()
 		} else {
 			sess.unreadable = true
 		}
@@ -242,7 +245,7 @@ func (s *Server) readSession(r *http.Request) session {
 	if c, err := r.Cookie(receivedCookie); err == nil && c.Value != "" {
 		sess.Received.Held = true
 		var w receivedWire
-		if securecookie.DecodeMulti(receivedCookie, c.Value, &w, s.sessions.Codecs...) == nil {
+		if securecookie.DecodeMulti(receivedCookie, c.Value, &w, s.cookieStore.Codecs...) == nil {
 			if json.Unmarshal([]byte(w.Signup), &sess.Received.State) != nil {
 				sess.Received.State = receivedState{}
 			}
@@ -251,10 +254,10 @@ func (s *Server) readSession(r *http.Request) session {
 	return sess
 }
 
-// sessionCookies are the Set-Cookie values of what changed in rs: none
+// cookieStateCookies are the Set-Cookie values of what changed in rs: none
 // when nothing did. Nothing is returned unless every changed cookie was
 // encoded.
-func (s *Server) sessionCookies(rs *requestSession) ([]*http.Cookie, error) {
+func (s *Server) cookieStateCookies(rs *requestCookieState) ([]*http.Cookie, error) {
 	if !rs.loaded {
 		return nil, nil
 	}
@@ -262,11 +265,11 @@ func (s *Server) sessionCookies(rs *requestSession) ([]*http.Cookie, error) {
 	now, was := rs.now, rs.was
 	now.Received, was.Received = receipt{}, receipt{}
 	if now != was {
-		v, err := securecookie.EncodeMulti(sessionCookie, now.wire(), s.sessions.Codecs...)
+		v, err := securecookie.EncodeMulti(stateCookie, now.wire(), s.cookieStore.Codecs...)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, sessions.NewCookie(sessionCookie, v, s.sessions.Options))
+		out = append(out, sessions.NewCookie(stateCookie, v, s.cookieStore.Options))
 	}
 	if rs.now.Received != rs.was.Received {
 		c, err := s.receivedSetCookie(rs.now.Received)
@@ -280,7 +283,7 @@ func (s *Server) sessionCookies(rs *requestSession) ([]*http.Cookie, error) {
 
 // receivedSetCookie writes the received signup, or clears its cookie.
 func (s *Server) receivedSetCookie(rc receipt) (*http.Cookie, error) {
-	opts := *s.sessions.Options
+	opts := *s.cookieStore.Options
 	opts.Path = "/waitlist/"
 	if !rc.Held {
 		opts.MaxAge = -1
@@ -290,7 +293,7 @@ func (s *Server) receivedSetCookie(rc receipt) (*http.Cookie, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := securecookie.EncodeMulti(receivedCookie, receivedWire{Signup: string(b)}, s.sessions.Codecs...)
+	v, err := securecookie.EncodeMulti(receivedCookie, receivedWire{Signup: string(b)}, s.cookieStore.Codecs...)
 	if err != nil {
 		return nil, err
 	}

@@ -44,11 +44,11 @@ func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 		t.Fatalf("new server: %v", err)
 	}
 
-	cookie := mustSessionCookie(t, s, session{CSRFSecret: "secret", Flash: "Saved."})
+	cookie := mustSessionCookie(t, s, cookieState{CSRFSecret: "secret", Flash: "Saved."})
 
 	var plain []byte
 	raw := securecookie.New(keys.SessionHash, keys.SessionBlock).SetSerializer(rawSerializer{&plain})
-	if err := raw.Decode(sessionCookie, cookie.Value, new(any)); err != nil {
+	if err := raw.Decode(stateCookie, cookie.Value, new(any)); err != nil {
 		t.Fatalf("the cookie does not verify and decrypt with the session keys: %v", err)
 	}
 	if got, want := strings.TrimSpace(string(plain)), `{"_flash":["Saved."],"csrf":"secret"}`; got != want {
@@ -57,7 +57,7 @@ func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 
 	next := httptest.NewRequest(http.MethodGet, "/", nil)
 	next.AddCookie(cookie)
-	got := s.session(next)
+	got := s.cookieState(next)
 	if got.CSRFSecret != "secret" {
 		t.Fatalf("csrf=%q, want secret", got.CSRFSecret)
 	}
@@ -68,29 +68,29 @@ func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 	// A cookie written as gorilla/sessions values, before the session was
 	// typed, reads into the same fields.
 	old := securecookie.New(keys.SessionHash, keys.SessionBlock).SetSerializer(securecookie.JSONEncoder{})
-	v, err := old.Encode(sessionCookie, map[string]any{"csrf": "s1", "who": "sess_1 ada@example.com",
+	v, err := old.Encode(stateCookie, map[string]any{"csrf": "s1", "who": "sess_1 ada@example.com",
 		"issuedCode": "inv_1 CODE-1", "codeShown": "inv_0", "note": []string{"first", "You are signed out."}, "_flash": []string{"Saved."}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := httptest.NewRequest(http.MethodGet, "/", nil)
-	before.AddCookie(&http.Cookie{Name: sessionCookie, Value: v})
-	want := session{CSRFSecret: "s1", Who: whoLine{ProviderSession: "sess_1", Address: "ada@example.com"},
+	before.AddCookie(&http.Cookie{Name: stateCookie, Value: v})
+	want := cookieState{CSRFSecret: "s1", Who: whoLine{ProviderSession: "sess_1", Address: "ada@example.com"},
 		Code: heldCode{InvitationID: "inv_1", Code: "CODE-1"}, CodeShown: "inv_0", Note: "You are signed out.", Flash: "Saved."}
-	if got := *s.session(before); got != want {
+	if got := *s.cookieState(before); got != want {
 		t.Fatalf("an older cookie read as %+v, want %+v", got, want)
 	}
 }
 
 // mustSessionCookie is the admit_session cookie s writes for sess.
-func mustSessionCookie(tb testing.TB, s *Server, sess session) *http.Cookie {
+func mustSessionCookie(tb testing.TB, s *Server, sess cookieState) *http.Cookie {
 	tb.Helper()
-	cookies, err := s.sessionCookies(&requestSession{loaded: true, now: sess})
+	cookies, err := s.cookieStateCookies(&requestCookieState{loaded: true, now: sess})
 	if err != nil {
 		tb.Fatalf("save: %v", err)
 	}
 	for _, c := range cookies {
-		if c.Name == sessionCookie {
+		if c.Name == stateCookie {
 			return c
 		}
 	}
@@ -133,7 +133,7 @@ func TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted(t *testing.T) {
 	p := &identity.Principal{UserID: "user_1", SessionID: "sess_1"}
 	saveSession := func(s *Server, csrf string) *http.Cookie {
 		t.Helper()
-		return mustSessionCookie(t, s, session{CSRFSecret: csrf})
+		return mustSessionCookie(t, s, cookieState{CSRFSecret: csrf})
 	}
 	oldCookie := saveSession(before, "secret")
 	oldToken := before.mintCSRF("secret", p.SessionID)
@@ -155,7 +155,7 @@ func TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted(t *testing.T) {
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.AddCookie(oldCookie)
-		if got := tc.s.session(r).CSRFSecret == "secret"; got != tc.want {
+		if got := tc.s.cookieState(r).CSRFSecret == "secret"; got != tc.want {
 			t.Errorf("%s: the old session cookie read=%v, want %v", tc.name, got, tc.want)
 		}
 		if got := tc.s.checkCSRF(post(oldCookie, oldToken), p) == nil; got != tc.want {

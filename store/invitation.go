@@ -520,11 +520,8 @@ func (db *DB) RevokeGrant(ctx context.Context, a Actor, grantID string) (*Grant,
 		if err != nil {
 			return fmt.Errorf("read grant: %w", err)
 		}
-		p, err := ownedProgram(ctx, tx, a, g.ProgramID)
+		p, err := ownedForChange(ctx, tx, a, g.ProgramID, "")
 		if err != nil {
-			return err
-		}
-		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		if !g.Active {

@@ -1,5 +1,6 @@
 // Command admit runs waitlists and controlled early access from one binary.
 //
+//	admit [--env-file FILE]... COMMAND             first add FILE's variables (as systemd's EnvironmentFile=)
 //	admit [serve]                                  run the server (default)
 //	admit owner add|remove|list --workspace NAME [--user USER_ID]
 //	admit migrate [-status]                        apply database migrations and exit, or list them
@@ -22,7 +23,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -159,7 +159,9 @@ type matrixRoute struct {
 // TestAuthorizationMatrix is the one table of who may call what: every
 // route of the app (public, recipient, owner, and unmatched paths) against
 // seven principals. Writes carry the principal's own valid CSRF token, so
-// the table tests authorization, not CSRF. Owner HTML writes use input
+// the table tests authorization; a first pass sends every write that gets
+// past authorization again without a valid token (none, or another
+// session's), which must be 403 and change nothing. Owner HTML writes use input
 // refused after authorization (400); owner API writes are valid requests
 // that reach the ownership check and then conflict (409) or act on objects
 // made for them (revocations, a delivery record, a new program, an
@@ -321,6 +323,39 @@ func TestAuthorizationMatrix(t *testing.T) {
 			clients[p].CSRF(t)
 		}
 		notFoundPage[p] = clients[p].Get(t, "/no-such-page").Body
+	}
+
+	// Every write of a signed-in principal that the table lets through to a
+	// handler (any status but 401 and 404) is refused with 403 when its
+	// CSRF token is missing or is another session's, and changes nothing.
+	// Public writes (the same answer for everyone) need no token.
+	// This pass runs first: nothing it sends may act.
+	before := dbFingerprint(t, app.DB)
+	for _, rt := range routes {
+		if rt.method == "GET" || rt.want == everyone(rt.want[pAnon]) {
+			continue
+		}
+		for p, c := range clients {
+			if p == pAnon || rt.want[p] == unauth || rt.want[p] == missing {
+				continue
+			}
+			other := clients[pNoEntry]
+			if p == pNoEntry {
+				other = clients[pRecipientA]
+			}
+			for _, tok := range []struct{ name, csrf string }{{"no CSRF token", ""}, {"another session's CSRF token", other.CSRFToken}} {
+				own := c.CSRFToken
+				c.CSRFToken = tok.csrf
+				r := matrixRequest(t, c, rt)
+				c.CSRFToken = own
+				if r.StatusCode != http.StatusForbidden {
+					t.Errorf("%s %s as %s with %s: status=%d, want 403", rt.method, rt.path, principalNames[p], tok.name, r.StatusCode)
+				}
+			}
+		}
+	}
+	if after := dbFingerprint(t, app.DB); !sameRows(after, before) {
+		t.Fatalf("writes without a valid CSRF token changed the database")
 	}
 
 	for _, rt := range routes {

@@ -1,6 +1,10 @@
 package handlers
 
-import "strings"
+import (
+	"strings"
+
+	"admit/internal/typo"
+)
 
 // wellKnownDomains are mail domains many people have. An address whose
 // domain is one of them gets no hint; one a letter or two away from
@@ -28,7 +32,7 @@ func domainSuggestion(domain string) string {
 		if d == domain {
 			return ""
 		}
-		switch dist := typoDistance(domain, d); {
+		switch dist := typo.Distance(domain, d); {
 		case dist < bestDist:
 			best, bestDist, ties = d, dist, 0
 		case dist == bestDist:
@@ -39,33 +43,6 @@ func domainSuggestion(domain string) string {
 		return ""
 	}
 	return best
-}
-
-// typoDistance is the optimal-string-alignment distance between a and b:
-// the insertions, deletions, substitutions and swaps of two neighbouring
-// characters that turn one into the other.
-func typoDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 // suggestedAddress is email with its domain replaced by the suggestion for

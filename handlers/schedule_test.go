@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,5 +96,76 @@ func TestHeldWriter_YieldsBeforeTheReleaseOnlyWhenAlone(t *testing.T) {
 				t.Errorf("yielded %d times beside another signup, want a sleep only", w.yields)
 			}
 		})
+	}
+}
+
+// A listed address's answer (the duplicate path) leaves on the same
+// schedule as a new address's: not before the delay, and not measurably
+// after the new address's either, which would tell the two apart as surely
+// as an early answer; and both leave at the schedule's release, not later.
+// The medians of alternating attempts are compared, so a busy machine
+// slows both alike.
+func TestSignup_DuplicateAnswersAreNotHeldLaterThanNewOnes(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	app := MustStartApp(t, withSignupDelay(delay))
+	c := app.NewClient(t)
+	if r := c.PostJSON(t, "POST", signupAPI, signupJSONBody(uuid.NewString(), "listed@example.com", 1, true)); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("first signup: status %d", r.StatusCode)
+	}
+	const rounds = 7
+	var newTimes, listedTimes []time.Duration
+	for i := range rounds {
+		for _, listed := range []bool{false, true} {
+			email := fmt.Sprintf("new%d@example.com", i)
+			if listed {
+				email = "listed@example.com"
+			}
+			start := time.Now()
+			r := c.PostJSON(t, "POST", signupAPI, signupJSONBody(uuid.NewString(), email, 1, true))
+			took := time.Since(start)
+			if r.StatusCode != http.StatusAccepted {
+				t.Fatalf("%s: status %d", email, r.StatusCode)
+			}
+			if took < delay {
+				t.Errorf("%s answered after %v, before the schedule's %v", email, took, delay)
+			}
+			if listed {
+				listedTimes = append(listedTimes, took)
+			} else {
+				newTimes = append(newTimes, took)
+			}
+		}
+	}
+	median := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	nm, lm := median(newTimes), median(listedTimes)
+	// 25 ms is far above what the paths' own work differs by (both leave
+	// at the schedule's release) and far below a hold that tells them apart.
+	if lm > nm+25*time.Millisecond {
+		t.Fatalf("listed addresses answered in a median %v, new ones in %v: the duplicate is held later", lm, nm)
+	}
+}
+
+// The schedule's release is its delay after the request reached it,
+// exactly: not a later moment (TestSignup_DuplicateAnswersAreNotHeldLater-
+// ThanNewOnes compares the two paths; this pins the release itself, with
+// no wall-clock bound a busy machine could break).
+func TestAnswerSchedule_ReleasesAtItsDelayAfterArrival(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	sch := &answerSchedule{delay: delay}
+	var entered time.Time
+	var release time.Time
+	h := sch.onSchedule(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered = time.Now()
+		release = w.(*heldWriter).release
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	before := time.Now()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", nil))
+	if release.Before(before.Add(delay)) || release.After(entered.Add(delay)) {
+		t.Fatalf("release %v after the request arrived, want exactly the delay %v (between %v and %v)",
+			release.Sub(before), delay, delay, entered.Add(delay).Sub(before))
 	}
 }

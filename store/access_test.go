@@ -525,6 +525,24 @@ func TestPrivateRead_EveryGateFactIsChecked(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		// The grant and the entry are checked each on its own: every
+		// operation ends both together, so each is changed here alone.
+		{"grant inactive, its entry still active", "user_g", []string{email}, func(t *testing.T, f *accessFixture, p *Program) {
+			mustUpdate(t, f.db, func(tx *Tx) error {
+				_, err := tx.ExecContext(ctx, `UPDATE grants SET active = 0, revoked_at = 1 WHERE program_id = ?`, p.ID)
+				return err
+			})
+			wantEntryState(t, f.db, p, email, StateActive)
+		}},
+		{"entry no longer active, its grant still active", "user_g", []string{email}, func(t *testing.T, f *accessFixture, p *Program) {
+			mustUpdate(t, f.db, func(tx *Tx) error {
+				_, err := tx.ExecContext(ctx, `UPDATE entries SET state = 'revoked' WHERE program_id = ? AND email_key = ?`, p.ID, email)
+				return err
+			})
+			if n := mustCount(t, f.db, `SELECT count(*) FROM grants WHERE program_id = ? AND active = 1`, p.ID); n != 1 {
+				t.Fatalf("active grants=%d, want the grant still active", n)
+			}
+		}},
 		{"malformed slug", "user_g", []string{email}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -718,5 +736,13 @@ func TestRedeem_LimitsCountInTheSameTransaction(t *testing.T) {
 	wantCounted("after the network refusal", 3, 5)
 	if got := mustCount(t, f.db, `SELECT count(*) FROM grants WHERE user_id = 'user_second'`); got != 0 {
 		t.Fatalf("a refused redemption granted %d", got)
+	}
+}
+
+// wantEntryState fails unless email's entry in p is in state.
+func wantEntryState(t *testing.T, db *DB, p *Program, email, state string) {
+	t.Helper()
+	if n := mustCount(t, db, `SELECT count(*) FROM entries WHERE program_id = ? AND email_key = ? AND state = ?`, p.ID, email, state); n != 1 {
+		t.Fatalf("entry %s is not %s", email, state)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -168,6 +169,10 @@ type Options struct {
 	// refuses one that has migrations pending (SchemaBehindError). For a
 	// command running beside a server, which alone migrates.
 	NoMigrate bool
+	// Migrated, when set, is told each migration Open applies, in order,
+	// once it is committed: serve logs them (docs/DEPLOY.md, "Upgrading
+	// and rolling back").
+	Migrated func(Migration)
 }
 
 // dsn builds a modernc.org/sqlite DSN with the default Options.
@@ -255,7 +260,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		return nil, err
 	}
 	if !opt.NoMigrate {
-		if err := migrate(ctx, w); err != nil {
+		if err := migrate(ctx, w, opt.Migrated); err != nil {
 			w.Close()
 			return nil, err
 		}
@@ -304,12 +309,25 @@ func checkPragmas(ctx context.Context, pool *sql.DB, readOnly bool) error {
 	return nil
 }
 
-func migrate(ctx context.Context, w *sql.DB) error {
+// migrate applies the pending migrations and tells applied (when not nil)
+// each one that was applied.
+func migrate(ctx context.Context, w *sql.DB, applied func(Migration)) error {
 	p, err := goose.NewProvider(goose.DialectSQLite3, w, migrations.FS)
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	res, err := p.Up(ctx)
+	if partial := new(goose.PartialError); errors.As(err, &partial) {
+		res = partial.Applied // committed before the one that failed
+	}
+	if applied != nil {
+		for _, r := range res {
+			if r.Error == nil && r.Source != nil {
+				applied(Migration{Version: r.Source.Version, Name: path.Base(r.Source.Path)})
+			}
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
 	return nil

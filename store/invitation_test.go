@@ -347,3 +347,56 @@ func TestInvitationStateAt_AnIssuedInvitationIsExpiredFromItsExpiryOn(t *testing
 		}
 	}
 }
+
+// Issues of one request key that all read "no receipt" before any of them
+// took the write lock are one issue: the first issues, every other one is
+// its replay — never a conflict with the invitation the first one made.
+func TestIssueInvitation_ConcurrentSameKeyIssuesReplayTheFirst(t *testing.T) {
+	db := mustOpenQueues(t, 64, 64)
+	sp := mustSignupProgram(t, db, "same-key", 100, 100)
+	entry := mustEntryVia(t, db, sp.Owner, sp.Program.ID, StateSelected)
+	ni := NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: testEpoch.Add(10*time.Minute + 24*time.Hour)}
+	const n = 8
+	release := mustHoldWriter(t, db)
+	type outcome struct {
+		res *IssueResult
+		err error
+	}
+	results := make(chan outcome, n)
+	for range n {
+		go func() {
+			res, err := db.IssueInvitation(context.Background(), sp.Owner, sp.Program.ID, entry, ni)
+			results <- outcome{res, err}
+		}()
+	}
+	// Every issue has read its key before the lock (no receipt yet) and now
+	// waits for the writer beside the hold.
+	deadline := time.Now().Add(10 * time.Second)
+	for db.WritesWaiting() < n+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes waiting, want %d", db.WritesWaiting(), n+1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	var issued, replays int
+	ids := map[string]bool{}
+	for range n {
+		o := <-results
+		if o.err != nil {
+			t.Fatalf("a same-key issue failed: %v (code %q)", o.err, ErrorCode(o.err))
+		}
+		if o.res.Replay {
+			replays++
+		} else {
+			issued++
+		}
+		ids[o.res.Invitation.ID] = true
+	}
+	if issued != 1 || replays != n-1 || len(ids) != 1 {
+		t.Fatalf("issued=%d replays=%d invitations=%d; want 1, %d and 1", issued, replays, len(ids), n-1)
+	}
+	if got := mustCount(t, db, `SELECT count(*) FROM invitations WHERE entry_id = ?`, entry); got != 1 {
+		t.Fatalf("%d invitations stored, want 1", got)
+	}
+}

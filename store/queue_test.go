@@ -462,3 +462,24 @@ func TestExportQueue_RowCountFromTheCountersMatchesTheRowsStreamed(t *testing.T)
 		t.Error("no query plan")
 	}
 }
+
+// Only a waiting entry can be selected: a selected, declined or withdrawn
+// one is a conflict, alone or among others, and nothing changes.
+func TestSelectEntry_OnlyAWaitingEntryCanBeSelected(t *testing.T) {
+	db := MustOpenDB(t)
+	a, w := mustOwner(t, db)
+	p := mustProgram(t, db, a, w, "only-waiting")
+	mustNotice(t, db, a, p.ID)
+	for _, state := range []string{StateSelected, StateDeclined, StateWithdrawn} {
+		t.Run(state, func(t *testing.T) {
+			id := mustEntryVia(t, db, a, p.ID, state)
+			waiting := mustEntryVia(t, db, a, p.ID, StateWaiting)
+			before := dbFingerprint(t, db)
+			_, err := db.SelectEntry(context.Background(), a, p.ID, id, Decision{Reason: "owner_discretion"})
+			wantCode(t, "select a "+state+" entry", err, ECONFLICT)
+			_, err = db.SelectEntries(context.Background(), a, p.ID, Selection{EntryIDs: []string{waiting, id}, Reason: "owner_discretion"})
+			wantCode(t, "select a "+state+" entry with a waiting one", err, ECONFLICT)
+			wantUnchanged(t, "selecting a "+state+" entry", db, before)
+		})
+	}
+}

@@ -148,16 +148,18 @@ func TestRetention_ErasesEachStateExactlyAtItsPolicy(t *testing.T) {
 			start := f.clock.Now()
 			tc.act(t, f, id, email)
 
-			f.clock.Set(start.Add(tc.policy - time.Hour))
+			// The exact moment: a millisecond (the stored precision) before
+			// the policy it is kept, at the policy it is erased.
+			f.clock.Set(start.Add(tc.policy - time.Millisecond))
 			if n, err := f.db.Sweep(context.Background()); err != nil || n != 0 {
-				t.Fatalf("sweep at policy-1h: erased %d, err %v", n, err)
+				t.Fatalf("sweep a millisecond before the policy: erased %d, err %v", n, err)
 			}
 			if f.erased(t, id) {
 				t.Fatal("erased before its policy")
 			}
-			f.clock.Set(start.Add(tc.policy + time.Hour))
+			f.clock.Set(start.Add(tc.policy))
 			if n, err := f.db.Sweep(context.Background()); err != nil || n != 1 {
-				t.Fatalf("sweep at policy+1h: erased %d, err %v", n, err)
+				t.Fatalf("sweep at the policy: erased %d, err %v", n, err)
 			}
 			if !f.erased(t, id) {
 				t.Fatal("not erased after its policy")
@@ -366,4 +368,38 @@ func TestRunSweeper_ErasesDueEntriesAtStart(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// A withdrawal after the program's retirement keeps the earlier of the two
+// erasure dates: the withdrawal's when it comes sooner, the retirement's
+// when it would otherwise be postponed.
+func TestRetiredProgram_WithdrawalNeverPostponesErasure(t *testing.T) {
+	f := newLifecycleFixture(t)
+	ctx := context.Background()
+	soon, _ := f.join(t, "soon@example.com")
+	late, _ := f.join(t, "late@example.com")
+	f.retire(t)
+	retiredAt := f.clock.Now()
+	eraseAfter := func(id string) time.Time {
+		var ms int64
+		mustUpdate(t, f.db, func(tx *Tx) error {
+			return tx.QueryRowContext(ctx, `SELECT erase_after FROM entries WHERE id = ?`, id).Scan(&ms)
+		})
+		return FromMillis(ms)
+	}
+	// testRetention: withdrawn 10 days, retired program 15 days.
+	f.clock.Add(24 * time.Hour)
+	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, soon, Decision{Reason: "applicant_request"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := eraseAfter(soon), f.clock.Now().Add(testRetention.Withdrawn); !got.Equal(want) {
+		t.Errorf("withdrawn a day after retirement: erase_after=%v, want the withdrawal's %v", got, want)
+	}
+	f.clock.Add(9 * 24 * time.Hour)
+	if _, err := f.db.WithdrawEntry(ctx, f.owner, f.p.ID, late, Decision{Reason: "applicant_request"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := eraseAfter(late), retiredAt.Add(testRetention.RetiredProgram); !got.Equal(want) {
+		t.Errorf("withdrawn ten days after retirement: erase_after=%v, want the retirement's %v (never later)", got, want)
+	}
 }

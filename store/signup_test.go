@@ -769,3 +769,18 @@ func TestSignup_EntryIDsAreTimeOrderedUUIDs(t *testing.T) {
 		t.Fatal("entry IDs are not in insertion order")
 	}
 }
+
+// A waitlist whose workspace has been deactivated takes no signup, though
+// the program itself is open: the workspace's state is checked on its own.
+func TestSignup_InactiveWorkspaceWithFreshKeyIsAConflict(t *testing.T) {
+	db := MustOpenDB(t)
+	sp := mustSignupProgram(t, db, "inactive-ws", 100, 100)
+	mustUpdate(t, db, func(tx *Tx) error {
+		_, err := tx.ExecContext(context.Background(), `UPDATE workspaces SET active = 0 WHERE id = ?`, sp.Program.WorkspaceID)
+		return err
+	})
+	before := dbFingerprint(t, db)
+	_, err := db.Signup(context.Background(), sp.signupReq("inactive@example.com"))
+	wantCode(t, "inactive workspace", err, ECONFLICT)
+	wantUnchanged(t, "a program of an inactive workspace", db, before)
+}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,7 +63,7 @@ func (r *runner) timing(ctx context.Context, p *program, pairs int) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			newAddr := fmt.Sprintf("new-%s-%s-%d@example.test", fileName(route), r.runID, i)
+			newAddr := fmt.Sprintf("new-%s-%s-%d@example.test", strings.ToLower(fileName(route)), r.runID, i)
 			listedFirst := rng.IntN(2) == 0
 			for k := range 2 {
 				listed := (k == 0) == listedFirst

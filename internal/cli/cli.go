@@ -14,15 +14,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"admit/internal/config"
 )
 
-// Main runs the command args names with env, prints a failure to stderr
-// (and the usage, after a mistake in the command line), and returns the
-// process's exit status.
-func Main(ctx context.Context, args []string, env config.Environment, stdout, stderr io.Writer) int {
-	err := Run(ctx, args, env, stdout, stderr)
+// Main runs the command args names in the process's environment, prints
+// a failure to stderr (and the usage, after a mistake in the command
+// line), and returns the process's exit status. Leading --env-file FILE
+// options first add each file's variables to the environment, read as
+// systemd reads EnvironmentFile= (ReadEnvFile).
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	args, err := applyEnvFiles(args)
+	if err == nil {
+		err = run(ctx, args, os.Getenv, environNames(os.Environ()), stdout, stderr)
+	}
 	if err == nil {
 		return 0
 	}
@@ -47,13 +53,19 @@ func usagef(format string, args ...any) error {
 // Run executes one admit command. It returns when the command is done or,
 // for serve, after ctx is cancelled and the server has shut down.
 func Run(ctx context.Context, args []string, env config.Environment, stdout, stderr io.Writer) error {
+	return run(ctx, args, env, nil, stdout, stderr)
+}
+
+// run is Run in an environment whose variables' names are names: serve and
+// config warn about those that look like admit's and are not.
+func run(ctx context.Context, args []string, env config.Environment, names []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
 	case "serve":
-		return serve(ctx, env, stdout, stderr)
+		return serve(ctx, env, names, stdout, stderr)
 	case "owner":
 		return ownerCmd(ctx, args, env, stdout)
 	case "migrate":
@@ -63,7 +75,7 @@ func Run(ctx context.Context, args []string, env config.Environment, stdout, std
 	case "backup":
 		return backupCmd(ctx, args, env, stdout)
 	case "config":
-		return configCmd(args, env, stdout)
+		return configCmd(ctx, args, env, names, stdout, stderr)
 	case "version", "-version", "--version":
 		return versionCmd(stdout)
 	case "help", "-h", "--help":
@@ -73,7 +85,9 @@ func Run(ctx context.Context, args []string, env config.Environment, stdout, std
 	return usagef("unknown command %q", cmd)
 }
 
-const usage = `usage:
+const usage = `usage: admit [--env-file FILE]... [COMMAND]
+  --env-file FILE                                        add FILE's variables (read as systemd reads
+                                                         EnvironmentFile=) to the environment first
   admit [serve]                                          run the server
   admit owner add    --workspace NAME --user USER_ID     make a user an owner (audited)
   admit owner remove --workspace NAME --user USER_ID     remove an owner (audited)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -13,25 +14,22 @@ import (
 // configCmd is `admit config`: every variable admit reads with the value
 // in force and where it came from, then what that means — the identity
 // mode, the database, the server keys' source and the backup. Secrets are
-// never printed (config.Settings hides them). An invalid configuration is
-// refused with serve's message, checked in serve's order.
-func configCmd(args []string, env config.Environment, stdout io.Writer) error {
+// never printed (config.Settings hides them). It runs serve's checks
+// (preflight) and refuses what serve would refuse with serve's message; an
+// ADMIT_ variable admit does not read is named on stderr with the closest
+// known one.
+func configCmd(ctx context.Context, args []string, env config.Environment, names []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		return usagef("config: unexpected argument %q", args[0])
 	}
-	cfg, err := loadConfig(env)
+	warnUnknown(names, func(name, closest string) {
+		fmt.Fprintf(stderr, "admit: warning: %s is not a variable admit reads, so it is ignored; did you mean %s?\n", name, closest)
+	})
+	ok, err := preflight(ctx, env)
 	if err != nil {
 		return err
 	}
-	bc, err := loadBackupConfig(cfg)
-	if err != nil {
-		return err
-	}
-	// serve refuses a litestream.yml whose database is not admit's.
-	replica, err := bc.ReplicaFor(cfg.DBPath())
-	if err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
+	cfg, bc, replica := ok.cfg, ok.backup, ok.replica
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "variable\tvalue\tsource")
 	for _, s := range cfg.Settings() {

@@ -44,7 +44,9 @@ func migrateCmd(ctx context.Context, args []string, env config.Environment, stdo
 		return err
 	}
 	defer func() { err = errors.Join(err, lock.Release()) }()
-	_, db, err := openStore(ctx, cfg, store.Options{})
+	_, db, err := openStore(ctx, cfg, store.Options{Migrated: func(m store.Migration) {
+		fmt.Fprintf(stdout, "migrated: version %d, %s\n", m.Version, m.Name)
+	}})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -74,6 +75,9 @@ func restoreCmd(ctx context.Context, args []string, env config.Environment, stdo
 	if err != nil {
 		return err
 	}
+	if err := closeRestored(ctx, res.Path); err != nil {
+		return err
+	}
 	point := "latest"
 	switch {
 	case !opt.Timestamp.IsZero():
@@ -136,4 +140,29 @@ func resolvePath(p string) string {
 		dir = d
 	}
 	return filepath.Join(dir, filepath.Base(abs))
+}
+
+// closeRestored leaves the restored database as one file. The checks that
+// read it open it in WAL mode read-only, which leaves an empty -wal and a
+// -shm beside it that the file's next user (a server, or an operator's mv)
+// does not expect; one read-write open checkpoints whatever the WAL holds
+// into the file and, on close, deletes both.
+func closeRestored(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		return fmt.Errorf("restore: open %s: %w", path, err)
+	}
+	_, err = db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("restore: checkpoint %s: %w", path, err)
+	}
+	for _, side := range []string{path + "-wal", path + "-shm"} {
+		if err := os.Remove(side); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
+	return nil
 }

@@ -30,25 +30,27 @@ func serveStoreOptions(bc *backup.Config) store.Options {
 
 // serve runs admit until ctx is done: the store, replication, erasure, the
 // identity provider and the HTTP server, closed in the reverse order.
-func serve(ctx context.Context, env config.Environment, stdout, stderr io.Writer) (err error) {
-	cfg, err := loadConfig(env)
+func serve(ctx context.Context, env config.Environment, names []string, stdout, stderr io.Writer) (err error) {
+	// Every check admit config makes, before any data is touched.
+	ok, err := preflight(ctx, env)
 	if err != nil {
 		return err
 	}
+	cfg, backupCfg := ok.cfg, ok.backup
 	logger := newLogger(cfg.Log, stderr)
+	warnUnknown(names, func(name, closest string) {
+		logger.Warn("unknown variable ignored: admit reads no such setting", "name", name, "did_you_mean", closest)
+	})
 	tuneGC(cfg.GC)
-	// Read litestream.yml before any data is touched: a bad key refuses the start.
-	backupCfg, err := loadBackupConfig(cfg)
-	if err != nil {
-		return err
-	}
 	m := newServeMetrics(cfg)
 	lock, err := lockForServe(cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, lock.Release()) }() // after everything below has closed
-	keys, db, err := openStore(ctx, cfg, m.storeOptions(serveStoreOptions(backupCfg)))
+	opt := m.storeOptions(serveStoreOptions(backupCfg))
+	opt.Migrated = func(mg store.Migration) { logger.Info("migrated", "version", mg.Version, "name", mg.Name) }
+	keys, db, err := openStore(ctx, cfg, opt)
 	if err != nil {
 		return err
 	}

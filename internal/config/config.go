@@ -120,6 +120,11 @@ type Backup struct {
 	// AWS_SECRET_ACCESS_KEY, or LITESTREAM_ACCESS_KEY_ID and
 	// LITESTREAM_SECRET_ACCESS_KEY); empty means the AWS SDK's default chain.
 	Credentials backup.Credentials
+	// CredentialSource names the variable that points the AWS SDK's
+	// default chain at credentials (AWS_PROFILE, a web identity, a
+	// container's credentials, or AWS_EC2_METADATA_DISABLED=false for an
+	// instance role) when Credentials is empty; "" when none does.
+	CredentialSource string
 	// Expand gives $VAR and ${VAR} in litestream.yml their values, as the
 	// official Litestream CLI does: the file may name any variable.
 	Expand func(string) string
@@ -225,6 +230,7 @@ func Load(env Environment) (*Config, error) {
 	c.GC = GC{GOGCSet: r.get("GOGC") != "", GOMEMLIMITSet: r.get("GOMEMLIMIT") != ""}
 	c.Backup = r.backup()
 	c.Secrets = r.secrets()
+	r.checkPlaceholders()
 	c.set = r.set
 	return c, errors.Join(r.errs...)
 }

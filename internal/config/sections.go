@@ -66,6 +66,17 @@ func (r *reader) backup() Backup {
 		id, secret = r.get("LITESTREAM_ACCESS_KEY_ID"), r.get("LITESTREAM_SECRET_ACCESS_KEY")
 	}
 	b.Credentials = backup.Credentials{AccessKeyID: id, SecretAccessKey: secret}
+	for _, n := range []string{"AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"} {
+		if strings.TrimSpace(r.getenv(n)) != "" {
+			b.CredentialSource = n
+			break
+		}
+	}
+	// An instance role has no variable of its own: the operator says so.
+	if b.CredentialSource == "" && strings.EqualFold(strings.TrimSpace(r.getenv("AWS_EC2_METADATA_DISABLED")), "false") {
+		b.CredentialSource = "AWS_EC2_METADATA_DISABLED"
+	}
 	return b
 }
 

@@ -123,6 +123,9 @@ type Provider struct {
 	st    *storage
 	shape Shape
 	down  atomic.Bool
+	// dropUserinfo makes the userinfo endpoint close the connection
+	// without an answer: a connection error, not an HTTP status.
+	dropUserinfo atomic.Bool
 	// calls counts every request to the provider; userinfoCalls and
 	// endSessions count requests to those endpoints.
 	calls, userinfoCalls, endSessions atomic.Int64
@@ -252,6 +255,12 @@ func (p *Provider) front(w http.ResponseWriter, r *http.Request, mux http.Handle
 		p.st.set(func(s *storage) { s.accessType[q.Get("state")] = q.Get("access_type") })
 	case p.shape.Paths.Userinfo:
 		p.userinfoCalls.Add(1)
+		if p.dropUserinfo.Load() {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
 	case p.shape.Paths.EndSession:
 		p.endSessions.Add(1)
 	case p.shape.Paths.Token:
@@ -322,6 +331,16 @@ func (p *Provider) SetDown(down bool) { p.down.Store(down) }
 // code exchanges and refreshes alike, with status and an OAuth error body
 // (status 0: answer normally again). The other endpoints keep working.
 func (p *Provider) SetTokenEndpointStatus(status int) { p.tokenStatus.Store(int32(status)) }
+
+// SetUserinfoUnreachable makes the userinfo endpoint drop each connection
+// without answering (true), as an unreachable provider does, or answer
+// again (false).
+func (p *Provider) SetUserinfoUnreachable(on bool) { p.dropUserinfo.Store(on) }
+
+// SetUserinfoSubject makes userinfo answer about the subject sub, whoever
+// the access token belongs to ("" answers for the token's own subject
+// again): a provider that mixes people up.
+func (p *Provider) SetUserinfoSubject(sub string) { p.st.set(func(s *storage) { s.userinfoSub = sub }) }
 
 // SetIDTokenClaims rewrites the claims of every ID token the token
 // endpoint answers with from now on (nil stops), and signs the result with
@@ -443,20 +462,22 @@ func randomHex(n int) string { return hex.EncodeToString(randomBytes(n)) }
 
 // storage is the provider's in-memory op.Storage.
 type storage struct {
-	mu         sync.Mutex
-	requests   map[string]*authRequest
-	codes      map[string]string // code → request ID
-	tokens     map[string]*token
-	refresh    map[string]*refreshToken
-	key        *rsa.PrivateKey
-	otherKey   *rsa.PrivateKey
-	kid        string
-	client     *client
-	user       User
-	users      map[string]User
-	accessLife time.Duration
-	refreshes  int64
-	disabled   map[string]bool
+	mu       sync.Mutex
+	requests map[string]*authRequest
+	codes    map[string]string // code → request ID
+	tokens   map[string]*token
+	refresh  map[string]*refreshToken
+	key      *rsa.PrivateKey
+	otherKey *rsa.PrivateKey
+	kid      string
+	client   *client
+	user     User
+	users    map[string]User
+	// userinfoSub, when set, is the subject userinfo answers about.
+	userinfoSub string
+	accessLife  time.Duration
+	refreshes   int64
+	disabled    map[string]bool
 	// refreshPolicy is the shape's; accessType is each authorization
 	// request's access_type, by state; consented is who has given the
 	// client an offline grant (RefreshWithAccessTypeOffline).
@@ -701,6 +722,11 @@ func (s *storage) SetUserinfoFromToken(_ context.Context, u *oidc.UserInfo, toke
 		return errors.New("token is invalid or has expired")
 	}
 	s.setUserinfo(u, t.subject, t.scopes)
+	s.mu.Lock()
+	if s.userinfoSub != "" {
+		u.Subject = s.userinfoSub
+	}
+	s.mu.Unlock()
 	return nil
 }
 

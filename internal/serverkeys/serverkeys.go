@@ -64,22 +64,13 @@ var addedSecrets = []string{"session_tokens"}
 func Load(src config.Secrets, dataDir string) (Keys, error) {
 	vals := src.Env
 	if len(vals) == 0 {
-		path := filepath.Join(dataDir, "secrets")
-		// A systemd credential named "secrets" (LoadCredential=) replaces
-		// the file in the data directory; it is never generated.
-		if src.CredentialsDir != "" {
-			cred := filepath.Join(src.CredentialsDir, "secrets")
-			if _, err := os.Stat(cred); err == nil {
-				path = cred
-			}
-		}
 		var err error
-		if vals, err = secretsFile(path); err != nil {
+		if vals, err = secretsFile(Path(src, dataDir)); err != nil {
 			return Keys{}, err
 		}
 	}
-	if (vals["previous_session_hash"] == nil) != (vals["previous_session_block"] == nil) {
-		return Keys{}, errors.New("previous_session_hash and previous_session_block come together: set both or neither")
+	if err := checkPrevious(vals); err != nil {
+		return Keys{}, err
 	}
 	return Keys{SessionHash: vals["session_hash"], SessionBlock: vals["session_block"], CSRF: vals["csrf"],
 		Binding: vals["binding"], Counter: vals["counter"], SessionTokens: vals["session_tokens"],
@@ -87,9 +78,50 @@ func Load(src config.Secrets, dataDir string) (Keys, error) {
 		PreviousCSRF: vals["previous_csrf"]}, nil
 }
 
+// Path is the secrets file Load reads when the keys are not in the
+// environment: a systemd credential named "secrets" (LoadCredential=)
+// when the service has one, which replaces the file in the data directory
+// and is never generated; else dataDir/secrets.
+func Path(src config.Secrets, dataDir string) string {
+	if src.CredentialsDir != "" {
+		cred := filepath.Join(src.CredentialsDir, "secrets")
+		if _, err := os.Stat(cred); err == nil {
+			return cred
+		}
+	}
+	return filepath.Join(dataDir, "secrets")
+}
+
+// Check makes every check Load makes of the keys' source without
+// changing anything: a secrets file is read (mode, format, the keys it
+// must hold) when it exists; one that does not exist yet is fine, Load
+// generates it. `admit config` runs it as part of serve's checks.
+func Check(src config.Secrets, dataDir string) error {
+	if len(src.Env) > 0 {
+		return checkPrevious(src.Env)
+	}
+	path := Path(src, dataDir)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	vals, err := readSecretsFile(path)
+	if err != nil {
+		return err
+	}
+	return checkPrevious(vals)
+}
+
+// checkPrevious refuses half of the previous session keys' pair.
+func checkPrevious(vals map[string][]byte) error {
+	if (vals["previous_session_hash"] == nil) != (vals["previous_session_block"] == nil) {
+		return errors.New("previous_session_hash and previous_session_block come together: set both or neither")
+	}
+	return nil
+}
+
 func secretsFile(path string) (map[string][]byte, error) {
 	vals := map[string][]byte{}
-	b, err := os.ReadFile(path)
+	_, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
@@ -114,6 +146,20 @@ func secretsFile(path string) (map[string][]byte, error) {
 		}
 		return vals, f.Close()
 	}
+	if vals, err = readSecretsFile(path); err != nil {
+		return nil, err
+	}
+	if err := appendAddedSecrets(path, vals); err != nil {
+		return nil, err
+	}
+	return vals, nil
+}
+
+// readSecretsFile reads and checks an existing secrets file: private to
+// its owner, one name=<64 hex> a line, every key but the added ones.
+func readSecretsFile(path string) (map[string][]byte, error) {
+	vals := map[string][]byte{}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read secrets file: %w", err)
 	}
@@ -136,9 +182,6 @@ func secretsFile(path string) (map[string][]byte, error) {
 		if vals[n] == nil && !slices.Contains(addedSecrets, n) {
 			return nil, fmt.Errorf("secrets file %s has no %s key", path, n)
 		}
-	}
-	if err := appendAddedSecrets(path, vals); err != nil {
-		return nil, err
 	}
 	return vals, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,6 +195,10 @@ func TestBackupCommands_ServeReplicatesRestoreAndVerifyCheckIt(t *testing.T) {
 	}
 	if m[1] != out || m[2] != b.ReplicaDir {
 		t.Errorf("summary names %s from %s, want %s from %s", m[1], m[2], out, b.ReplicaDir)
+	}
+	// The restore is one file: no -wal or -shm beside it.
+	if files, _ := filepath.Glob(out + "*"); !slices.Equal(files, []string{out}) {
+		t.Errorf("restore left %q, want only %s", files, out)
 	}
 	counts, err := backup.TableRowCounts(context.Background(), out)
 	if err != nil {

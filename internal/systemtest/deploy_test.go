@@ -105,7 +105,11 @@ func TestDeploy_ProxyFilesSetWhatAdmitReads(t *testing.T) {
 			env[k] = v
 		}
 	}
-	env["CLERK_SECRET_KEY"] = "sk_test_x" // the example's placeholders, with a real-looking shape
+	// The shipped placeholders are refused (TestConfigCmd_ShippedAdmitEnvIsRefusedNamingEachPlaceholder);
+	// replaced as the operator replaces them, the file passes.
+	for k, v := range env {
+		env[k] = strings.NewReplacer("replace_me", "0123", "waitlist.example.com", "admit.example.org").Replace(v)
+	}
 	if _, err := config.Load(fakeEnv(env)); err != nil {
 		t.Errorf("deploy/admit.env does not pass admit's configuration check: %v", err)
 	}

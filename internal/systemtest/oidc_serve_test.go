@@ -30,6 +30,15 @@ func TestRun_ServeInOIDCModeWaitsForTheProviderThenSignsIn(t *testing.T) {
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, "identity provider not discovered yet") {
 		t.Fatalf("/readyz with the provider down: %d %s", status, body)
 	}
+	// The provider comes back only once a discovery has failed and said so:
+	// before, the first discovery could run after the provider was back.
+	failed := time.Now().Add(60 * time.Second)
+	for !strings.Contains(srv.Stderr.String(), "identity provider discovery failed; retrying") {
+		if time.Now().After(failed) {
+			t.Fatalf("no failed discovery logged within a minute:\n%s", srv.Stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	p.SetDown(false)
 	// Discovery retries with backoff; wait for its success, not a fixed time.
 	deadline := time.Now().Add(60 * time.Second)

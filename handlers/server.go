@@ -124,20 +124,8 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	if opts.SignupBodyTimeout <= 0 {
 		opts.SignupBodyTimeout = SignupBodyTimeout
 	}
-	for name, k := range map[string][]byte{"session hash": opts.Keys.SessionHash, "session block": opts.Keys.SessionBlock,
-		"csrf": opts.Keys.CSRF, "binding": opts.Keys.Binding, "counter": opts.Keys.Counter} {
-		if len(k) != 32 {
-			return nil, fmt.Errorf("handlers: the %s key must be 32 bytes", name)
-		}
-	}
-	for name, k := range map[string][]byte{"previous session hash": opts.Keys.PreviousSessionHash,
-		"previous session block": opts.Keys.PreviousSessionBlock, "previous csrf": opts.Keys.PreviousCSRF} {
-		if k != nil && len(k) != 32 {
-			return nil, fmt.Errorf("handlers: the %s key must be 32 bytes", name)
-		}
-	}
-	if (opts.Keys.PreviousSessionHash == nil) != (opts.Keys.PreviousSessionBlock == nil) {
-		return nil, errors.New("handlers: the previous session hash and block keys come together")
+	if err := checkKeys(opts.Keys); err != nil {
+		return nil, err
 	}
 	if id.Mode() == identity.ModeDev {
 		if err := useDevKey(&opts); err != nil {
@@ -170,25 +158,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 		}
 		s.clerkFAPI = fapi
 	}
-	// rule: a cookie signed with the previous session keys is still read
-	// during a rotation (docs/DEPLOY.md, "Rotating a key").
-	cs := sessions.NewCookieStore(opts.Keys.SessionKeyPairs()...)
-	// The session's plaintext is JSON, not securecookie's default gob,
-	// whose decoder compiles the type description every cookie carries
-	// (docs/PERFORMANCE.md#cookies-in-json).
-	for _, c := range cs.Codecs {
-		if sc, ok := c.(*securecookie.SecureCookie); ok {
-			sc.SetSerializer(securecookie.JSONEncoder{})
-		}
-	}
-	cs.Options = &sessions.Options{
-		Path:     "/",
-		MaxAge:   int((7 * 24 * time.Hour).Seconds()),
-		HttpOnly: true,
-		Secure:   opts.PublicURL.Scheme == "https",
-		SameSite: http.SameSiteLaxMode,
-	}
-	s.cookieStore = cs
+	s.cookieStore = newCookieStore(opts)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -204,3 +174,47 @@ func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/")
 
 // isHTMX reports whether htmx sent the request (and it wants a block).
 func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
+
+// checkKeys refuses server keys that are not 32 bytes each, and a
+// previous session key pair given by half.
+func checkKeys(keys serverkeys.Keys) error {
+	for name, k := range map[string][]byte{"session hash": keys.SessionHash, "session block": keys.SessionBlock,
+		"csrf": keys.CSRF, "binding": keys.Binding, "counter": keys.Counter} {
+		if len(k) != 32 {
+			return fmt.Errorf("handlers: the %s key must be 32 bytes", name)
+		}
+	}
+	for name, k := range map[string][]byte{"previous session hash": keys.PreviousSessionHash,
+		"previous session block": keys.PreviousSessionBlock, "previous csrf": keys.PreviousCSRF} {
+		if k != nil && len(k) != 32 {
+			return fmt.Errorf("handlers: the %s key must be 32 bytes", name)
+		}
+	}
+	if (keys.PreviousSessionHash == nil) != (keys.PreviousSessionBlock == nil) {
+		return errors.New("handlers: the previous session hash and block keys come together")
+	}
+	return nil
+}
+
+// newCookieStore is the codecs and options of admit's own cookies.
+func newCookieStore(opts Options) *sessions.CookieStore {
+	// rule: a cookie signed with the previous session keys is still read
+	// during a rotation (docs/DEPLOY.md, "Rotating a key").
+	cs := sessions.NewCookieStore(opts.Keys.SessionKeyPairs()...)
+	// The cookie state's plaintext is JSON, not securecookie's default gob,
+	// whose decoder compiles the type description every cookie carries
+	// (docs/PERFORMANCE.md#cookies-in-json).
+	for _, c := range cs.Codecs {
+		if sc, ok := c.(*securecookie.SecureCookie); ok {
+			sc.SetSerializer(securecookie.JSONEncoder{})
+		}
+	}
+	cs.Options = &sessions.Options{
+		Path:     "/",
+		MaxAge:   int((7 * 24 * time.Hour).Seconds()),
+		HttpOnly: true,
+		Secure:   opts.PublicURL.Scheme == "https",
+		SameSite: http.SameSiteLaxMode,
+	}
+	return cs
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"admit/handlers/reqlog"
 	"admit/internal/identity"
 	"admit/store"
 	"admit/views"
@@ -232,7 +233,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if isHTMX(r) {
 		w.WriteHeader(status)
 		_ = views.ErrorBlock(views.ErrorView{Status: status, Title: title, Message: message,
-			RequestID: requestIDFrom(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
+			RequestID: reqlog.ID(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
 		return
 	}
 	c := s.chrome(r, title)
@@ -242,7 +243,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	c.SignInURL = ""
 	w.WriteHeader(status)
 	_ = views.ErrorPage(c, views.ErrorView{Status: status, Title: title, Message: message,
-		RequestID: requestIDFrom(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
+		RequestID: reqlog.ID(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
 }
 
 // writeJSON writes v as a JSON response with the given status.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 
+	"admit/handlers/reqlog"
 	"admit/internal/identity"
 )
 
@@ -141,7 +142,7 @@ func (w *sessionWriter) commit() bool {
 	h := w.Header()
 	clear(h)
 	w.s.securityHeaders(h)
-	if id := requestIDFrom(w.r.Context()); id != "" {
+	if id := reqlog.ID(w.r.Context()); id != "" {
 		h.Set("X-Request-ID", id)
 	}
 	w.rs.now = w.rs.was

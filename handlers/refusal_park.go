@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"admit/handlers/reqlog"
 )
 
 // parkWriteTimeout bounds the write of a parked refusal: a client that
@@ -29,7 +31,7 @@ const parkWriteTimeout = 5 * time.Second
 // when the connection cannot be taken (HTTP/2, or a writer that does not
 // reach net/http's).
 func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf refusal) bool {
-	info := requestInfoFrom(r.Context())
+	info := reqlog.From(r.Context())
 	if info == nil || r.ProtoMajor != 1 {
 		return false
 	}
@@ -45,7 +47,7 @@ func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf refusal)
 	if err != nil {
 		return false
 	}
-	info.parked = func(line logLine) {
+	info.Parked = func(line reqlog.Line) {
 		s.afterHold(time.Until(at), func() {
 			held := time.Since(start)
 			rf.sent()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"admit/handlers/reqlog"
 	"admit/internal/identity"
 	"admit/internal/serverkeys"
 	"admit/store"
@@ -132,7 +133,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{opts: opts, db: db, id: id, log: slog.New(requestIDLogHandler{opts.Logger.Handler()}), patterns: map[string]bool{}}
+	s := &Server{opts: opts, db: db, id: id, log: slog.New(reqlog.LogHandler{Handler: opts.Logger.Handler()}), patterns: map[string]bool{}}
 	depth := store.DefaultSignupQueue
 	if db != nil {
 		depth, _ = db.QueueBounds()

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 
+	"admit/handlers/reqlog"
 	"admit/internal/identity"
 	"admit/views"
 )
@@ -26,5 +27,5 @@ func (s *Server) signOutIncomplete(w http.ResponseWriter, r *http.Request, err e
 	// page is for a visitor who is signed out here.
 	c := views.Chrome{Title: "Signed out in this browser only", DevMode: s.id.Mode() == identity.ModeDev, Path: r.URL.Path}
 	return s.render(w, r, http.StatusServiceUnavailable, c, views.SignOutIncomplete(c, views.SignOutIncompleteView{
-		DiskFull: diskFull, RequestID: requestIDFrom(r.Context())}))
+		DiskFull: diskFull, RequestID: reqlog.ID(r.Context())}))
 }

@@ -309,10 +309,3 @@ func (s *Server) askBeforeJoining(w http.ResponseWriter, r *http.Request, slug s
 	c := s.chrome(r, v.Name)
 	return s.render(w, r, http.StatusOK, c, views.Waitlist(c, *v))
 }
-
-
-
-
-
-
-

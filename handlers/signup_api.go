@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"admit/store"
-
 )
 
 // signupJSON is the JSON signup body.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"admit/handlers/reqlog"
 	"admit/views"
 )
 
@@ -98,8 +99,8 @@ func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request) {
 			stop()
 		}
 		rf.sent()
-		if info := requestInfoFrom(r.Context()); info != nil {
-			info.held = time.Since(start)
+		if info := reqlog.From(r.Context()); info != nil {
+			info.Held = time.Since(start)
 		}
 	}
 	if rf.closeConn {
@@ -200,7 +201,7 @@ func (a *cannedAnswer) write(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(parts[0])
 	if len(parts[1]) > 0 {
 		// The ID is admit's own hex or a validated proxy ID; escaped anyway.
-		_, _ = io.WriteString(w, html.EscapeString(requestIDFrom(r.Context())))
+		_, _ = io.WriteString(w, html.EscapeString(reqlog.ID(r.Context())))
 		_, _ = w.Write(parts[1])
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"admit/handlers/admission"
 	"admit/handlers/reqlog"
 	"admit/internal/identity"
 	"admit/store"
@@ -104,7 +105,7 @@ const (
 // busyRetryWait is how long a client refused for load is asked to wait
 // (busyRetryAfter, its Retry-After in seconds): a write refused because
 // admit's writer is full (store.ErrBusy) or a signup that found no place.
-const busyRetryWait = time.Second
+const busyRetryWait = admission.RetryWait
 
 var busyRetryAfter = strconv.Itoa(int(busyRetryWait / time.Second))
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"admit/handlers/admission"
 	"admit/internal/apptest"
 	"admit/internal/testutil"
 	"admit/store"
@@ -28,7 +29,7 @@ var harnessServer = apptest.Server{
 		}
 		return New(opts, s.DB, s.Identity)
 	},
-	ConnContext:     ConnContext,
+	ConnContext:     admission.ConnContext,
 	NewDevSignInKey: NewDevSignInKey,
 	DevSignInLink:   DevSignInLink,
 	DevKeyCookie:    DevKeyCookie,

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"admit/handlers/admission"
 	"admit/handlers/reqlog"
 )
 
@@ -30,13 +31,13 @@ const parkWriteTimeout = 5 * time.Second
 // away; its write then fails. It reports false, having done nothing,
 // when the connection cannot be taken (HTTP/2, or a writer that does not
 // reach net/http's).
-func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf refusal) bool {
+func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf admission.Refusal) bool {
 	info := reqlog.From(r.Context())
 	if info == nil || r.ProtoMajor != 1 {
 		return false
 	}
 	start := time.Now()
-	at := start.Add(rf.hold)
+	at := start.Add(rf.Hold)
 	if release, ok := scheduledRelease(w); ok && release.After(at) {
 		at = release
 	}
@@ -50,7 +51,7 @@ func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf refusal)
 	info.Parked = func(line reqlog.Line) {
 		s.afterHold(time.Until(at), func() {
 			held := time.Since(start)
-			rf.sent()
+			rf.Sent()
 			line(a.status, int64(a.size()), held)
 			_ = conn.SetWriteDeadline(time.Now().Add(parkWriteTimeout))
 			_, _ = a.bytes().WriteTo(conn)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"admit/handlers/admission"
 	"admit/handlers/reqlog"
 	"admit/internal/identity"
 	"admit/internal/serverkeys"
@@ -96,7 +97,7 @@ type Server struct {
 	quotes quoteCache
 	// signups bounds the signups in progress, from the request's arrival
 	// to its answer: at most the store's signup queue (ADMIT_WRITE_QUEUE).
-	signups *signupLimiter
+	signups *admission.Limiter
 	// answers holds the signup routes' answers until their release.
 	answers *answerSchedule
 	// busy and slowBody are the signup routes' refusals for load (503)
@@ -138,7 +139,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	if db != nil {
 		depth, _ = db.QueueBounds()
 	}
-	s.signups = newSignupLimiter(depth, time.Now, processCPUMeter)
+	s.signups = admission.NewLimiter(depth, time.Now, admission.ProcessCPUMeter)
 	s.answers = &answerSchedule{delay: opts.SignupAnswerDelay}
 	s.afterHold = afterHoldTimer
 	dev := id.Mode() == identity.ModeDev

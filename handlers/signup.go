@@ -145,9 +145,9 @@ func readSignupForm(r *http.Request) (*signupForm, error) {
 	return form, f.err
 }
 
-// startSignup takes a place among the signups in progress (signupLimiter),
+// startSignup takes a place among the signups in progress (admission.Limiter),
 // or reports that there is none: admit then answers 503 at once.
-func (s *Server) startSignup() (done func(), ok bool) { return s.signups.start() }
+func (s *Server) startSignup() (done func(), ok bool) { return s.signups.Start() }
 
 // handleWaitlistPost is the no-JavaScript signup form. Its body was read,
 // and its in-progress place taken, by signupIntake.

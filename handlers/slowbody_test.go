@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"admit/handlers/admission"
 	"admit/store"
 
 	"github.com/google/uuid"
@@ -99,9 +100,9 @@ func TestSlowBodies_NeverShutTheSignupFormAndAreAnswered408(t *testing.T) {
 	// The only wall-clock amount of the test: the real signups must be
 	// answered within it, the slow bodies must not arrive within it.
 	const deadline = 3 * time.Second
-	app := MustStartApp(t, withWriteQueues(minSignupsInProgress, 0), withNetworkLimit(100000),
+	app := MustStartApp(t, withWriteQueues(admission.MinInProgress, 0), withNetworkLimit(100000),
 		withSignupBodyTimeout(deadline))
-	if got, want := srvOf(app).signups.bound(), minSignupsInProgress; got != want {
+	if got, want := srvOf(app).signups.Bound(), admission.MinInProgress; got != want {
 		t.Fatalf("the in-progress bound is %d, want its floor %d", got, want)
 	}
 
@@ -214,7 +215,7 @@ func TestSlowBodies_NeverShutTheSignupFormAndAreAnswered408(t *testing.T) {
 	if got := networkAttempts(t, app); got != accepted {
 		t.Fatalf("network attempts=%d, want %d: a slow body counts none", got, accepted)
 	}
-	if got := srvOf(app).signups.inProgress(); got != 0 {
+	if got := srvOf(app).signups.InProgress(); got != 0 {
 		t.Fatalf("%d signups still in progress, want 0", got)
 	}
 	// The 408s are logged like any answer, and no body reaches the log.
@@ -248,7 +249,7 @@ func TestSignupBusy_RefusalIsPreparedAndReadsNoSession(t *testing.T) {
 			anon.SendJSON("POST", signupAPI, signupJSONBody(uuid.NewString(), fmt.Sprintf("held%d@example.com", i), 1, true))
 		}()
 	}
-	eventually(t, "the places to be taken", func() bool { return srvOf(app).signups.inProgress() == depth })
+	eventually(t, "the places to be taken", func() bool { return srvOf(app).signups.InProgress() == depth })
 
 	form := signupFormValues(uuid.NewString(), "someone@example.com", 1, true)
 	pages := map[string]*testResponse{"anyone": anon.PostForm(t, signupPath, form), "owner": owner.PostForm(t, signupPath, form)}
@@ -291,17 +292,15 @@ func TestSignupBusy_RefusalIsPreparedAndReadsNoSession(t *testing.T) {
 // answer) for each route, and the answer alone, prepared at start against
 // the busy page rendered per request by the error adapter.
 func BenchmarkSignupRefusal(b *testing.B) {
-	app := MustStartApp(b, withWriteQueues(minSignupsInProgress, 0))
+	app := MustStartApp(b, withWriteQueues(admission.MinInProgress, 0))
 	for {
-		if _, ok := srvOf(app).signups.start(); !ok {
+		if _, ok := srvOf(app).signups.Start(); !ok {
 			break
 		}
 	}
 	// As many refusals held as may be: each refusal leaves at once, so the
 	// benchmark times a refusal's work, not the pace that holds it.
-	srvOf(app).signups.mu.Lock()
-	srvOf(app).signups.held = maxRefusalsHeld
-	srvOf(app).signups.mu.Unlock()
+	srvOf(app).signups.SetHeld(admission.MaxRefusalsHeld)
 	jsonBody := signupJSONBody(uuid.NewString(), "someone@example.com", 1, true)
 	formBody := signupFormValues(uuid.NewString(), "someone@example.com", 1, true).Encode()
 	for _, bc := range []struct {

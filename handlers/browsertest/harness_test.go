@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"admit/handlers"
+	"admit/handlers/admission"
 	"admit/internal/apptest"
 )
 
@@ -25,7 +26,7 @@ var harnessServer = apptest.Server{
 		}
 		return handlers.New(opts, s.DB, s.Identity)
 	},
-	ConnContext:     handlers.ConnContext,
+	ConnContext:     admission.ConnContext,
 	NewDevSignInKey: handlers.NewDevSignInKey,
 	DevSignInLink:   handlers.DevSignInLink,
 	DevKeyCookie:    handlers.DevKeyCookie,

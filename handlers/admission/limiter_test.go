@@ -1,4 +1,4 @@
-package handlers
+package admission
 
 import (
 	"runtime"
@@ -11,7 +11,7 @@ import (
 )
 
 // idleCPU is a CPU never busy: the bound follows the answer rate alone.
-var idleCPU = cpuMeter{used: func() time.Duration { return 0 }, cores: func() int { return 1 }}
+var idleCPU = CPUMeter{Used: func() time.Duration { return 0 }, Cores: func() int { return 1 }}
 
 // fakeCPU is CPU time a test spends by hand, on cores CPUs.
 type fakeCPU struct {
@@ -19,17 +19,17 @@ type fakeCPU struct {
 	cores int
 }
 
-func (c *fakeCPU) meter() cpuMeter {
-	return cpuMeter{used: func() time.Duration { return c.used }, cores: func() int { return c.cores }}
+func (c *fakeCPU) meter() CPUMeter {
+	return CPUMeter{Used: func() time.Duration { return c.used }, Cores: func() int { return c.cores }}
 }
 
 // answerWithCPU runs n signups through l one after another, each answered
 // at rate a second on clock while the process uses busy of all cpu's cores
 // (cpu nil: no CPU is counted).
-func answerWithCPU(l *signupLimiter, clock *testutil.Clock, cpu *fakeCPU, n int, rate, busy float64) {
+func answerWithCPU(l *Limiter, clock *testutil.Clock, cpu *fakeCPU, n int, rate, busy float64) {
 	gap := time.Duration(float64(time.Second) / rate)
 	for range n {
-		done, ok := l.start()
+		done, ok := l.Start()
 		if !ok {
 			panic("one signup at a time was refused")
 		}
@@ -43,41 +43,41 @@ func answerWithCPU(l *signupLimiter, clock *testutil.Clock, cpu *fakeCPU, n int,
 
 // answerAt runs n signups through l, each answered at rate a second on
 // clock.
-func answerAt(l *signupLimiter, clock *testutil.Clock, n int, rate float64) {
+func answerAt(l *Limiter, clock *testutil.Clock, n int, rate float64) {
 	answerWithCPU(l, clock, nil, n, rate, 0)
 }
 
 func TestSignupLimiter_BoundFollowsTheAnswerRate(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	l := newSignupLimiter(1000, clock.Now, idleCPU)
-	if got := l.bound(); got != 1000 {
+	l := NewLimiter(1000, clock.Now, idleCPU)
+	if got := l.Bound(); got != 1000 {
 		t.Fatalf("bound before any answer=%d, want the maximum 1000", got)
 	}
 	// 4,000 answers a second: a third of 100 ms of them (the mean aimed
 	// at) is 133.
 	answerAt(l, clock, 4000, 4000)
-	if got := l.bound(); got != 133 {
+	if got := l.Bound(); got != 133 {
 		t.Fatalf("bound at 4,000/s=%d, want 133", got)
 	}
 	// Slower: 1,500 a second averages down towards 50.
 	answerAt(l, clock, 4500, 1500)
-	if got := l.bound(); got < 49 || got > 53 {
+	if got := l.Bound(); got < 49 || got > 53 {
 		t.Fatalf("bound at 1,500/s=%d, want about 50", got)
 	}
 	// A slow or busy machine: at 500 a second a third of 100 ms is 16,
 	// below a batch's worth, so the floor holds.
 	answerAt(l, clock, 5000, 500)
-	if got := l.bound(); got != minSignupsInProgress {
-		t.Fatalf("bound at 500/s=%d, want the floor %d", got, minSignupsInProgress)
+	if got := l.Bound(); got != MinInProgress {
+		t.Fatalf("bound at 500/s=%d, want the floor %d", got, MinInProgress)
 	}
 	// 3,000 a second again: about 100.
 	answerAt(l, clock, 15000, 3000)
-	if got := l.bound(); got < 98 || got > 102 {
+	if got := l.Bound(); got < 98 || got > 102 {
 		t.Fatalf("bound at 3,000/s=%d, want about 100", got)
 	}
 	// Fast again: never above the maximum.
 	answerAt(l, clock, 40000, 40000)
-	if got := l.bound(); got != 1000 {
+	if got := l.Bound(); got != 1000 {
 		t.Fatalf("bound at 40,000/s=%d, want the maximum 1000", got)
 	}
 }
@@ -85,7 +85,7 @@ func TestSignupLimiter_BoundFollowsTheAnswerRate(t *testing.T) {
 func TestSignupLimiter_ACPUBoundWindowAimsAtAQuarterOfTheMean(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	cpu := &fakeCPU{cores: 2}
-	l := newSignupLimiter(1000, clock.Now, cpu.meter())
+	l := NewLimiter(1000, clock.Now, cpu.meter())
 	steps := []struct {
 		what string
 		rate float64
@@ -100,7 +100,7 @@ func TestSignupLimiter_ACPUBoundWindowAimsAtAQuarterOfTheMean(t *testing.T) {
 		{"just over nine tenths", 10000, 0.91, 83},
 		{"just under nine tenths", 10000, 0.89, 333},
 		// A quarter of 2,000 a second's third of 100 ms is 16: the floor.
-		{"a slow machine's busy cores", 2000, 1, minSignupsInProgress},
+		{"a slow machine's busy cores", 2000, 1, MinInProgress},
 		{"a slow machine's idle cores", 2000, 0.2, 66},
 	}
 	for i, st := range steps {
@@ -110,22 +110,22 @@ func TestSignupLimiter_ACPUBoundWindowAimsAtAQuarterOfTheMean(t *testing.T) {
 		}
 		// Two windows at the step's rate, so the rate's average is it.
 		answerWithCPU(l, clock, cpu, int(st.rate/2), st.rate, st.busy)
-		if got := l.bound(); got != st.want {
+		if got := l.Bound(); got != st.want {
 			t.Fatalf("%s at %.0f/s: bound %d, want %d", st.what, st.rate, got, st.want)
 		}
 		// Refusals are paced from the answers' rate, whatever the bound.
 		want := time.Duration(answersPerRefusal * float64(time.Second) / st.rate)
-		if got := l.refusalInterval(); got < want-want/1000 || got > want+want/1000 {
+		if got := l.RefusalInterval(); got < want-want/1000 || got > want+want/1000 {
 			t.Fatalf("%s at %.0f/s: refusal interval %v, want one per %d answers, %v", st.what, st.rate, got, answersPerRefusal, want)
 		}
 	}
 }
 
 func TestProcessCPUMeter_CountsThisProcesssWorkOnItsCores(t *testing.T) {
-	if got, want := processCPUMeter.cores(), runtime.GOMAXPROCS(0); got != want {
+	if got, want := ProcessCPUMeter.Cores(), runtime.GOMAXPROCS(0); got != want {
 		t.Fatalf("cores %d, want GOMAXPROCS %d", got, want)
 	}
-	start := processCPUMeter.used()
+	start := ProcessCPUMeter.Used()
 	if start <= 0 {
 		t.Fatalf("CPU used so far %v: the system did not say", start)
 	}
@@ -133,12 +133,12 @@ func TestProcessCPUMeter_CountsThisProcesssWorkOnItsCores(t *testing.T) {
 	// count it would end the test at its guard.
 	guard := time.Now().Add(time.Minute)
 	x := uint64(1)
-	for processCPUMeter.used()-start < 20*time.Millisecond {
+	for ProcessCPUMeter.Used()-start < 20*time.Millisecond {
 		for range 100000 {
 			x = x*6364136223846793005 + 1442695040888963407
 		}
 		if time.Now().After(guard) {
-			t.Fatalf("a minute of work counted %v of CPU", processCPUMeter.used()-start)
+			t.Fatalf("a minute of work counted %v of CPU", ProcessCPUMeter.Used()-start)
 		}
 	}
 	_ = x
@@ -147,7 +147,7 @@ func TestProcessCPUMeter_CountsThisProcesssWorkOnItsCores(t *testing.T) {
 func TestSignupLimiter_RefusesExactlyPastTheBound(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	const n, max = 500, 100
-	l := newSignupLimiter(max, clock.Now, idleCPU)
+	l := NewLimiter(max, clock.Now, idleCPU)
 	var mu sync.Mutex
 	var dones []func()
 	var refused int
@@ -156,7 +156,7 @@ func TestSignupLimiter_RefusesExactlyPastTheBound(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			done, ok := l.start()
+			done, ok := l.Start()
 			mu.Lock()
 			defer mu.Unlock()
 			if !ok {
@@ -173,29 +173,29 @@ func TestSignupLimiter_RefusesExactlyPastTheBound(t *testing.T) {
 	for _, done := range dones {
 		done()
 	}
-	if done, ok := l.start(); !ok {
+	if done, ok := l.Start(); !ok {
 		t.Fatal("a place was not given back")
 	} else {
 		done()
 	}
-	if got := l.bound(); got != max {
+	if got := l.Bound(); got != max {
 		t.Fatalf("answers all at one instant moved the bound to %d, want %d: no window closed", got, max)
 	}
 }
 
 // pace switches l's pacing of refusals on, as a window of refusals far
 // outnumbering answers would.
-func pace(l *signupLimiter) {
+func pace(l *Limiter) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.pacing = true
 }
 
 // refuseAll refuses n signups on l at one instant and returns each hold.
-func refuseAll(l *signupLimiter, n int) (holds []time.Duration, sents []func()) {
+func refuseAll(l *Limiter, n int) (holds []time.Duration, sents []func()) {
 	for range n {
-		rf := l.refuse(nil)
-		hold, sent := rf.hold, rf.sent
+		rf := l.Refuse(nil)
+		hold, sent := rf.Hold, rf.Sent
 		holds = append(holds, hold)
 		if sent != nil {
 			sents = append(sents, sent)
@@ -206,17 +206,17 @@ func refuseAll(l *signupLimiter, n int) (holds []time.Duration, sents []func()) 
 
 func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHold(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	l := newSignupLimiter(1000, clock.Now, idleCPU)
+	l := NewLimiter(1000, clock.Now, idleCPU)
 	answerAt(l, clock, 4000, 4000) // 4,000 answers a second
 	pace(l)
 	interval := answersPerRefusal * time.Second / 4000
-	if got := l.refusalInterval(); got != interval {
+	if got := l.RefusalInterval(); got != interval {
 		t.Fatalf("refusal interval %v at 4,000 answers a second, want %v", got, interval)
 	}
 	// Refusals no faster than that pace are never held.
 	for i := range 50 {
-		if rf := l.refuse(nil); rf.hold != 0 || rf.sent != nil {
-			t.Fatalf("refusal %d, one every interval, held %v", i, rf.hold)
+		if rf := l.Refuse(nil); rf.Hold != 0 || rf.Sent != nil {
+			t.Fatalf("refusal %d, one every interval, held %v", i, rf.Hold)
 		}
 		clock.Add(interval)
 	}
@@ -227,93 +227,93 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 			t.Fatalf("refusal %d of a burst held %v, want %v", i, hold, want)
 		}
 	}
-	if got, want := l.refusalsHeld(), 9; got != want || len(sents) != want {
+	if got, want := l.RefusalsHeld(), 9; got != want || len(sents) != want {
 		t.Fatalf("%d held (%d to send), want %d: the first leaves at once", got, len(sents), want)
 	}
 	for _, sent := range sents {
 		sent()
 	}
-	if got := l.refusalsHeld(); got != 0 {
+	if got := l.RefusalsHeld(); got != 0 {
 		t.Fatalf("%d still held after all were sent", got)
 	}
 
 	// With no answer counted the pace is the floor's: 32 answers per mean
 	// target.
-	slow := newSignupLimiter(minSignupsInProgress, clock.Now, idleCPU)
+	slow := NewLimiter(MinInProgress, clock.Now, idleCPU)
 	pace(slow)
-	if got, want := slow.refusalInterval(), answersPerRefusal*signupMeanTarget/minSignupsInProgress; got != want {
+	if got, want := slow.RefusalInterval(), answersPerRefusal*signupMeanTarget/MinInProgress; got != want {
 		t.Fatalf("refusal interval at the floor %v, want %v", got, want)
 	}
 	const n = 3000
 	holds, sents = refuseAll(slow, n)
 	capped := 0
 	for i, hold := range holds {
-		want := min(time.Duration(i)*slow.refusalInterval(), maxFloodHold)
+		want := min(time.Duration(i)*slow.RefusalInterval(), MaxFloodHold)
 		if hold != want {
 			t.Fatalf("refusal %d held %v, want %v", i, hold, want)
 		}
-		if hold == maxFloodHold {
+		if hold == MaxFloodHold {
 			capped++
 		}
 	}
 	// 3,000 at once against one every 4.17 ms: from the 2,400th on
 	// (10 s / 4.17 ms) they would wait ten seconds or more, so they wait
 	// exactly that.
-	if want := n - int((maxFloodHold+slow.refusalInterval()-1)/slow.refusalInterval()); capped != want || want < 500 {
+	if want := n - int((MaxFloodHold+slow.RefusalInterval()-1)/slow.RefusalInterval()); capped != want || want < 500 {
 		t.Fatalf("%d refusals held the longest hold, want %d", capped, want)
 	}
 	for _, sent := range sents {
 		sent()
 	}
 	// Once the burst is over the pace starts afresh.
-	clock.Add(2 * maxFloodHold)
-	if rf := slow.refuse(nil); rf.hold != 0 {
-		t.Fatalf("a refusal after a quiet spell held %v", rf.hold)
+	clock.Add(2 * MaxFloodHold)
+	if rf := slow.Refuse(nil); rf.Hold != 0 {
+		t.Fatalf("a refusal after a quiet spell held %v", rf.Hold)
 	}
 }
 
 // TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce: three times the
 // most refusals that may be held arrive at one instant, each from a
 // goroutine of its own. The first leaves at once, as the pace has nothing
-// scheduled; exactly maxRefusalsHeld are held, none past the longest
+// scheduled; exactly MaxRefusalsHeld are held, none past the longest
 // hold; every later one leaves at once and closes its connection, and
 // takes no place in the pace: once held ones are sent, the next refusal
 // is held again, no longer than the longest hold.
 func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	const n = 3 * maxRefusalsHeld
-	l := newSignupLimiter(1000, clock.Now, idleCPU)
+	const n = 3 * MaxRefusalsHeld
+	l := NewLimiter(1000, clock.Now, idleCPU)
 	pace(l)
-	holds, sents, closes := refuseEach(l, make([]*connRecord, n))
+	holds, sents, closes := refuseEach(l, make([]*Conn, n))
 	atOnce := 0
 	for _, hold := range holds {
 		if hold == 0 {
 			atOnce++
 		}
 	}
-	if longest := holds[n-1]; longest > maxFloodHold {
+	if longest := holds[n-1]; longest > MaxFloodHold {
 		t.Errorf("held %v, past the longest hold", longest)
 	}
-	if len(sents) != maxRefusalsHeld || l.refusalsHeld() != maxRefusalsHeld {
-		t.Fatalf("%d held (limiter says %d), want %d", len(sents), l.refusalsHeld(), maxRefusalsHeld)
+	if len(sents) != MaxRefusalsHeld || l.RefusalsHeld() != MaxRefusalsHeld {
+		t.Fatalf("%d held (limiter says %d), want %d", len(sents), l.RefusalsHeld(), MaxRefusalsHeld)
 	}
-	if want := n - maxRefusalsHeld; atOnce != want || closes != want-1 {
+	if want := n - MaxRefusalsHeld; atOnce != want || closes != want-1 {
 		t.Fatalf("%d at once, %d of them closing their connection; want %d and %d (all but the first)",
 			atOnce, closes, want, want-1)
 	}
 	for _, sent := range sents[:10] {
 		sent()
 	}
-	if rf := l.refuse(nil); rf.hold == 0 || rf.hold > maxFloodHold || rf.sent == nil || rf.closeConn {
+	if rf := l.Refuse(nil); rf.Hold == 0 || rf.Hold > MaxFloodHold || rf.Sent == nil || rf.CloseConn {
 		t.Fatalf("with places among the held free again, a refusal in the burst was held %v (closing its connection: %v)",
-			rf.hold, rf.closeConn)
+			rf.Hold, rf.CloseConn)
 	} else {
-		rf.sent()
+		rf.Sent()
 	}
 	for _, sent := range sents[10:] {
 		sent()
 	}
-	if got := l.refusalsHeld(); got != 0 {
+	if got := l.RefusalsHeld(); got != 0 {
 		t.Fatalf("%d still held after all were sent", got)
 	}
 }
@@ -321,22 +321,22 @@ func TestSignupLimiter_HoldsAtMostMaxRefusalsHeldAtOnce(t *testing.T) {
 // window closes one rate window on l: answers signups answered (a
 // divisor of the window's 250 ms, so that the last closes it) and
 // refusals refused within it.
-func window(l *signupLimiter, clock *testutil.Clock, answers, refusals int) {
+func window(l *Limiter, clock *testutil.Clock, answers, refusals int) {
 	step := signupRateWindow / time.Duration(answers)
 	for i := range answers {
 		for range refusals / answers {
-			if rf := l.refuse(nil); rf.sent != nil {
-				rf.sent()
+			if rf := l.Refuse(nil); rf.Sent != nil {
+				rf.Sent()
 			}
 		}
 		if i == 0 {
 			for range refusals % answers {
-				if rf := l.refuse(nil); rf.sent != nil {
-					rf.sent()
+				if rf := l.Refuse(nil); rf.Sent != nil {
+					rf.Sent()
 				}
 			}
 		}
-		done, ok := l.start()
+		done, ok := l.Start()
 		if !ok {
 			panic("no place for an answer")
 		}
@@ -347,7 +347,7 @@ func window(l *signupLimiter, clock *testutil.Clock, answers, refusals int) {
 
 func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	l := newSignupLimiter(1000, clock.Now, idleCPU)
+	l := NewLimiter(1000, clock.Now, idleCPU)
 	pacing := func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -373,7 +373,7 @@ func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 		t.Fatal("201 refusals against 100 answers did not start pacing")
 	}
 	holds, sents := refuseAll(l, 2)
-	if holds[1] != l.refusalInterval() || len(sents) != 1 {
+	if holds[1] != l.RefusalInterval() || len(sents) != 1 {
 		t.Fatalf("two refusals at once while pacing held %v, want the second held one interval", holds)
 	}
 	sents[0]()
@@ -402,22 +402,22 @@ func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 // once from a goroutine each, and returns the holds, sorted, the sent
 // funcs of those held and how many refusals were to close their
 // connection.
-func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, sents []func(), closes int) {
+func refuseEach(l *Limiter, conns []*Conn) (holds []time.Duration, sents []func(), closes int) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rf := l.refuse(c)
+			rf := l.Refuse(c)
 			mu.Lock()
 			defer mu.Unlock()
-			holds = append(holds, rf.hold)
-			if rf.closeConn {
+			holds = append(holds, rf.Hold)
+			if rf.CloseConn {
 				closes++
 			}
-			if rf.sent != nil {
-				sents = append(sents, rf.sent)
+			if rf.Sent != nil {
+				sents = append(sents, rf.Sent)
 			}
 		}()
 	}
@@ -428,13 +428,13 @@ func refuseEach(l *signupLimiter, conns []*connRecord) (holds []time.Duration, s
 
 func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	l := newSignupLimiter(1000, clock.Now, idleCPU)
+	l := NewLimiter(1000, clock.Now, idleCPU)
 	answerAt(l, clock, 4000, 4000) // the bound at 133, a refusal interval of about 1 ms
-	interval := l.refusalInterval()
+	interval := l.RefusalInterval()
 	const n = 100
-	conns := make([]*connRecord, n)
+	conns := make([]*Conn, n)
 	for i := range conns {
-		conns[i] = &connRecord{}
+		conns[i] = &Conn{}
 	}
 	wantAtOnce := func(what string, holds []time.Duration, sents []func()) {
 		t.Helper()
@@ -443,8 +443,8 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 				t.Fatalf("%s: refusal %d held %v", what, i, h)
 			}
 		}
-		if len(sents) != 0 || l.refusalsHeld() != 0 {
-			t.Fatalf("%s: %d held", what, l.refusalsHeld())
+		if len(sents) != 0 || l.RefusalsHeld() != 0 {
+			t.Fatalf("%s: %d held", what, l.RefusalsHeld())
 		}
 	}
 	// Refusals overall are not paced: a first refusal on each of 100
@@ -452,7 +452,7 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 	// connection.
 	holds, sents, _ := refuseEach(l, conns)
 	wantAtOnce("first refusals", holds, sents)
-	holds, sents, _ = refuseEach(l, []*connRecord{nil, nil})
+	holds, sents, _ = refuseEach(l, []*Conn{nil, nil})
 	wantAtOnce("refusals with no connection", holds, sents)
 
 	// Each connection sends again at once: paced, one per interval in order
@@ -463,8 +463,8 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 			t.Fatalf("the %d-th resend held %v, want %v", k, h, want)
 		}
 	}
-	if len(sents) != n-1 || l.refusalsHeld() != n-1 {
-		t.Fatalf("%d resends held (limiter says %d), want %d", len(sents), l.refusalsHeld(), n-1)
+	if len(sents) != n-1 || l.RefusalsHeld() != n-1 {
+		t.Fatalf("%d resends held (limiter says %d), want %d", len(sents), l.RefusalsHeld(), n-1)
 	}
 	for _, sent := range sents {
 		sent()
@@ -480,7 +480,7 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 		}
 		return n
 	}
-	lastEnds := clock.Now().Add((n-1)*interval + busyRetryWait)
+	lastEnds := clock.Now().Add((n-1)*interval + RetryWait)
 	if got := early(lastEnds.Add(-interval)); got != 1 {
 		t.Fatalf("%d connections resend early an interval before the last Retry-After ends, want 1", got)
 	}
@@ -489,7 +489,7 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 	}
 	// Signups are answered meanwhile, 4,000 a second as before, so that
 	// refusals overall stay far fewer than the answers.
-	wait := (n-1)*interval + busyRetryWait
+	wait := (n-1)*interval + RetryWait
 	answerAt(l, clock, int(wait.Seconds()*4000), 4000)
 	clock.Set(lastEnds)
 	if got := early(clock.Now()); got != 0 {
@@ -504,24 +504,24 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 // while refusals overall are not paced: at one every 4.17 ms (the
 // floor's pace) the later ones would wait up to 8 s, but a resend alone
 // waits at most its Retry-After. Once refusals overall are paced, the
-// same burst waits as the pace says, up to maxFloodHold.
+// same burst waits as the pace says, up to MaxFloodHold.
 func TestSignupLimiter_AResendAloneWaitsAtMostItsRetryAfterAFloodLonger(t *testing.T) {
 	const n = 2000
 	for _, flood := range []bool{false, true} {
 		clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-		l := newSignupLimiter(minSignupsInProgress, clock.Now, idleCPU)
-		conns := make([]*connRecord, n)
+		l := NewLimiter(MinInProgress, clock.Now, idleCPU)
+		conns := make([]*Conn, n)
 		for i := range conns {
-			conns[i] = &connRecord{}
+			conns[i] = &Conn{}
 			conns[i].refusedAt(clock.Now())
 		}
 		if flood {
 			pace(l)
 		}
 		holds, sents, _ := refuseEach(l, conns)
-		longest := maxRefusalHold
+		longest := MaxRefusalHold
 		if flood {
-			longest = time.Duration(n-1) * l.refusalInterval()
+			longest = time.Duration(n-1) * l.RefusalInterval()
 		}
 		if got := holds[n-1]; got != longest {
 			t.Fatalf("flood=%v: the longest of %d resends held %v, want %v", flood, n, got, longest)
@@ -541,13 +541,13 @@ func TestSignupLimiter_AResendAloneWaitsAtMostItsRetryAfterAFloodLonger(t *testi
 // the pacing: the next burst is held one interval apart.
 func TestSignupLimiter_RefusalsAloneStartThePacing(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	l := newSignupLimiter(minSignupsInProgress, clock.Now, idleCPU)
+	l := NewLimiter(MinInProgress, clock.Now, idleCPU)
 	if holds, sents := refuseAll(l, 3); holds[2] != 0 || len(sents) != 0 {
 		t.Fatalf("before any window closed, refusals held %v", holds)
 	}
 	clock.Add(signupRateWindow)
 	holds, sents := refuseAll(l, 3)
-	if holds[1] != l.refusalInterval() || holds[2] != 2*l.refusalInterval() || len(sents) != 2 {
+	if holds[1] != l.RefusalInterval() || holds[2] != 2*l.RefusalInterval() || len(sents) != 2 {
 		t.Fatalf("after a window of refusals alone, a burst held %v; want paced", holds)
 	}
 	for _, sent := range sents {

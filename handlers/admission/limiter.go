@@ -1,4 +1,8 @@
-package handlers
+// Package admission is the admission control for public signups: the
+// bound on signups in progress, the pacing of refusals for load, and the
+// record of each client connection that tells a resend from a new signup
+// (docs/ARCHITECTURE.md#the-write-path, docs/PERFORMANCE.md#overload).
+package admission
 
 import (
 	"runtime"
@@ -6,11 +10,11 @@ import (
 	"time"
 )
 
-// signupLimiter bounds the signups in progress, from a request's arrival
+// Limiter bounds the signups in progress, from a request's arrival
 // to its answer. The bound adapts to how fast signups are being answered
 // (Little's law): signupMeanTarget's worth of them at the rate of the last
 // window, never more than max (ADMIT_WRITE_QUEUE) and never fewer than a
-// batch's worth (minSignupsInProgress). On a machine whose CPU, not
+// batch's worth (MinInProgress). On a machine whose CPU, not
 // its disk, is the limit, signups wait mostly before the writer's queue, so
 // a bound on that queue alone would let their latency grow; a fixed count
 // would suit only one machine's speed. When the last window kept every CPU
@@ -19,13 +23,13 @@ import (
 // wait for it, while a disk-bound machine, whose CPU idles through each
 // commit's fsync, needs the larger bound for large commit batches
 // (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
-type signupLimiter struct {
+type Limiter struct {
 	max, min int
-	// maxHeld is how many refusals may be held at once (maxRefusalsHeld).
+	// maxHeld is how many refusals may be held at once (MaxRefusalsHeld).
 	maxHeld int
 	target  time.Duration
 	now     func() time.Time
-	cpu     cpuMeter
+	cpu     CPUMeter
 
 	mu       sync.Mutex
 	inFlight int
@@ -49,18 +53,18 @@ type signupLimiter struct {
 	cpuAt time.Duration
 }
 
-// cpuMeter tells how busy admit's CPUs are: used is the CPU time the
+// CPUMeter tells how busy admit's CPUs are: used is the CPU time the
 // process has used so far, user and system, and cores how many CPUs it may
 // use at once.
-type cpuMeter struct {
-	used  func() time.Duration
-	cores func() int
+type CPUMeter struct {
+	Used  func() time.Duration
+	Cores func() int
 }
 
-// processCPUMeter measures admit's own process: its CPU time from the
+// ProcessCPUMeter measures admit's own process: its CPU time from the
 // system and its CPUs from GOMAXPROCS, which Go sets from the CPUs the
 // process may run on and any container CPU limit.
-var processCPUMeter = cpuMeter{used: processCPU, cores: func() int { return runtime.GOMAXPROCS(0) }}
+var ProcessCPUMeter = CPUMeter{Used: processCPU, Cores: func() int { return runtime.GOMAXPROCS(0) }}
 
 const (
 	// signupLatencyTarget is the time a signup's answer should take at
@@ -78,32 +82,32 @@ const (
 	signupMeanTarget = signupLatencyTarget / 3
 	// signupRateWindow is how often the rate, and so the bound, is updated.
 	signupRateWindow = 250 * time.Millisecond
-	// minSignupsInProgress keeps the bound at a batch's worth of signups
+	// MinInProgress keeps the bound at a batch's worth of signups
 	// at least, so that group commit keeps sharing its commits. It is low
 	// enough that on a slow or busy machine (a few hundred signups a
 	// second) the bound still follows the target: a floor of 64 held
 	// more than 100 ms of signups below 640 a second, while 16 made
 	// batches so small that each signup cost half as much CPU again
 	// (docs/PERFORMANCE.md#the-bound-on-signups-in-progress).
-	minSignupsInProgress = 32
-	// maxRefusalHold is the longest a resend on its connection is held
+	MinInProgress = 32
+	// MaxRefusalHold is the longest a resend on its connection is held
 	// before its refusal is sent (what its Retry-After asks), and
-	// maxFloodHold the longest a refusal is held while refusals overall
+	// MaxFloodHold the longest a refusal is held while refusals overall
 	// are paced: long enough that the pace, not the longest hold, sets
 	// how often a few thousand clients resending at once are refused
 	// (4,096 of them at one refusal every 1.3 ms wait 5.5 s), and well
-	// within the minute proxies wait for an answer. maxRefusalsHeld is how
+	// within the minute proxies wait for an answer. MaxRefusalsHeld is how
 	// many may be held at once. A refusal held in its handler keeps what
 	// net/http keeps of a request while its handler runs, about 8 KB (6
 	// of heap and a 2 KB goroutine that watches for the client going
 	// away), on top of the about 18 KB the open connection costs anyway;
 	// a parked one (Server.parkRefusal) keeps its connection's socket, a
-	// timer and its answer's headers. Past maxRefusalsHeld a refusal
+	// timer and its answer's headers. Past MaxRefusalsHeld a refusal
 	// leaves at once and closes its connection (refuse;
 	// docs/PERFORMANCE.md#paced-refusals).
-	maxRefusalHold  = busyRetryWait
-	maxFloodHold    = 10 * time.Second
-	maxRefusalsHeld = 8192
+	MaxRefusalHold  = RetryWait
+	MaxFloodHold    = 10 * time.Second
+	MaxRefusalsHeld = 8192
 	// answersPerRefusal paces the refusals for load: one may leave per
 	// four answers at the recent answer rate. A refusal costs
 	// admit about a third of an accepted signup's CPU (75 against 212 µs,
@@ -118,7 +122,7 @@ const (
 	// longest hold, so that clients still held do not switch it off.
 	pacingFrom  = 2
 	pacingUntil = 2 * answersPerRefusal
-	calmWindows = int(maxFloodHold/signupRateWindow) + 1
+	calmWindows = int(MaxFloodHold/signupRateWindow) + 1
 	// A window in which admit used cpuBoundFrom of all its CPUs' time
 	// is CPU-bound, and the bound that follows it aims at a mean of
 	// signupMeanTarget/cpuBoundDivisor. With the database on tmpfs (the
@@ -131,17 +135,17 @@ const (
 	cpuBoundDivisor = 4
 )
 
-func newSignupLimiter(max int, now func() time.Time, cpu cpuMeter) *signupLimiter {
+func NewLimiter(max int, now func() time.Time, cpu CPUMeter) *Limiter {
 	if max < 1 {
 		max = 1
 	}
-	return &signupLimiter{max: max, min: min(minSignupsInProgress, max), maxHeld: maxRefusalsHeld, target: signupMeanTarget, now: now,
-		cpu: cpu, cpuAt: cpu.used(), limit: max, windowStart: now()}
+	return &Limiter{max: max, min: min(MinInProgress, max), maxHeld: MaxRefusalsHeld, target: signupMeanTarget, now: now,
+		cpu: cpu, cpuAt: cpu.Used(), limit: max, windowStart: now()}
 }
 
 // start takes a place among the signups in progress, or reports that none
 // is free.
-func (l *signupLimiter) start() (done func(), ok bool) {
+func (l *Limiter) Start() (done func(), ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.inFlight >= l.limit {
@@ -153,7 +157,7 @@ func (l *signupLimiter) start() (done func(), ok bool) {
 
 // done gives the place back, counts the answer and, once a window is
 // over, closes it (closeWindow).
-func (l *signupLimiter) done() {
+func (l *Limiter) done() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inFlight--
@@ -165,7 +169,7 @@ func (l *signupLimiter) done() {
 // answers' rate and how busy the CPUs were, and whether refusals are
 // paced. Answers and refusals both close it: in a flood that leaves no
 // answer for a while, the refusals still start the pacing.
-func (l *signupLimiter) closeWindow(now time.Time) {
+func (l *Limiter) closeWindow(now time.Time) {
 	elapsed := now.Sub(l.windowStart)
 	if elapsed < signupRateWindow {
 		return
@@ -186,8 +190,8 @@ func (l *signupLimiter) closeWindow(now time.Time) {
 	default:
 		l.calm = 0
 	}
-	used := l.cpu.used()
-	cpuBound := float64(used-l.cpuAt) >= cpuBoundFrom*float64(l.cpu.cores())*float64(elapsed)
+	used := l.cpu.Used()
+	cpuBound := float64(used-l.cpuAt) >= cpuBoundFrom*float64(l.cpu.Cores())*float64(elapsed)
 	l.window, l.refused, l.windowStart, l.cpuAt = 0, 0, now, used
 	target := l.target
 	if cpuBound {
@@ -199,10 +203,10 @@ func (l *signupLimiter) closeWindow(now time.Time) {
 // refuse paces the refusals for load that come from clients ignoring
 // Retry-After: all of them while refusals arrive far faster than the
 // answers (pacing), and otherwise those resent on conn before the
-// Retry-After of the refusal before ended (connRecord; nil: no record).
+// Retry-After of the refusal before ended (Conn; nil: no record).
 // Paced refusals leave in order of arrival, no more than one per
-// refusalInterval, and none is held longer than maxFloodHold (while
-// pacing) or maxRefusalHold (a resend alone); any other
+// refusalInterval, and none is held longer than MaxFloodHold (while
+// pacing) or MaxRefusalHold (a resend alone); any other
 // leaves at once. It reports how long this one is held before it is sent
 // (0: at once; the caller then gets no sent func) and, when held, sent,
 // which the caller calls once it has waited. Clients that send again as
@@ -213,7 +217,7 @@ func (l *signupLimiter) closeWindow(now time.Time) {
 // leaves at once and ends its connection (closeConn): the client pays a
 // new connection before it can resend, and admit sheds that connection's
 // memory instead of adding a hold's (docs/PERFORMANCE.md#paced-refusals).
-func (l *signupLimiter) refuse(conn *connRecord) refusal {
+func (l *Limiter) Refuse(conn *Conn) Refusal {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -221,15 +225,15 @@ func (l *signupLimiter) refuse(conn *connRecord) refusal {
 	l.refused++
 	if !l.pacing && !conn.resendsBefore(now) {
 		conn.refusedAt(now)
-		return refusal{}
+		return Refusal{}
 	}
 	at := l.nextRefusal
 	if at.Before(now) {
 		at = now
 	}
-	longest := maxRefusalHold
+	longest := MaxRefusalHold
 	if l.pacing {
-		longest = maxFloodHold
+		longest = MaxFloodHold
 	}
 	hold := at.Sub(now)
 	if hold > longest {
@@ -239,30 +243,30 @@ func (l *signupLimiter) refuse(conn *connRecord) refusal {
 		// rule: the holds are bounded; this refusal takes no place in the
 		// pace, as it is not held.
 		conn.refusedAt(now)
-		return refusal{closeConn: true}
+		return Refusal{CloseConn: true}
 	}
-	l.nextRefusal = at.Add(l.refusalInterval())
+	l.nextRefusal = at.Add(l.RefusalInterval())
 	conn.refusedAt(at)
 	if hold <= 0 {
-		return refusal{}
+		return Refusal{}
 	}
 	l.held++
-	return refusal{hold: hold, sent: l.sent, flood: l.pacing}
+	return Refusal{Hold: hold, Sent: l.Sent, Flood: l.pacing}
 }
 
-// refusal is how one refusal for load leaves (signupLimiter.refuse).
-type refusal struct {
+// Refusal is how one refusal for load leaves (Limiter.refuse).
+type Refusal struct {
 	// hold is how long it is held before it is sent; 0 is at once.
-	hold time.Duration
+	Hold time.Duration
 	// sent, when it is held, is to be called once it has waited.
-	sent func()
+	Sent func()
 	// closeConn asks that its connection be closed after it: it could not
 	// be held, as the most refusals that may be held are.
-	closeConn bool
+	CloseConn bool
 	// flood is whether it is held because refusals overall are paced, not
 	// only as a resend on its connection: it may then be parked
 	// (Server.parkRefusal).
-	flood bool
+	Flood bool
 }
 
 // refusalInterval is the pace of refusals: one per answersPerRefusal
@@ -270,7 +274,7 @@ type refusal struct {
 // takes the rate the bound implies (bound/target, the bound then its
 // maximum); the measured rate is what counts later, as the bound may be
 // held at its floor or cut for a busy CPU.
-func (l *signupLimiter) refusalInterval() time.Duration {
+func (l *Limiter) RefusalInterval() time.Duration {
 	if l.rate > 0 {
 		return time.Duration(answersPerRefusal * float64(time.Second) / l.rate)
 	}
@@ -278,29 +282,51 @@ func (l *signupLimiter) refusalInterval() time.Duration {
 }
 
 // sent counts a held refusal as sent.
-func (l *signupLimiter) sent() {
+func (l *Limiter) Sent() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.held--
 }
 
 // bound is the current bound, for tests.
-func (l *signupLimiter) bound() int {
+func (l *Limiter) Bound() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.limit
 }
 
 // inProgress is how many places are taken now, for tests.
-func (l *signupLimiter) inProgress() int {
+func (l *Limiter) InProgress() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.inFlight
 }
 
 // refusalsHeld is how many refusals are held now, for tests.
-func (l *signupLimiter) refusalsHeld() int {
+func (l *Limiter) RefusalsHeld() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.held
+}
+
+// SetPacing sets whether refusals are paced now, as a window of many
+// refusals would, for tests.
+func (l *Limiter) SetPacing(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pacing = on
+}
+
+// SetMaxHeld sets how many refusals may be held at once, for tests.
+func (l *Limiter) SetMaxHeld(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.maxHeld = n
+}
+
+// SetHeld sets how many refusals count as held now, for tests.
+func (l *Limiter) SetHeld(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = n
 }

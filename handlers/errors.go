@@ -129,7 +129,7 @@ func answerBusy(w http.ResponseWriter, err error) bool {
 		return false
 	}
 	w.Header().Set("Retry-After", busyRetryAfter)
-	releaseNow(w)
+	admission.ReleaseNow(w)
 	return true
 }
 

@@ -38,7 +38,7 @@ func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf admissio
 	}
 	start := time.Now()
 	at := start.Add(rf.Hold)
-	if release, ok := scheduledRelease(w); ok && release.After(at) {
+	if release, ok := admission.ScheduledRelease(w); ok && release.After(at) {
 		at = release
 	}
 	a := &parkedAnswer{header: w.Header().Clone(), status: http.StatusOK}
@@ -59,21 +59,6 @@ func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf admissio
 		})
 	}
 	return true
-}
-
-// scheduledRelease is the release time of the answer schedule's writer
-// under w (answerSchedule), if there is one.
-func scheduledRelease(w http.ResponseWriter) (time.Time, bool) {
-	for {
-		switch v := w.(type) {
-		case *heldWriter:
-			return v.release, true
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = v.Unwrap()
-		default:
-			return time.Time{}, false
-		}
-	}
 }
 
 // parkedAnswer is a parked refusal's answer, written by a cannedAnswer

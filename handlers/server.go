@@ -22,6 +22,11 @@ import (
 	"github.com/gorilla/sessions"
 )
 
+// SignupAnswerDelay is when a signup's answer is released by default,
+// after its handler starts (admission.AnswerDelay; docs/signup.md,
+// "Timing").
+const SignupAnswerDelay = admission.AnswerDelay
+
 // Options configure a Server.
 type Options struct {
 	// PublicURL is ADMIT_PUBLIC_URL: its origin is the only allowed Origin.
@@ -99,7 +104,7 @@ type Server struct {
 	// to its answer: at most the store's signup queue (ADMIT_WRITE_QUEUE).
 	signups *admission.Limiter
 	// answers holds the signup routes' answers until their release.
-	answers *answerSchedule
+	answers *admission.Schedule
 	// busy and slowBody are the signup routes' refusals for load (503)
 	// and for a body too slow to arrive (408), prepared at start.
 	busy, slowBody *cannedAnswer
@@ -140,7 +145,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 		depth, _ = db.QueueBounds()
 	}
 	s.signups = admission.NewLimiter(depth, time.Now, admission.ProcessCPUMeter)
-	s.answers = &answerSchedule{delay: opts.SignupAnswerDelay}
+	s.answers = admission.NewSchedule(opts.SignupAnswerDelay)
 	s.afterHold = afterHoldTimer
 	dev := id.Mode() == identity.ModeDev
 	var err error

@@ -1,4 +1,4 @@
-package handlers
+package admission
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// SignupAnswerDelay is when a signup's answer is released, counted from
-// the moment its handler starts, once signupIntake has read its body: no
+// AnswerDelay is when a signup's answer is released by default, counted
+// from the moment its handler starts, once the intake has read its body: no
 // signup answer leaves earlier. A new
 // address costs more work than one already listed (an entry, its indexes,
 // the hour's intake and an audit event against a receipt alone), which
@@ -18,19 +18,23 @@ import (
 // The delay is well above the slower path's usual time on one request at a
 // time, and below a signup's time under load, where the commit shared by
 // concurrent signups already hides each one's own work.
-const SignupAnswerDelay = 5 * time.Millisecond
+const AnswerDelay = 5 * time.Millisecond
 
-// answerSchedule holds the answers of both signup routes (onSchedule) and
+// Schedule holds the answers of both signup routes (OnSchedule) and
 // counts those in progress, which decides how the last moments before a
 // release are waited out.
-type answerSchedule struct {
+type Schedule struct {
 	delay      time.Duration
 	inProgress atomic.Int64
 }
 
-// onSchedule holds every answer of next until delay after the request
+// NewSchedule is a schedule that releases answers delay after their
+// request reached it.
+func NewSchedule(delay time.Duration) *Schedule { return &Schedule{delay: delay} }
+
+// OnSchedule holds every answer of next until delay after the request
 // reached it, whatever the answer (a 202, a refusal or an error).
-func (sch *answerSchedule) onSchedule(next http.Handler) http.Handler {
+func (sch *Schedule) OnSchedule(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sch.inProgress.Add(1)
 		defer sch.inProgress.Add(-1)
@@ -44,7 +48,7 @@ type heldWriter struct {
 	http.ResponseWriter
 	ctx     context.Context
 	release time.Time
-	sch     *answerSchedule
+	sch     *Schedule
 	waited  bool
 	// spin is the stretch before the release that wait chose to yield
 	// through in a loop (releaseSpin or none); yields counts the loop's
@@ -65,7 +69,7 @@ const releaseSpin = time.Millisecond
 // spinWindow is how long before a release an answer yields in a loop
 // instead of sleeping: releaseSpin while it is the only signup in progress,
 // none beside others.
-func (sch *answerSchedule) spinWindow() time.Duration {
+func (sch *Schedule) spinWindow() time.Duration {
 	if sch.inProgress.Load() > 1 {
 		return 0
 	}
@@ -104,9 +108,9 @@ func (w *heldWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// releaseNow lets the answer being written to w leave at once, if w is
-// held by onSchedule.
-func releaseNow(w http.ResponseWriter) {
+// ReleaseNow lets the answer being written to w leave at once, if w is
+// held by OnSchedule.
+func ReleaseNow(w http.ResponseWriter) {
 	if hw, ok := w.(*heldWriter); ok {
 		hw.waited = true
 	}
@@ -114,3 +118,18 @@ func releaseNow(w http.ResponseWriter) {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *heldWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ScheduledRelease is the release time of the schedule's writer under w,
+// if there is one.
+func ScheduledRelease(w http.ResponseWriter) (time.Time, bool) {
+	for {
+		switch v := w.(type) {
+		case *heldWriter:
+			return v.release, true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = v.Unwrap()
+		default:
+			return time.Time{}, false
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"admit/handlers/admission"
 	"admit/handlers/reqlog"
+	"admit/handlers/secure"
 	"admit/internal/identity"
 	"admit/store"
 	"admit/views"
@@ -220,11 +221,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	// saved — on this page without JavaScript, and with htmx on the
 	// sign-in page it leads to — and sign-in only returns to the page:
 	// nothing is sent again.
-	if status == http.StatusUnauthorized && isUnsafe(r.Method) {
+	if status == http.StatusUnauthorized && secure.IsUnsafe(r.Method) {
 		title, message = notSavedTitle, notSavedSignedOut
 	}
 	if status == http.StatusUnauthorized && isHTMX(r) {
-		if isUnsafe(r.Method) {
+		if secure.IsUnsafe(r.Method) {
 			s.cookieState(r).Note = notSavedSignedOut
 		}
 		w.Header().Set("HX-Redirect", signIn)

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"admit/handlers/reqlog"
+	"admit/handlers/secure"
 	"admit/internal/identity"
 )
 
@@ -23,72 +24,20 @@ func (s *Server) h(fn handlerFunc) http.Handler {
 	})
 }
 
-// baseCSP is the Content-Security-Policy of every page that does not load
-// ClerkJS.
-const baseCSP = "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'; img-src 'self' data:"
-
-// clerkCSP widens baseCSP to the Clerk Frontend API origin for pages that
-// load ClerkJS (its components also need inline styles and blob workers).
-func clerkCSP(fapi string) string {
-	return fmt.Sprintf("default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'; "+
-		"script-src 'self' %[1]s; connect-src 'self' %[1]s; frame-src 'self' %[1]s https://challenges.cloudflare.com; "+
-		"img-src 'self' data: https://img.clerk.com; style-src 'self' 'unsafe-inline'; worker-src 'self' blob:", fapi)
-}
-
-// withSecurity sets the security headers on every response, recovers panics
-// and logs one line per request with no personal data: the route pattern,
-// never the path's values or the query string.
+// withSecurity sets the security headers on every response and recovers
+// panics (secure.Layer): a panic is logged, and answered 500 when nothing
+// was answered yet.
 func (s *Server) withSecurity(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.securityHeaders(w.Header())
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.log.ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				if !rec.wrote {
-					s.writeError(rec, r, errors.New("panic"))
-				}
-			}
-		}()
-		next.ServeHTTP(rec, r)
-	})
+	return secure.Layer(s.isHTTPS(), func(w http.ResponseWriter, r *http.Request, v any, answered bool) {
+		s.log.ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		if !answered {
+			s.writeError(w, r, errors.New("panic"))
+		}
+	}, next)
 }
 
 // securityHeaders sets the headers every answer carries.
-func (s *Server) securityHeaders(h http.Header) {
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", baseCSP)
-	h.Set("Cross-Origin-Opener-Policy", "same-origin")
-	if s.isHTTPS() {
-		h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
-	}
-}
-
-// statusRecorder remembers whether a panicking handler already answered.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-	wrote  bool
-}
-
-func (w *statusRecorder) WriteHeader(code int) {
-	if !w.wrote {
-		w.status, w.wrote = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusRecorder) Write(b []byte) (int, error) {
-	w.wrote = true
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (s *Server) securityHeaders(h http.Header) { secure.Headers(h, s.isHTTPS()) }
 
 // withCookieState gives each request its cookie state (Server.cookieState
 // reads the cookies when a handler first asks, so a request that never asks
@@ -177,47 +126,16 @@ func (w *sessionWriter) FlushError() error {
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// isUnsafe reports whether the method may change state.
-func isUnsafe(method string) bool {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return false
-	}
-	return true
-}
-
-// withOrigin rejects cross-origin writes before any handler runs: Go's
-// CrossOriginProtection (Sec-Fetch-Site and Origin against Host), plus
-// admit's rules (docs/API.md#headers) that an Origin header, when present,
-// equals the public URL's origin exactly, and that a browser's word that a
-// write is cross-site or same-site is final — Go lets a trusted Origin
-// override it; admit does not.
+// withOrigin rejects cross-origin writes before any handler runs
+// (secure.Origin), with admit's 403.
 func (s *Server) withOrigin(next http.Handler) http.Handler {
-	cop := http.NewCrossOriginProtection()
-	if err := cop.AddTrustedOrigin(s.origin); err != nil {
+	h, err := secure.Origin(s.origin, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errCrossOrigin)
+	}), next)
+	if err != nil {
 		panic(err) // the origin was validated at start
 	}
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, errCrossOrigin)
-	}))
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isUnsafe(r.Method) {
-			// rule: only same-origin and user-initiated ("none") fetch
-			// metadata may write, whatever the Origin says.
-			if sfs := r.Header.Get("Sec-Fetch-Site"); sfs != "" && sfs != "same-origin" && sfs != "none" {
-				s.writeError(w, r, errCrossOrigin)
-				return
-			}
-			// Under Referrer-Policy: no-referrer browsers send "Origin: null" on
-			// same-origin form posts; Sec-Fetch-Site then vouches for the origin.
-			if o := r.Header.Get("Origin"); o != "" && o != s.origin && !(o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin") {
-				s.writeError(w, r, errCrossOrigin)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-	return cop.Handler(inner)
+	return h
 }
 
 type ctxKey int

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"admit/handlers/secure"
 	"admit/internal/identity"
 	"admit/views"
 
@@ -73,7 +74,7 @@ func (s *Server) clerkJS(mount, redirect string) *views.ClerkJS {
 // Pages that load ClerkJS get the CSP that allows its origin.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c views.Chrome, page templ.Component) error {
 	if c.Clerk != nil {
-		w.Header().Set("Content-Security-Policy", clerkCSP(s.clerkFAPI))
+		w.Header().Set("Content-Security-Policy", secure.ClerkCSP(s.clerkFAPI))
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Vary", "HX-Request")

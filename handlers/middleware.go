@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"admit/handlers/reqlog"
+	"admit/handlers/savefirst"
 	"admit/handlers/secure"
 	"admit/internal/identity"
 )
@@ -48,83 +49,21 @@ func (s *Server) securityHeaders(h http.Header) { secure.Headers(h, s.isHTTPS())
 // whose confirmation or one-time code silently did not persist.
 func (s *Server) withCookieState(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &sessionWriter{ResponseWriter: w, s: s}
-		r = r.WithContext(context.WithValue(r.Context(), cookieStateKey{}, &sw.rs))
-		sw.r = r
-		next.ServeHTTP(sw, r)
-		// A handler that wrote nothing is answered 200 by net/http after
-		// this returns: its session is saved first.
-		sw.commit()
+		rs := &requestCookieState{}
+		r = r.WithContext(context.WithValue(r.Context(), cookieStateKey{}, rs))
+		savefirst.Serve(w, r, next, func() ([]*http.Cookie, error) { return s.cookieStateCookies(rs) },
+			func(w http.ResponseWriter, r *http.Request, err error) {
+				// The error answer has only what every answer has, and the
+				// cookie state as the request found it.
+				s.securityHeaders(w.Header())
+				if id := reqlog.ID(r.Context()); id != "" {
+					w.Header().Set("X-Request-ID", id)
+				}
+				rs.now = rs.was
+				s.writeError(w, r, fmt.Errorf("save session: %w", err))
+			})
 	})
 }
-
-// sessionWriter saves the request's session before the first byte of the
-// answer: its status line.
-type sessionWriter struct {
-	http.ResponseWriter
-	s  *Server
-	r  *http.Request
-	rs requestCookieState
-	// done is set once the session was saved or found unchanged; failed
-	// when it could not be saved and the error answer was written instead.
-	done, failed bool
-}
-
-// commit saves the session once and reports whether the handler's answer
-// may go on. When the save fails it writes the error answer in its place,
-// with the session as the request found it.
-func (w *sessionWriter) commit() bool {
-	if w.done {
-		return !w.failed
-	}
-	w.done = true
-	cookies, err := w.s.cookieStateCookies(&w.rs)
-	if err == nil {
-		for _, c := range cookies {
-			w.Header().Add("Set-Cookie", c.String())
-		}
-		return true
-	}
-	w.failed = true
-	// Nothing of the handler's answer goes out, its headers included: the
-	// error answer has only what every answer has.
-	h := w.Header()
-	clear(h)
-	w.s.securityHeaders(h)
-	if id := reqlog.ID(w.r.Context()); id != "" {
-		h.Set("X-Request-ID", id)
-	}
-	w.rs.now = w.rs.was
-	w.s.writeError(w.ResponseWriter, w.r, fmt.Errorf("save session: %w", err))
-	return false
-}
-
-func (w *sessionWriter) WriteHeader(code int) {
-	if code >= http.StatusOK && !w.commit() {
-		return
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-// Write drops the handler's body when the session could not be saved: the
-// error answer went out instead.
-func (w *sessionWriter) Write(b []byte) (int, error) {
-	if !w.commit() {
-		return len(b), nil
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// FlushError lets http.ResponseController flush, after the session is saved.
-func (w *sessionWriter) FlushError() error {
-	if !w.commit() {
-		return nil
-	}
-	return http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // withOrigin rejects cross-origin writes before any handler runs
 // (secure.Origin), with admit's 403.

@@ -2,7 +2,7 @@
 //
 //	admit [--env-file FILE]... COMMAND             first add FILE's variables (as systemd's EnvironmentFile=)
 //	admit [serve]                                  run the server (default)
-//	admit owner add|remove|list --workspace NAME [--user USER_ID]
+//	admit owner add|remove|list --workspace NAME [--user USER_ID | --email ADDRESS [--name NAME]]
 //	admit migrate [-status]                        apply database migrations and exit, or list them
 //	admit restore [-timestamp T | -txid N] -o PATH restore the backup named in litestream.yml
 //	admit version                                  print the build's version, commit and Go toolchain

@@ -52,6 +52,13 @@
       if (p.textContent !== text) p.textContent = text;
       p.hidden = false;
     });
+    // The bar appears only while something is chosen (without JavaScript
+    // it is always there: nothing can tell it).
+    root.querySelectorAll(".bulk-actions").forEach(function (bar) {
+      var form = bar.closest("form");
+      var n = form ? form.querySelectorAll('input[name="entryIds"]:checked').length : 0;
+      bar.classList.toggle("bulk-idle", n === 0);
+    });
   }
 
   document.addEventListener("change", function (e) {

@@ -115,6 +115,9 @@ func (s *Server) owner(fn handlerFunc) http.Handler {
 		if err != nil {
 			return err
 		}
+		if err := s.takeOwnerPlaces(r.Context(), p); err != nil {
+			return err
+		}
 		ws, err := s.db.OwnedWorkspaces(r.Context(), p.UserID)
 		if err != nil {
 			return err
@@ -132,6 +135,36 @@ func (s *Server) owner(fn handlerFunc) http.Handler {
 		ctx = context.WithValue(ctx, workspacesKey, ws)
 		return fn(w, r.WithContext(ctx))
 	})
+}
+
+// takeOwnerPlaces gives the signed-in person every owner place that waits
+// for one of their addresses the identity provider says is verified
+// (docs/console.md#team). Only while some place waits does it ask the
+// provider; if the provider cannot be reached, an owner carries on as
+// before and anyone else gets 503.
+func (s *Server) takeOwnerPlaces(ctx context.Context, p *identity.Principal) error {
+	open, err := s.db.HasOpenOwnerInvites(ctx)
+	if err != nil || !open {
+		return err
+	}
+	raw, err := s.id.VerifiedEmails(ctx, p)
+	if err != nil {
+		if owner, oerr := s.db.IsOwner(ctx, p.UserID); oerr == nil && owner {
+			return nil
+		}
+		if errors.Is(err, identity.ErrSignedOut) {
+			return identity.ErrSignedOut
+		}
+		return identity.ErrIdentityUnavailable
+	}
+	var emails []string
+	for _, e := range raw {
+		if n, err := store.NormalizeEmail(e); err == nil {
+			emails = append(emails, n)
+		}
+	}
+	_, err = s.db.ClaimOwnerInvites(ctx, p.UserID, emails)
+	return err
 }
 
 // ownerActor is the store actor for the owner making this request.

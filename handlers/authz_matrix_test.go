@@ -292,6 +292,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 			onlyThese(unauth, conflict, pOwner)},
 		{"POST", "/api/owner/invitations/" + f.undelivered.ID + "/delivery-record", jsonBody,
 			`{"requestKey":"` + uuid.NewString() + `","channel":"sms"}`, onlyThese(unauth, ok, pOwner)},
+		// The send was recorded by the row above: a bulk record of it again is 409.
+		{"POST", "/api/owner/programs/" + demo + "/delivery-records", jsonBody,
+			`{"requestKey":"` + uuid.NewString() + `","invitationIds":["` + f.undelivered.ID + `"],"channel":"sms","reference":""}`,
+			onlyThese(unauth, conflict, pOwner)},
+		{"POST", "/api/owner/programs/" + demo + "/invitations", jsonBody,
+			`{"requestKey":"` + uuid.NewString() + `","entryIds":["` + f.gone + `"],"expiresAt":"` + expires + `"}`,
+			onlyThese(unauth, conflict, pOwner)},
 		{"POST", "/api/owner/invitations/" + f.pendingAPI.ID + "/revoke", jsonBody, `{}`, onlyThese(unauth, ok, pOwner)},
 		{"POST", "/api/owner/grants/" + f.grantAPI + "/revoke", jsonBody, `{}`, onlyThese(unauth, ok, pOwner)},
 

@@ -20,8 +20,14 @@ func TestRetiredProgram_PageIsReadOnlyWithDatesAndThePublicPageIsClosed(t *testi
 	app.Clock.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
 	p := mustRetireDemo(t, app)
 
-	r := owner.Get(t, "/owner/programs/"+p.ID)
-	owWantStatus(t, "program page", r, http.StatusOK)
+	// The program's sections, read together.
+	var body strings.Builder
+	for _, section := range []string{"", "/settings", "/content"} {
+		sr := owner.Get(t, "/owner/programs/"+p.ID+section)
+		owWantStatus(t, "program section "+section, sr, http.StatusOK)
+		body.WriteString(sr.Body)
+	}
+	r := &testResponse{Body: body.String()}
 	// The retired-program period (30 days by default) plus one sweep.
 	erasedOn := p.RetiredAt.Add(store.DefaultRetention.RetiredProgram + store.SweepInterval).Format("2 January 2006")
 	if want := "Retired on 29 November 2026</strong>, entries erased on " + erasedOn + "."; !strings.Contains(r.Body, want) {

@@ -46,7 +46,7 @@ func (s *Server) handleContent(w http.ResponseWriter, r *http.Request) error {
 		return failed(err)
 	}
 	s.cookieState(r).Flash = "Private content saved (revision " + strconv.FormatInt(rev, 10) + ")."
-	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
+	return redirect(w, r, sectionURL(r.PathValue("id"), programSection(r)))
 }
 
 // putContentJSON is PUT …/content: the store's edit, with the expected

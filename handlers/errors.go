@@ -199,7 +199,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		retry = s.setRetryAfter(w)
 	}
 	if isAPI(r) {
-		writeJSON(w, status, map[string]string{"error": code})
+		writeJSON(w, status, apiError(code, err))
 		return
 	}
 	// rule (docs/API.md#sign-in-and-the-way-back): sign-in returns to the
@@ -255,4 +255,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(true)
 	_ = enc.Encode(v)
+}
+
+// apiErrorJSON is a JSON error: the generic code and, for a refused bulk
+// request only, what the client needs to correct it
+// (docs/API.md#bulk-invitations).
+type apiErrorJSON struct {
+	Error        string `json:"error"`
+	SeatsLeft    *int   `json:"seatsLeft,omitempty"`
+	EntryID      string `json:"entryId,omitempty"`
+	InvitationID string `json:"invitationId,omitempty"`
+}
+
+func apiError(code string, err error) apiErrorJSON {
+	out := apiErrorJSON{Error: code}
+	var e *store.Error
+	if errors.As(err, &e) {
+		out.SeatsLeft, out.EntryID, out.InvitationID = e.SeatsLeft, e.EntryID, e.InvitationID
+	}
+	return out
 }

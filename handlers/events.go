@@ -14,7 +14,8 @@ func eventRows(evs []store.Event) []views.EventRow {
 	out := make([]views.EventRow, 0, len(evs))
 	for _, ev := range evs {
 		out = append(out, views.EventRow{ID: ev.ID, Type: ev.Type, ActorKind: string(ev.ActorKind), EntryID: ev.EntryID,
-			EntryEmail: ev.EntryEmail, At: ev.At, Details: ev.Details})
+			EntryEmail: ev.EntryEmail, At: ev.At, Details: ev.Details, ActorID: ev.ActorID, ActorName: ev.ActorName,
+			ActorFormer: ev.ActorFormer})
 	}
 	return out
 }

@@ -88,6 +88,7 @@ var (
 	mustHoldWriter        = apptest.HoldWriter
 	eventually            = apptest.Eventually
 	fullDemo              = apptest.FillDemo
+	staffIDOf             = apptest.StaffID
 )
 
 // srvOf is the app's server as this package's type.

@@ -54,7 +54,7 @@ func (s *Server) handlePublishNotice(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	s.cookieState(r).Flash = publishedNote(n.Version, p)
-	return redirect(w, r, views.OwnerURL("programs", id))
+	return redirect(w, r, sectionURL(id, views.SectionSettings))
 }
 
 // publishedNote confirms a published notice and says who sees it: new

@@ -31,6 +31,8 @@ type ownerFixture struct {
 	active, grant, grantInvite string
 	recipientEmail             string
 	recipientID                string
+	// member is the demo owner's membership ID.
+	member string
 }
 
 // mustOwnerFixture fills the demo program: a waiting and a selected entry,
@@ -45,6 +47,7 @@ func mustOwnerFixture(tb testing.TB, app *testApp, recipientEmail, recipientID s
 	f.invitation = owIssue(tb, app, f.program, f.invited).Invitation.ID
 	f.active = mustInsertEntry(tb, app.DB, app.Demo, recipientEmail, "selected")
 	f.grantInvite, f.grant = owGrant(tb, app, f.program, f.active, recipientEmail, recipientID)
+	f.member = staffIDOf(tb, app, app.OwnerID)
 	return f
 }
 
@@ -69,6 +72,9 @@ func ownerRouteCases(tb testing.TB, f ownerFixture, csrf string) []ownerRouteCas
 		{"GET /api/owner/workspaces", "GET", "/api/owner/workspaces", "", ""},
 		{"PATCH /api/owner/workspaces/{id}", "PATCH", "/api/owner/workspaces/" + f.workspace, jct, `{"displayName":"Renamed"}`},
 		{"GET /owner/workspaces/{id}", "GET", "/owner/workspaces/" + f.workspace, "", ""},
+		{"GET /owner/workspaces/{id}/team", "GET", "/owner/workspaces/" + f.workspace + "/team", "", ""},
+		{"POST /owner/workspaces/{id}/team", "POST", "/owner/workspaces/" + f.workspace + "/team", fct, form("email", "new-owner@example.com", "name", "")},
+		{"GET /owner/workspaces/{id}/team/{memberId}/remove", "GET", "/owner/workspaces/" + f.workspace + "/team/" + f.member + "/remove", "", ""},
 		{"POST /owner/workspaces/{id}", "POST", "/owner/workspaces/" + f.workspace, fct,
 			form("displayName", "Renamed", "contact", "privacy@example.com")},
 		{"GET /api/owner/programs/{id}/stats", "GET", "/api/owner/programs/" + f.program + "/stats", "", ""},
@@ -76,6 +82,9 @@ func ownerRouteCases(tb testing.TB, f ownerFixture, csrf string) []ownerRouteCas
 		{"POST /owner/programs", "POST", "/owner/programs", fct, form("workspaceId", f.workspace, "slug", "foreign-try", "name", "Foreign try", "purpose", "P.",
 			"queueCap", "1", "hourlyCap", "1", "seatCap", "1", "maxInvitationDays", "1")},
 		{"GET /owner/programs/{id}", "GET", p, "", ""},
+		{"GET /owner/programs/{id}/settings", "GET", p + "/settings", "", ""},
+		{"GET /owner/programs/{id}/content", "GET", p + "/content", "", ""},
+		{"GET /owner/programs/{id}/invitations", "GET", p + "/invitations", "", ""},
 		{"POST /owner/programs/{id}/settings", "POST", p + "/settings", fct, form("expectedRevision", "3", "signupOpen", "yes",
 			"queueCap", "5", "hourlyCap", "5", "seatCap", "5")},
 		{"POST /owner/programs/{id}/notices", "POST", p + "/notices", fct, form("purpose", app0Purpose, "contactText", "C.", "retentionText", "R.")},
@@ -109,6 +118,18 @@ func ownerRouteCases(tb testing.TB, f ownerFixture, csrf string) []ownerRouteCas
 			p + "/entries/" + f.invited + "/invitations/" + f.invitation + "/revoke", fct, form()},
 		{"POST /owner/programs/{id}/entries/{entryId}/grants/{grantId}/revoke", "POST",
 			p + "/entries/" + f.active + "/grants/" + f.grant + "/revoke", fct, form()},
+		// The demo owner is the workspace's only owner: removing them is 409.
+		{"POST /owner/workspaces/{id}/team/{memberId}/remove", "POST", "/owner/workspaces/" + f.workspace + "/team/" + f.member + "/remove", fct, form()},
+		{"POST /owner/programs/{id}/invitations", "POST", p + "/invitations", fct,
+			form("entryIds", f.selected, "confirmed", "yes", "requestKey", owKey(), "expiresOn", "2026-12-01", "time", "10:00")},
+		{"POST /owner/programs/{id}/invitations/sheet", "POST", p + "/invitations/sheet", fct,
+			form("invitationIds", f.invitation, "codes", strings.Repeat("A", 43))},
+		{"POST /owner/programs/{id}/delivery-records", "POST", p + "/delivery-records", fct,
+			form("invitationIds", f.invitation, "requestKey", owKey(), "channel", "email")},
+		{"POST /api/owner/programs/{id}/invitations", "POST", ap + "/invitations", jct,
+			`{"requestKey":"` + owKey() + `","entryIds":["` + f.selected + `"],"expiresAt":"2026-12-01T10:00:00Z"}`},
+		{"POST /api/owner/programs/{id}/delivery-records", "POST", ap + "/delivery-records", jct,
+			`{"requestKey":"` + owKey() + `","invitationIds":["` + f.invitation + `"],"channel":"email","reference":""}`},
 		{"POST /api/owner/programs", "POST", "/api/owner/programs", jct, program},
 		{"GET /api/owner/programs/{id}", "GET", ap, "", ""},
 		{"PATCH /api/owner/programs/{id}", "PATCH", ap, jct, `{"expectedRevision":3,"signupOpen":false}`},
@@ -259,7 +280,7 @@ func TestOwnerRoutes_AnonymousIsSignedOut(t *testing.T) {
 	app := MustStartApp(t)
 	anon := app.NewClient(t)
 	f := ownerFixture{program: app.Demo.ID, workspace: app.Demo.WorkspaceID, waiting: owKey(), selected: owKey(),
-		invited: owKey(), invitation: owKey(), active: owKey(), grant: owKey()}
+		invited: owKey(), invitation: owKey(), active: owKey(), grant: owKey(), member: owKey()}
 	counts := dbFingerprint(t, app.DB)
 	for _, rc := range ownerRouteCases(t, f, "") {
 		r := sendRouteCase(t, anon, rc)

@@ -25,7 +25,10 @@ func TestOwnerConsole_PagesRenderForTheOwner(t *testing.T) {
 		ids  []string
 	}{
 		{"/owner", []string{"owner-programs", "create-program", "state-counts"}},
-		{p, []string{"program-status", "settings-form", "notice-form", "notice-version", "content-form", "asset-form", "program-nav", "export-link"}},
+		{p, []string{"program-status", "checklist", "glance", "program-nav", "export-link"}},
+		{p + "/settings", []string{"settings-form", "notice-form", "notice-version", "retire", "program-nav"}},
+		{p + "/content", []string{"content-form", "asset-form", "program-nav"}},
+		{p + "/invitations", []string{"program-nav"}},
 		{p + "/entries", []string{"queue-block", "queue-filter", "bulk-select", "queue", "queue-row", "bulk-reason"}},
 		{p + "/entries?state=waiting&from=2026-11-29&to=2026-11-29&limit=100", []string{"queue-row"}},
 		{p + "/entries/" + e, []string{"entry-block", "entry-facts", "notice-snapshot", "entry-actions", "select-form", "decline-form", "withdraw-form", "invitations", "grant"}},
@@ -45,7 +48,7 @@ func TestOwnerConsole_PagesRenderForTheOwner(t *testing.T) {
 				t.Errorf("%s: no data-testid %q", tc.path, id)
 			}
 		}
-		if !strings.Contains(r.Body, `name="csrf" value="`+owner.CSRFToken+`"`) && tc.path != p+"/events" {
+		if !strings.Contains(r.Body, `name="csrf" value="`+owner.CSRFToken+`"`) && tc.path != p+"/events" && tc.path != p && tc.path != p+"/invitations" {
 			t.Errorf("%s: forms lack the session's CSRF token", tc.path)
 		}
 	}
@@ -112,10 +115,10 @@ func TestOwnerConsole_EveryFormRedirectsAndAuditsOnce(t *testing.T) {
 			"purpose": {"Made in the console."}, "queueCap": {"10"}, "hourlyCap": {"5"}, "seatCap": {"3"}, "maxInvitationDays": {"7"}},
 			303, "", "Program created", 1},
 		{"settings", p + "/settings", url.Values{"expectedRevision": {itoa(int(app.Demo.Revision))}, "signupOpen": {"yes"},
-			"queueCap": {"900"}, "hourlyCap": {"90"}, "seatCap": {"40"}}, 303, p, "Settings saved", 1},
+			"queueCap": {"900"}, "hourlyCap": {"90"}, "seatCap": {"40"}}, 303, p + "/settings", "Settings saved", 1},
 		{"notice", p + "/notices", url.Values{"purpose": {app0Purpose}, "contactText": {"By hand."}, "retentionText": {"Until retired."}},
-			303, p, "Notice version 2 published", 1},
-		{"content", p + "/content", url.Values{"expectedRevision": {"1"}, "body": {"New private text."}}, 303, p, "revision 2", 1},
+			303, p + "/settings", "Notice version 2 published", 1},
+		{"content", p + "/content", url.Values{"expectedRevision": {"1"}, "body": {"New private text."}}, 303, p + "/content", "revision 2", 1},
 		{"bulk select", p + "/entries/select", url.Values{"entryIds": {w1, w2}, "reason": {"meets_policy"},
 			"next": {p + "/entries?state=waiting"}}, 303, p + "/entries?state=waiting", "Selected 2 entries", 2},
 		{"select", p + "/entries/" + w3 + "/select", url.Values{"reason": {"owner_discretion"}}, 303, p + "/entries/" + w3, "Entry selected", 1},

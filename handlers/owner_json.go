@@ -109,11 +109,14 @@ type grantRevokedJSON struct {
 
 // eventJSON is one audit event. Details hold IDs, states and reason codes only.
 type eventJSON struct {
-	ID        int64   `json:"id"`
-	Type      string  `json:"type"`
-	ActorKind string  `json:"actorKind"`
-	At        string  `json:"at"`
-	EntryID   *string `json:"entryId"`
+	ID        int64  `json:"id"`
+	Type      string `json:"type"`
+	ActorKind string `json:"actorKind"`
+	// ActorID is an owner event's acting owner as a team membership ID;
+	// null for other actors. Never the identity provider's user ID.
+	ActorID *string `json:"actorId"`
+	At      string  `json:"at"`
+	EntryID *string `json:"entryId"`
 	// Details are the details object as history stores it (its keys per
 	// event type are store's …Details structs).
 	Details json.RawMessage `json:"details"`
@@ -126,7 +129,7 @@ func toEventsJSON(evs []store.Event) []eventJSON {
 		if len(d) == 0 {
 			d = json.RawMessage(`{}`)
 		}
-		out = append(out, eventJSON{ID: ev.ID, Type: ev.Type, ActorKind: string(ev.ActorKind), At: rfc3339(ev.At),
+		out = append(out, eventJSON{ID: ev.ID, Type: ev.Type, ActorKind: string(ev.ActorKind), ActorID: nonEmpty(ev.ActorID), At: rfc3339(ev.At),
 			EntryID: nonEmpty(ev.EntryID), Details: d})
 	}
 	return out

@@ -80,6 +80,12 @@ func (s *Server) queueView(r *http.Request, programID string, rawQuery string) (
 		return nil, err
 	}
 	page, err := s.db.Queue(ctx, a, p.ID, f)
+	searchError := ""
+	if store.ErrorCode(err) == store.EINVALID && store.ErrorField(err) == "q" {
+		// rule: a refused search keeps the queue page and says why beside
+		// the box (docs/console.md#the-queue).
+		searchError, page, err = store.ErrorMessage(err), &store.QueuePage{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +98,7 @@ func (s *Server) queueView(r *http.Request, programID string, rawQuery string) (
 		States: store.EntryStates, SelfURL: queueURL(p.ID, fv, here),
 		ClearURL:      queueURL(p.ID, views.QueueFilterView{}, queuePosition{}),
 		ChooseAllURL:  queueURL(p.ID, fv, here, [2]string{"choose", "all"}),
-		SelectReasons: store.SelectReasons, DeclineReasons: store.DeclineReasons}
+		SelectReasons: store.SelectReasons, DeclineReasons: store.DeclineReasons, SearchError: searchError}
 	total := 0
 	for _, n := range counts {
 		total += n
@@ -169,6 +175,9 @@ func (s *Server) handleQueuePage(w http.ResponseWriter, r *http.Request) error {
 		return redirect(w, r, v.SelfURL)
 	}
 	v.Flash = s.cookieState(r).takeFlash()
+	if v.SearchError != "" {
+		return s.renderQueue(w, r, http.StatusBadRequest, v)
+	}
 	return s.renderQueue(w, r, http.StatusOK, v)
 }
 

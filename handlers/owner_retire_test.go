@@ -68,7 +68,7 @@ func TestRetireAPI_ConfirmedRetirementClosesEverythingAndIsAuditedOnce(t *testin
 func TestRetireForm_AsksForConfirmationAndKeepsTheProgramUntilGiven(t *testing.T) {
 	app := MustStartApp(t)
 	owner := mustOwnerClient(t, app)
-	page := owner.Get(t, "/owner/programs/"+app.Demo.ID)
+	page := owner.Get(t, "/owner/programs/"+app.Demo.ID+"/settings")
 	if !strings.Contains(page.Body, `data-testid="retire-form"`) {
 		t.Fatal("program page has no retirement form")
 	}

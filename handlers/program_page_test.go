@@ -9,41 +9,59 @@ import (
 	"time"
 )
 
-var (
-	menuLink   = regexp.MustCompile(`<a href="#([a-z-]+)">`)
-	pageMenu   = regexp.MustCompile(`(?s)<nav aria-label="On this page"[^>]*>.*?</nav>`)
-	programNav = regexp.MustCompile(`(?s)<nav aria-label="Program pages"[^>]*>.*?</nav>`)
-)
+var programNav = regexp.MustCompile(`(?s)<nav aria-label="Program sections"[^>]*>.*?</nav>`)
 
-func TestProgramPage_IsTitledOverviewWithAnInPageMenu(t *testing.T) {
+// TestProgramPage_SectionsAreLinksWithTheirOwnURLs: every section of a
+// program's console is a page of its own, titled by the section, whose
+// navigation links every section as a plain link and marks itself; the
+// overview holds the go-live checklist, each item a link to where it is
+// done.
+func TestProgramPage_SectionsAreLinksWithTheirOwnURLs(t *testing.T) {
 	app := MustStartApp(t)
 	owner := mustOwnerClient(t, app)
-	r := owner.Get(t, "/owner/programs/"+app.Demo.ID)
-	owWantStatus(t, "program page", r, http.StatusOK)
-	body := html.UnescapeString(r.Body)
-	if !strings.Contains(body, "<title>Overview · admit demo · admit</title>") {
-		t.Errorf("the program page is not titled as its overview")
+	base := "/owner/programs/" + app.Demo.ID
+	sections := []struct{ path, label, title string }{
+		{base, "Overview", "Overview"},
+		{base + "/entries", "Queue", "Queue"},
+		{base + "/invitations", "Invitations", "Invitations"},
+		{base + "/content", "Content", "Content"},
+		{base + "/settings", "Settings", "Settings"},
+		{base + "/events", "History", ""},
 	}
-	nav := programNav.FindString(body)
-	if !strings.Contains(nav, `aria-current="page"><strong>Overview</strong>`) || strings.Contains(nav, ">Settings<") {
-		t.Errorf("the program's navigation names this page %q, want Overview", nav)
-	}
-	menu := pageMenu.FindString(body)
-	if menu == "" {
-		t.Fatal("the program page has no in-page menu")
-	}
-	links := menuLink.FindAllStringSubmatch(menu, -1)
-	if len(links) < 6 {
-		t.Errorf("the in-page menu has %d links, want every section", len(links))
-	}
-	for _, l := range links {
-		if !strings.Contains(body, `id="`+l[1]+`"`) {
-			t.Errorf("the in-page menu links to #%s, which is not on the page", l[1])
+	for _, sec := range sections {
+		r := owner.Get(t, sec.path)
+		owWantStatus(t, sec.label, r, http.StatusOK)
+		body := html.UnescapeString(r.Body)
+		if sec.title != "" && !strings.Contains(body, "<title>"+sec.title+" · admit demo · admit</title>") {
+			t.Errorf("%s is not titled by its section", sec.path)
+		}
+		nav := programNav.FindString(body)
+		if !strings.Contains(nav, `aria-current="page"><strong>`+sec.label+`</strong>`) {
+			t.Errorf("%s: the navigation does not mark %s: %q", sec.path, sec.label, nav)
+		}
+		for _, other := range sections {
+			if !strings.Contains(nav, `href="`+other.path+`"`) {
+				t.Errorf("%s: the navigation lacks a link to %s", sec.path, other.path)
+			}
 		}
 	}
-	for _, want := range []string{"settings-title", "notices-title", "content-title", "assets-title", "retire-title"} {
-		if !strings.Contains(menu, `href="#`+want+`"`) {
-			t.Errorf("the in-page menu lacks #%s", want)
+	r := owner.Get(t, base)
+	if n := strings.Count(r.Body, `data-testid="checklist-item"`); n != 5 {
+		t.Fatalf("checklist items=%d, want 5", n)
+	}
+	for _, want := range []string{base + "/settings#notices-title", base + "/settings#settings-title",
+		"/owner/workspaces/" + app.Demo.WorkspaceID, base + "/content#content-title"} {
+		if !strings.Contains(r.Body, `href="`+want+`"`) {
+			t.Errorf("the checklist does not link to %s", want)
+		}
+	}
+	// The demo program is live: every step is done.
+	if strings.Contains(r.Body, `data-done="false"`) {
+		t.Errorf("the demo program's checklist has a step to do")
+	}
+	for _, gone := range []string{`data-testid="settings-form"`, `data-testid="content-form"`} {
+		if strings.Contains(r.Body, gone) {
+			t.Errorf("the overview still holds %s", gone)
 		}
 	}
 }

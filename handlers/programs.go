@@ -186,18 +186,14 @@ func (s *Server) programPageView(r *http.Request, programID string) (*views.Prog
 		v.Assets = append(v.Assets, views.AssetRow{Name: as.Name, ContentType: as.ContentType, Size: as.Size,
 			CreatedAt: as.CreatedAt})
 	}
+	v.Section = programSection(r)
+	v.Checklist = goLiveChecklist(r, p, body != "")
 	return v, nil
-}
-
-func settingsFormOf(p *store.Program) views.SettingsForm {
-	return views.SettingsForm{ExpectedRevision: strconv.FormatInt(p.Revision, 10), Name: p.Name, SignupOpen: p.SignupOpen,
-		AccessEnabled: p.AccessEnabled, QueueCap: strconv.Itoa(p.QueueCap), HourlyCap: strconv.Itoa(p.HourlyCap),
-		SeatCap: strconv.Itoa(p.SeatCap)}
 }
 
 // renderProgramPage writes the program page with the given status.
 func (s *Server) renderProgramPage(w http.ResponseWriter, r *http.Request, status int, v *views.ProgramPageView) error {
-	c := s.chrome(r, "Overview · "+v.Program.Name)
+	c := s.chrome(r, sectionTitles[v.Section]+" · "+v.Program.Name)
 	return s.render(w, r, status, c, views.ProgramPage(c, *v))
 }
 
@@ -296,5 +292,5 @@ func (s *Server) handleProgramSettings(w http.ResponseWriter, r *http.Request) e
 	}
 	s.forgetQuotes() // the name may have changed
 	s.cookieState(r).Flash = "Settings saved."
-	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
+	return redirect(w, r, sectionURL(r.PathValue("id"), programSection(r)))
 }

@@ -125,8 +125,15 @@ func (s *Server) ownerPageRoutes(mux routeMux) {
 	mux.Handle("GET /owner", o(s.handleOwnerHome))
 	mux.Handle("GET /owner/workspaces/{id}", o(s.handleWorkspacePage))
 	mux.Handle("POST /owner/workspaces/{id}", o(s.handleWorkspaceSettings))
+	mux.Handle("GET /owner/workspaces/{id}/team", o(s.handleTeamPage))
+	mux.Handle("POST /owner/workspaces/{id}/team", o(s.handleTeamAdd))
+	mux.Handle("GET /owner/workspaces/{id}/team/{memberId}/remove", o(s.handleTeamRemoveConfirm))
+	mux.Handle("POST /owner/workspaces/{id}/team/{memberId}/remove", o(s.handleTeamRemove))
 	mux.Handle("POST /owner/programs", o(s.handleCreateProgram))
 	mux.Handle("GET /owner/programs/{id}", o(s.handleProgramPage))
+	mux.Handle("GET /owner/programs/{id}/settings", o(s.handleProgramSection))
+	mux.Handle("GET /owner/programs/{id}/content", o(s.handleProgramSection))
+	mux.Handle("GET /owner/programs/{id}/invitations", o(s.handleInvitationsPage))
 	mux.Handle("POST /owner/programs/{id}/settings", o(s.handleProgramSettings))
 	mux.Handle("POST /owner/programs/{id}/notices", o(s.handlePublishNotice))
 	mux.Handle("POST /owner/programs/{id}/content", o(s.handleContent))
@@ -139,6 +146,9 @@ func (s *Server) ownerPageRoutes(mux routeMux) {
 	mux.Handle("GET /owner/programs/{id}/entries", o(s.handleQueuePage))
 	mux.Handle("POST /owner/programs/{id}/entries/select", o(s.handleBulk(bulkSelectAction)))
 	mux.Handle("POST /owner/programs/{id}/entries/decline", o(s.handleBulk(bulkDeclineAction)))
+	mux.Handle("POST /owner/programs/{id}/invitations", o(s.handleBulkIssue), maxBulkBody)
+	mux.Handle("POST /owner/programs/{id}/invitations/sheet", o(s.handleCodeSheet), maxSheetBody)
+	mux.Handle("POST /owner/programs/{id}/delivery-records", o(s.handleBulkDelivery), maxBulkBody)
 	mux.Handle("GET /owner/programs/{id}/entries/{entryId}", o(s.handleEntryPage))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/select", o(s.handleEntryAction(selectAction)))
 	mux.Handle("POST /owner/programs/{id}/entries/{entryId}/decline", o(s.handleEntryAction(declineAction)))
@@ -187,6 +197,8 @@ func (s *Server) ownerAPIRoutes(mux routeMux) {
 	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/decline", o(s.handleEntryActionAPI(declineAction)))
 	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/withdraw", o(s.handleEntryActionAPI(withdrawAction)))
 	mux.Handle("POST /api/owner/programs/{id}/entries/{entryId}/invitations", o(s.handleIssueInvitationAPI))
+	mux.Handle("POST /api/owner/programs/{id}/invitations", o(s.handleBulkIssueAPI), maxBulkBody)
+	mux.Handle("POST /api/owner/programs/{id}/delivery-records", o(s.handleBulkDeliveryAPI), maxBulkBody)
 	mux.Handle("POST /api/owner/invitations/{id}/delivery-record", o(s.handleRecordDeliveryAPI))
 	mux.Handle("POST /api/owner/invitations/{id}/revoke", o(s.handleRevokeInvitationAPI))
 	mux.Handle("POST /api/owner/grants/{id}/revoke", o(s.handleRevokeGrantAPI))
@@ -196,6 +208,12 @@ const (
 	// maxBody bounds every request body but an upload, in bytes
 	// (docs/API.md#conventions: 32 KiB).
 	maxBody = 32 << 10
+	// maxBulkBody bounds a bulk invitation request: room for
+	// store.MaxBulkInvitations IDs.
+	maxBulkBody = 64 << 10
+	// maxSheetBody bounds a codes page's request for its CSV sheet: room
+	// for store.MaxBulkInvitations invitation IDs with their codes.
+	maxSheetBody = 192 << 10
 	// maxUploadBody bounds an owner's private asset upload (multipart).
 	maxUploadBody = 3 << 20
 )

@@ -202,7 +202,7 @@ func (s *Server) handleUploadAsset(w http.ResponseWriter, r *http.Request) error
 		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) { v.AssetError = msg })
 	}
 	s.cookieState(r).Flash = "File " + info.Name + " uploaded (" + views.Bytes(info.Size) + ")."
-	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
+	return redirect(w, r, sectionURL(r.PathValue("id"), programSection(r)))
 }
 
 // rerenderAsset shows the program page with an upload error whose status

@@ -71,6 +71,14 @@ type Event struct {
 	// EntryEmail is the entry's address while it keeps one, where the read
 	// asked for it (FilteredEvents); "" otherwise.
 	EntryEmail string
+	// ActorID is an owner event's actor as a team membership ID, never the
+	// identity provider's user ID; "" for other actors.
+	ActorID string
+	// ActorName is the name (or else the sign-in address) the team knows
+	// the acting owner by now; "" when it knows none.
+	ActorName string
+	// ActorFormer is set when the acting owner has since been removed.
+	ActorFormer bool
 }
 
 // maxDetailsBytes bounds an event's serialized details (the schema checks it too).
@@ -152,6 +160,25 @@ func newEventRow(programID, entryID string, a Actor, d EventDetails) (eventRow, 
 
 // appendWorkspaceEvent records a workspace-level audit event (staff changes).
 func appendWorkspaceEvent(ctx context.Context, tx *Tx, workspaceID string, a Actor, eventType, subjectUserID string) error {
+	return appendTeamEvent(ctx, tx, workspaceID, a, eventType, subjectUserID, TeamEventDetails{})
+}
+
+// TeamEventDetails are a workspace event's details: membership and owner
+// invite IDs only, never an address or a user ID.
+type TeamEventDetails struct {
+	// By is the acting owner's membership ID, when an owner acted.
+	By string `json:"by,omitempty"`
+	// MemberID is the membership the event is about.
+	MemberID string `json:"memberId,omitempty"`
+	// InviteID is the owner invite by address the event made or used.
+	InviteID string `json:"inviteId,omitempty"`
+	// Pending is set when an owner was added by address and has not yet
+	// signed in with it.
+	Pending bool `json:"pending,omitempty"`
+}
+
+// appendTeamEvent records a workspace event with its details.
+func appendTeamEvent(ctx context.Context, tx *Tx, workspaceID string, a Actor, eventType, subjectUserID string, d TeamEventDetails) error {
 	kind := a.Kind
 	if kind == ActorRecipient || kind == ActorPublic {
 		return fmt.Errorf("actor %s cannot change a workspace", kind)
@@ -160,9 +187,13 @@ func appendWorkspaceEvent(ctx context.Context, tx *Tx, workspaceID string, a Act
 	if subjectUserID != "" {
 		subject = subjectUserID
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO workspace_events
-		(workspace_id, actor_kind, event_type, subject_user_id, event_at) VALUES (?, ?, ?, ?, ?)`,
-		workspaceID, string(kind), eventType, subject, Millis(tx.Now))
+	details, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("encode team details: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO workspace_events
+		(workspace_id, actor_kind, event_type, subject_user_id, event_at, details) VALUES (?, ?, ?, ?, ?, ?)`,
+		workspaceID, string(kind), eventType, subject, Millis(tx.Now), string(details))
 	if err != nil {
 		return fmt.Errorf("append %s event: %w", eventType, err)
 	}

@@ -62,11 +62,15 @@ type DeclinedDetails struct {
 
 // InviteIssuedDetails are an invite_issued event's.
 type InviteIssuedDetails struct {
+	// Batch is set when the invitation was one of a bulk issue.
+	Batch        bool   `json:"batch,omitempty"`
 	InvitationID string `json:"invitationId"`
 }
 
 // DeliveryRecordedDetails are a delivery_recorded event's.
 type DeliveryRecordedDetails struct {
+	// Batch is set when the record was one of a bulk delivery record.
+	Batch bool `json:"batch,omitempty"`
 	// Channel is how the owner says they sent the code (DeliveryChannels).
 	Channel      string `json:"channel"`
 	InvitationID string `json:"invitationId"`

@@ -527,3 +527,51 @@ func BenchmarkSweepRetiredProgram(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIssueInvitations compares, in one run, issuing 1,000
+// invitations in one bulk request (one transaction) with issuing them one
+// at a time (1,000 transactions), per invitation
+// (docs/PERFORMANCE.md#go-benchmark-figures). One op is both: 1,000 of each,
+// each on its own 1,000 selected entries.
+func BenchmarkIssueInvitations(b *testing.B) {
+	const n = 1000
+	f := mustAccessFixture(b)
+	ctx := context.Background()
+	var bulk, single time.Duration
+	round := 0
+	for b.Loop() {
+		b.StopTimer()
+		round++
+		p := f.program(b, fmt.Sprintf("bench-bulk-issue-%d", round), "Issued.")
+		mustSetProgram(b, f.db, f.owner, p.ID, func(s *ProgramSettings) {
+			s.QueueCap, s.HourlyCap, s.SeatCap = ptrTo(benchCap), ptrTo(benchCap), ptrTo(benchCap)
+		})
+		var noticeID string
+		if err := f.db.View(ctx, func(tx *Tx) error {
+			return tx.QueryRow(`SELECT id FROM notices WHERE program_id = ?`, p.ID).Scan(&noticeID)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		ids := mustSeedEntriesIn(b, f.db, p.ID, noticeID, 2*n, func(int) string { return StateSelected })
+		expires := f.clock.Now().Add(24 * time.Hour)
+		b.StartTimer()
+		start := time.Now()
+		if _, err := f.db.IssueInvitations(ctx, f.owner, p.ID, NewInvitations{RequestKey: uuid.NewString(),
+			EntryIDs: ids[:n], ExpiresAt: expires}); err != nil {
+			b.Fatalf("bulk issue: %v", err)
+		}
+		bulk += time.Since(start)
+		start = time.Now()
+		for _, id := range ids[n:] {
+			if _, err := f.db.IssueInvitation(ctx, f.owner, p.ID, id, NewInvitation{RequestKey: uuid.NewString(),
+				ExpiresAt: expires}); err != nil {
+				b.Fatalf("issue: %v", err)
+			}
+		}
+		single += time.Since(start)
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(round*n) }
+	b.ReportMetric(per(bulk), "bulk-µs/invitation")
+	b.ReportMetric(per(single), "single-µs/invitation")
+	b.ReportMetric(per(single)/per(bulk), "single/bulk")
+}

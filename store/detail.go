@@ -46,10 +46,11 @@ func scanEventRows(rows *sql.Rows, withEmail bool) ([]Event, error) {
 	var out []Event
 	for rows.Next() {
 		var ev Event
-		var entry, email sql.NullString
+		var entry, email, actorID sql.NullString
 		var at int64
 		var details string
-		dest := []any{&ev.ID, &ev.ProgramID, &entry, &ev.ActorKind, &ev.Type, &at, &details}
+		var actorActive bool
+		dest := []any{&ev.ID, &ev.ProgramID, &entry, &ev.ActorKind, &ev.Type, &at, &details, &actorID, &ev.ActorName, &actorActive}
 		if withEmail {
 			dest = append(dest, &email)
 		}
@@ -57,6 +58,7 @@ func scanEventRows(rows *sql.Rows, withEmail bool) ([]Event, error) {
 			return nil, err
 		}
 		ev.EntryID, ev.EntryEmail = entry.String, email.String
+		ev.ActorID, ev.ActorFormer = actorID.String, actorID.Valid && !actorActive
 		ev.At = FromMillis(at)
 		ev.StoredDetails = json.RawMessage(details)
 		var err error
@@ -68,7 +70,16 @@ func scanEventRows(rows *sql.Rows, withEmail bool) ([]Event, error) {
 	return out, rows.Err()
 }
 
-const eventColumns = `id, program_id, entry_id, actor_kind, event_type, event_at, details`
+// eventColumns are an event's columns, read from audit_events a joined
+// with eventActorJoin, followed by its actor's team membership.
+const eventColumns = `a.id, a.program_id, a.entry_id, a.actor_kind, a.event_type, a.event_at, a.details,
+	s.id, coalesce(s.name, s.email, ''), coalesce(s.active, 0)`
+
+// eventActorJoin finds an owner event's actor in the program's team: the
+// membership ID history shows instead of the identity provider's user ID,
+// and the name the team knows now (docs/history.md#who-acted).
+const eventActorJoin = ` JOIN programs pr ON pr.id = a.program_id
+	LEFT JOIN staff_members s ON a.actor_kind = 'owner' AND s.workspace_id = pr.workspace_id AND s.user_id = a.actor_clerk_id`
 
 // EntryDetail returns an entry with the exact notice it joined under, its
 // invitations, grant and audit history.
@@ -116,7 +127,8 @@ func (db *DB) EntryDetail(ctx context.Context, a Actor, programID, entryID strin
 		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("read grant: %w", err)
 		}
-		evRows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM audit_events WHERE entry_id = ? AND program_id = ? ORDER BY id`, e.ID, p.ID)
+		evRows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM audit_events a`+eventActorJoin+`
+			WHERE a.entry_id = ? AND a.program_id = ? ORDER BY a.id`, e.ID, p.ID)
 		if err != nil {
 			return fmt.Errorf("list events: %w", err)
 		}
@@ -226,9 +238,8 @@ func (db *DB) FilteredEvents(ctx context.Context, a Actor, programID string, f E
 		if err != nil {
 			return err
 		}
-		q := `SELECT a.id, a.program_id, a.entry_id, a.actor_kind, a.event_type, a.event_at, a.details,
-				CASE WHEN e.erased_at IS NULL THEN e.email_key END
-			FROM audit_events a LEFT JOIN entries e ON e.id = a.entry_id AND e.program_id = a.program_id
+		q := `SELECT ` + eventColumns + `, CASE WHEN e.erased_at IS NULL THEN e.email_key END
+			FROM audit_events a LEFT JOIN entries e ON e.id = a.entry_id AND e.program_id = a.program_id` + eventActorJoin + `
 			WHERE a.program_id = ? AND a.id < ?`
 		args := []any{p.ID, before}
 		if f.Type != "" {

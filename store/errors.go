@@ -28,6 +28,12 @@ type Error struct {
 	// ("seatCap"), or "" when it is about the request as a whole. Forms
 	// link their error summary to that field.
 	Field string
+	// The parts of a bulk request's refusal a client needs in order to
+	// correct it (docs/API.md#bulk-invitations): how many seats are left,
+	// or the one entry or invitation that cannot take the action.
+	SeatsLeft    *int
+	EntryID      string
+	InvitationID string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
@@ -36,6 +42,14 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message)
 func (e *Error) On(field string) *Error {
 	c := *e
 	c.Field = field
+	return &c
+}
+
+// about returns a copy of e naming the entry or invitation of a bulk
+// request it refuses.
+func (e *Error) about(entryID, invitationID string) *Error {
+	c := *e
+	c.EntryID, c.InvitationID = entryID, invitationID
 	return &c
 }
 

@@ -231,8 +231,11 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID s
 		if err := checkInvitationRoom(ctx, tx, p, expiresAt); err != nil {
 			return err
 		}
-		res, err = db.issue(ctx, tx, a, p, e, requestKey, db.issueBinding(p.ID, entryID, expiresAt), expiresAt)
-		return err
+		res, err = db.issue(ctx, tx, a, p, e, expiresAt, InviteIssuedDetails{})
+		if err != nil {
+			return err
+		}
+		return insertOwnerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", db.issueBinding(p.ID, entryID, expiresAt), res.Invitation.ID)
 	})
 	if err == nil && !res.Replay {
 		db.obs.Invitation("issued")
@@ -284,8 +287,8 @@ func (db *DB) invitableEntry(ctx context.Context, tx *Tx, p *Program, entryID st
 // checkInvitationRoom checks that an invitation expiring at expiresAt may
 // be issued now: the expiry within the program's limit and a seat free.
 func checkInvitationRoom(ctx context.Context, tx *Tx, p *Program, expiresAt time.Time) error {
-	if !expiresAt.After(tx.Now) || expiresAt.After(tx.Now.Add(time.Duration(p.MaxInvitationDays)*24*time.Hour)) {
-		return Errorf(EINVALID, "The expiry must be in the future and within %d days.", p.MaxInvitationDays)
+	if err := checkExpiry(tx, p, expiresAt); err != nil {
+		return err
 	}
 	used, err := seatsInUse(ctx, tx, p.ID)
 	if err != nil {
@@ -297,10 +300,20 @@ func checkInvitationRoom(ctx context.Context, tx *Tx, p *Program, expiresAt time
 	return nil
 }
 
+// checkExpiry checks that an invitation expiring at expiresAt may be
+// issued now: in the future and within the program's maximum lifetime.
+func checkExpiry(tx *Tx, p *Program, expiresAt time.Time) error {
+	if !expiresAt.After(tx.Now) || expiresAt.After(tx.Now.Add(time.Duration(p.MaxInvitationDays)*24*time.Hour)) {
+		return Errorf(EINVALID, "The expiry must be in the future and within %d days.", p.MaxInvitationDays)
+	}
+	return nil
+}
+
 // issue writes a new invitation for e with its code's digest, moves e to
-// invited, and stores the request's receipt and the issue event.
-func (db *DB) issue(ctx context.Context, tx *Tx, a Actor, p *Program, e *Entry, requestKey string, binding []byte,
-	expiresAt time.Time) (*IssueResult, error) {
+// invited, and appends the issue event (d with the invitation's ID). The
+// caller stores the request's receipt.
+func (db *DB) issue(ctx context.Context, tx *Tx, a Actor, p *Program, e *Entry, expiresAt time.Time,
+	d InviteIssuedDetails) (*IssueResult, error) {
 	code, digest := newInvitationCode()
 	inv := &Invitation{ID: uuid.NewString(), ProgramID: p.ID, EntryID: e.ID, State: InviteIssued,
 		IssuedAt: tx.Now, ExpiresAt: expiresAt}
@@ -311,10 +324,8 @@ func (db *DB) issue(ctx context.Context, tx *Tx, a Actor, p *Program, e *Entry, 
 	if err := db.setEntryState(ctx, tx, p.ID, e.ID, StateInvited, false); err != nil {
 		return nil, err
 	}
-	if err := insertOwnerReceipt(ctx, tx, p.ID, requestKey, "issue_invitation", binding, inv.ID); err != nil {
-		return nil, err
-	}
-	if err := appendEvent(ctx, tx, p.ID, e.ID, a, InviteIssuedDetails{InvitationID: inv.ID}); err != nil {
+	d.InvitationID = inv.ID
+	if err := appendEvent(ctx, tx, p.ID, e.ID, a, d); err != nil {
 		return nil, err
 	}
 	return &IssueResult{Invitation: inv, Code: code}, nil

@@ -221,31 +221,55 @@ func (f *QueueFilter) Validate() error {
 // MaxSearchLength bounds a queue search, in bytes: the longest address.
 const MaxSearchLength = 254
 
-// search reads the filter's query, lowercased: a whole address (exact
-// true) in the signup grammar's normal form, or a local-part prefix; ""
-// for no search.
-func (f *QueueFilter) search() (term string, exact bool, err error) {
+// searchMode is what a queue search matches.
+type searchMode int
+
+const (
+	searchPrefix         searchMode = iota // the start of the part before the @
+	searchExact                            // a whole address
+	searchDomain                           // every address at exactly one domain
+	searchPrefixOrDomain                   // a local-part prefix that is also a domain: both
+)
+
+// searchRefused is a search's refusal, shown beside the search box.
+func searchRefused() error {
+	return Errorf(EINVALID, "Search for a whole address (name@example.com), a domain (@example.com or example.com) or the start of the part before the @.").On("q")
+}
+
+// search reads the filter's query, lowercased: a whole address (searchExact)
+// in the signup grammar's normal form; a domain (searchDomain), written
+// @example.com; a local-part prefix; or a term with a dot and no @ that is
+// also a domain in the signup grammar (searchPrefixOrDomain), which finds
+// both; "" for no search (docs/API.md#queue-and-entries).
+func (f *QueueFilter) search() (term string, mode searchMode, err error) {
 	q := strings.Trim(f.Query, " ")
 	switch {
 	case q == "":
-		return "", false, nil
+		return "", searchPrefix, nil
 	case len(q) > MaxSearchLength:
-		return "", false, Errorf(EINVALID, "A search is at most %d characters.", MaxSearchLength)
+		return "", searchPrefix, Errorf(EINVALID, "A search is at most %d characters.", MaxSearchLength).On("q")
+	case strings.HasPrefix(q, "@"):
+		if !validDomain(q[1:]) {
+			return "", searchPrefix, searchRefused()
+		}
+		return strings.ToLower(q[1:]), searchDomain, nil
 	case strings.Contains(q, "@"):
 		addr, err := NormalizeEmail(q)
 		if err != nil {
-			return "", false, Errorf(EINVALID, "Search for a whole address (name@example.com) or for the start of the part before the @.")
+			return "", searchPrefix, searchRefused()
 		}
-		return strings.ToLower(addr), true, nil
+		return strings.ToLower(addr), searchExact, nil
+	case strings.Contains(q, ".") && validDomain(q):
+		return strings.ToLower(q), searchPrefixOrDomain, nil
 	}
 	for i := 0; i < len(q); i++ {
 		c := q[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 			strings.IndexByte(".!#$%&'*+/=?^_`{|}~-", c) >= 0) {
-			return "", false, Errorf(EINVALID, "Search for a whole address (name@example.com) or for the start of the part before the @.")
+			return "", searchPrefix, searchRefused()
 		}
 	}
-	return strings.ToLower(q), false, nil
+	return strings.ToLower(q), searchPrefix, nil
 }
 
 // prefixEnd is the least string greater than every string that starts
@@ -348,12 +372,12 @@ func searchKeyOf(ctx context.Context, tx *Tx, programID, entryID string) (string
 // address and then the ID; every other page is in join order. keyOf
 // resolves a search cursor's entry to its place in address order.
 func queueQuery(programID string, f QueueFilter, keyOf func(entryID string) (string, error)) (string, []any, error) {
-	term, exact, err := f.search()
+	term, mode, err := f.search()
 	if err != nil {
 		return "", nil, err
 	}
 	if term != "" {
-		return searchQuery(programID, f, term, exact, keyOf)
+		return searchQuery(programID, f, term, mode, keyOf)
 	}
 	q := `SELECT ` + entryColumns + entryFrom + `WHERE e.program_id = ?`
 	args := []any{programID}
@@ -405,13 +429,31 @@ func joinTimeRange(f QueueFilter, args *[]any) string {
 // would cost each signup one more randomly placed page (migration 00010,
 // docs/PERFORMANCE.md#cpu-per-signup). Each row carries its lowercased address
 // as one more column, the merge's key (see scanSearchEntry).
-func searchQuery(programID string, f QueueFilter, term string, exact bool, keyOf func(entryID string) (string, error)) (string, []any, error) {
-	lo, hi := term, prefixEnd(term)
-	loOp, hiOp := ">=", "<"
-	if exact {
+func searchQuery(programID string, f QueueFilter, term string, mode searchMode, keyOf func(entryID string) (string, error)) (string, []any, error) {
+	// A range of lowercased addresses, read in address order from one
+	// state's part of the index; domain, when set, keeps only the
+	// addresses at exactly that domain.
+	type span struct {
+		lo, loOp, hi, hiOp, domain string
+	}
+	var spans []span
+	switch mode {
+	case searchExact:
 		// rule: a whole address matches its part before the @ in any
 		// letter case: the range is that one lowercased address.
-		hi, hiOp = term, "<="
+		spans = []span{{term, ">=", term, "<=", ""}}
+	case searchDomain:
+		// rule: a domain matches exactly (stored domains are lowercase),
+		// never a subdomain. Addresses are ordered by their local part,
+		// so a domain search reads each state's whole range (from the
+		// cursor) until the page is full: every address is ASCII, below
+		// 0x7f.
+		spans = []span{{"", ">=", "\x7f", "<", term}}
+	case searchPrefixOrDomain:
+		// rule: a term with no @ that is also a domain finds both.
+		spans = []span{{term, ">=", prefixEnd(term), "<", ""}, {"", ">=", "\x7f", "<", term}}
+	default:
+		spans = []span{{term, ">=", prefixEnd(term), "<", ""}}
 	}
 	var after string
 	var afterArgs []any
@@ -432,13 +474,17 @@ func searchQuery(programID string, f QueueFilter, term string, exact bool, keyOf
 		if err != nil {
 			return "", nil, err
 		}
+		for i := range spans {
+			sp := &spans[i]
+			if f.Cursor != "" {
+				sp.lo = max(sp.lo, key)
+			} else if key < sp.hi {
+				sp.hi, sp.hiOp = key, "<="
+			}
+		}
 		if f.Cursor != "" {
-			lo = max(lo, key)
 			after = ` AND (lower(e.email_key) > ? OR e.id > ?)`
 		} else {
-			if key < hi {
-				hi, hiOp = key, "<="
-			}
 			after = ` AND (lower(e.email_key) < ? OR e.id < ?)`
 		}
 		afterArgs = []any{key, c.id}
@@ -447,23 +493,34 @@ func searchQuery(programID string, f QueueFilter, term string, exact bool, keyOf
 	if f.State != "" {
 		states = []string{f.State}
 	}
-	arms := make([]string, 0, len(states))
+	arms := make([]string, 0, len(states)*len(spans))
 	var args []any
-	for _, st := range states {
-		arm := `SELECT ` + entryColumns + `, lower(e.email_key) AS search_key
+	for _, sp := range spans {
+		for _, st := range states {
+			arm := `SELECT ` + entryColumns + `, lower(e.email_key) AS search_key
 			FROM entries e INDEXED BY entries_state_search_idx
 			JOIN notices n ON n.id = e.notice_id AND n.program_id = e.program_id
 			WHERE e.program_id = ? AND e.state = ?` + after +
-			` AND lower(e.email_key) ` + loOp + ` ? AND lower(e.email_key) ` + hiOp + ` ? AND e.erased_at IS NULL`
-		args = append(append(append(args, programID, st), afterArgs...), lo, hi)
-		arms = append(arms, arm+joinTimeRange(f, &args))
+				` AND lower(e.email_key) ` + sp.loOp + ` ? AND lower(e.email_key) ` + sp.hiOp + ` ? AND e.erased_at IS NULL`
+			args = append(append(append(args, programID, st), afterArgs...), sp.lo, sp.hi)
+			if sp.domain != "" {
+				arm += ` AND substr(e.email_key, instr(e.email_key, '@') + 1) = ?`
+				args = append(args, sp.domain)
+			}
+			arms = append(arms, arm+joinTimeRange(f, &args))
+		}
 	}
 	// Column 1 is the entry's ID (entryColumns).
 	order := ` ORDER BY search_key, 1`
 	if f.Before != "" {
 		order = ` ORDER BY search_key DESC, 1 DESC`
 	}
-	return strings.Join(arms, ` UNION ALL `) + order + ` LIMIT ?`, append(args, f.Limit+1), nil
+	// An entry both spans find is listed once.
+	join := ` UNION ALL `
+	if len(spans) > 1 {
+		join = ` UNION `
+	}
+	return strings.Join(arms, join) + order + ` LIMIT ?`, append(args, f.Limit+1), nil
 }
 
 // scanSearchEntry reads a row of searchQuery: an entry and then its

@@ -28,12 +28,20 @@ type Workspace struct {
 
 // StaffMember is a workspace owner membership.
 type StaffMember struct {
+	// ID is the membership's own ID: history names an owner's actions by it.
+	ID          string
 	WorkspaceID string
 	UserID      string
 	Role        string
 	Active      bool
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// Name and Email are what the team knows the owner by: a name given
+	// when they were added, the address they were added by or last signed
+	// in with; either may be "".
+	Name, Email string
+	// LastSeenAt is the owner's last request to the console, nil before it.
+	LastSeenAt *time.Time
 }
 
 // validWorkspaceName checks the schema's bound with a clear message.
@@ -112,8 +120,8 @@ func (db *DB) AddOwner(ctx context.Context, a Actor, workspaceName, userID strin
 			w.ID, userID).Scan(&active)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.ExecContext(ctx, `INSERT INTO staff_members (workspace_id, user_id, role, active, created_at, updated_at)
-				VALUES (?, ?, 'owner', 1, ?, ?)`, w.ID, userID, Millis(tx.Now), Millis(tx.Now))
+			_, err = tx.ExecContext(ctx, `INSERT INTO staff_members (id, workspace_id, user_id, role, active, created_at, updated_at)
+				VALUES (?, ?, ?, 'owner', 1, ?, ?)`, uuid.NewString(), w.ID, userID, Millis(tx.Now), Millis(tx.Now))
 		case err != nil:
 			return fmt.Errorf("read staff: %w", err)
 		case active.Bool:

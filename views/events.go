@@ -70,6 +70,23 @@ func actorLabel(kind string) string {
 	return kind
 }
 
+// eventActor says who acted: an owner by the name the team knows them by
+// now, "former owner" once removed (docs/console.md#team).
+func eventActor(e EventRow) string {
+	if e.ActorKind != string(store.ActorOwner) || e.ActorID == "" {
+		return actorLabel(e.ActorKind)
+	}
+	name := e.ActorName
+	if name == "" {
+		// Unnamed owners differ by their membership ID's end.
+		name = "Owner " + e.ActorID[len(e.ActorID)-4:]
+	}
+	if e.ActorFormer {
+		return name + " (former owner)"
+	}
+	return name
+}
+
 // EntrySuffix tells entries apart without an address: time-ordered IDs
 // share their first characters, so it is the ID's last 8.
 func EntrySuffix(id string) string {

@@ -164,6 +164,28 @@ type ProgramPageView struct {
 	Flash       string
 	// Retention says how long a retired program's entries keep their email.
 	RetiredRetention string
+	// Section is the console section shown: SectionOverview,
+	// SectionContent or SectionSettings (docs/console.md#sections).
+	Section string
+	// Checklist is the overview's go-live checklist.
+	Checklist []ChecklistItem
+}
+
+// The program page's console sections.
+const (
+	SectionOverview = "overview"
+	SectionContent  = "content"
+	SectionSettings = "settings"
+)
+
+// ChecklistItem is one step before a program goes live: whether it is
+// done, and a link to where it is done.
+type ChecklistItem struct {
+	Label string
+	Done  bool
+	// Detail says how it stands now.
+	Detail string
+	URL    string
 }
 
 // QueueFilterView is the queue's filter as the owner typed it.
@@ -237,6 +259,23 @@ type QueueView struct {
 	Error         string
 	// ErrorField is the element id Error is about, "" for the results.
 	ErrorField string
+	// SearchError is why the search was refused, shown beside the box;
+	// the page then lists no entries.
+	SearchError string
+}
+
+// CanIssue reports whether any entry on the page is selected, in a
+// program that is not retired: the queue then offers to invite them.
+func (v QueueView) CanIssue() bool {
+	if v.Program.Retired {
+		return false
+	}
+	for _, e := range v.Entries {
+		if e.State == store.StateSelected {
+			return true
+		}
+	}
+	return false
 }
 
 // CanSelect reports whether any entry on the page is waiting, in a
@@ -310,6 +349,11 @@ type EventRow struct {
 	// Details are the stored codes and IDs, in the event type's struct;
 	// eventDetailText says them.
 	Details store.EventDetails
+	// ActorID, ActorName and ActorFormer are an owner event's actor as the
+	// team knows them now (store.Event).
+	ActorID     string
+	ActorName   string
+	ActorFormer bool
 }
 
 // IssueForm issues an invitation code. The code expires at Time (UTC, the

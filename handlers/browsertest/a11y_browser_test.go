@@ -264,8 +264,23 @@ var a11yPages = []a11yPage{
 	{Name: "owner home, create form with an error", As: a11yOwner, Path: a11yPath("/owner"),
 		Fill:   []a11yField{{`[data-testid="create-program"]`, ""}, {"#name", "Second demo"}, {"#slug", "demo"}, {"#purpose", "A second demo."}},
 		Submit: `[data-testid="create-program"] button[type="submit"]`, Status: 409},
-	{Name: "program page and settings", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+	{Name: "program overview", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		return "/owner/programs/" + e.App.Demo.ID
+	}},
+	{Name: "program section: settings", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/programs/" + e.App.Demo.ID + "/settings"
+	}},
+	{Name: "program section: content", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/programs/" + e.App.Demo.ID + "/content"
+	}},
+	{Name: "program section: invitations", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		p := e.program(tb, "a11y-invitations")
+		e.Kit.Invite(tb, p, "invited@example.com", false)
+		e.Kit.Invite(tb, p, "sent@example.com", true)
+		return "/owner/programs/" + p.ID + "/invitations"
+	}},
+	{Name: "workspace team", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
+		return "/owner/workspaces/" + e.App.Demo.WorkspaceID + "/team"
 	}},
 	{Name: "program page, queue full", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
 		p := a11yCapped(tb, e, "a11y-owner-full", store.ProgramSettings{QueueCap: new(1)})
@@ -384,7 +399,7 @@ var a11yPages = []a11yPage{
 		return "/owner/programs/" + e.program(tb, "a11y-retire-refused").ID + "/retire"
 	}, Fill: []a11yField{{"#confirm-text", "not-the-name"}}, Submit: `[data-testid="confirm-submit"]`, Status: 400},
 	{Name: "settings refused, changes marked not saved", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {
-		return "/owner/programs/" + e.program(tb, "a11y-settings-refused").ID
+		return "/owner/programs/" + e.program(tb, "a11y-settings-refused").ID + "/settings"
 	}, Fill: []a11yField{{`[data-testid="settings-form"] input[name="expectedRevision"]`, "9999"}, {"#settings-queueCap", "77"}, {"#accessEnabled", "off"}},
 		Submit: `[data-testid="settings-form"] button[type="submit"]`, Status: 409},
 	{Name: "entry, record the send refused", As: a11yOwner, Path: func(tb testing.TB, e *a11yEnv) string {

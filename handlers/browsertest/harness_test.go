@@ -76,4 +76,5 @@ var (
 	mustHoldWriter   = apptest.HoldWriter
 	eventually       = apptest.Eventually
 	fullDemo         = apptest.FillDemo
+	staffIDOf        = apptest.StaffID
 )

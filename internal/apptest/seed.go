@@ -398,3 +398,16 @@ const (
 	SignupPath = "/waitlist/demo"
 	SignupAPI  = "/api/public/programs/demo/signups"
 )
+
+// StaffID reads the demo workspace's membership ID of userID.
+func StaffID(tb testing.TB, app *App, userID string) string {
+	tb.Helper()
+	var id string
+	if err := app.DB.View(context.Background(), func(tx *store.Tx) error {
+		return tx.QueryRow(`SELECT id FROM staff_members WHERE workspace_id = ? AND user_id = ?`,
+			app.Demo.WorkspaceID, userID).Scan(&id)
+	}); err != nil {
+		tb.Fatalf("staff ID: %v", err)
+	}
+	return id
+}

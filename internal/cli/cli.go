@@ -90,6 +90,8 @@ const usage = `usage: admit [--env-file FILE]... [COMMAND]
                                                          EnvironmentFile=) to the environment first
   admit [serve]                                          run the server
   admit owner add    --workspace NAME --user USER_ID     make a user an owner (audited)
+  admit owner add    --workspace NAME --email ADDRESS [--name NAME]
+                     the first sign-in with ADDRESS verified within 7 days becomes an owner (audited)
   admit owner remove --workspace NAME --user USER_ID     remove an owner (audited)
   admit owner list   --workspace NAME                    list a workspace's owners
   admit migrate                                          apply database migrations (refused while a server runs)

@@ -38,6 +38,10 @@ func TestOwnerCLI_RejectsBadArguments(t *testing.T) {
 		{"unknown subcommand", []string{"owner", "promote", "--workspace", "Acme", "--user", "user_1"}, "unknown subcommand", true},
 		{"unknown flag", []string{"owner", "add", "--workspace", "Acme", "--user", "user_1", "--role", "admin"}, "role", true},
 		{"list of an unknown workspace", []string{"owner", "list", "--workspace", "Nope"}, "Nope", false},
+		{"add with --user and --email", []string{"owner", "add", "--workspace", "Acme", "--user", "user_1", "--email", "a@example.com"}, "not both", true},
+		{"remove with --email", []string{"owner", "remove", "--workspace", "Acme", "--user", "user_1", "--email", "a@example.com"}, "for add", true},
+		{"--name without --email", []string{"owner", "add", "--workspace", "Acme", "--user", "user_1", "--name", "Ada"}, "--name goes with --email", true},
+		{"add a malformed address", []string{"owner", "add", "--workspace", "Acme", "--email", "not-an-address"}, "address", false},
 		{"unknown command", []string{"frobnicate"}, "unknown command", true},
 		{"backup without verify", []string{"backup"}, "want verify", true},
 	} {
@@ -94,4 +98,20 @@ func mustRunCmd(tb testing.TB, env map[string]string, args ...string) string {
 		tb.Fatalf("admit %s: %v", strings.Join(args, " "), err)
 	}
 	return out
+}
+
+// TestOwnerCLI_AddByEmailWaitsForTheAddress: `owner add --email` creates
+// the workspace and a place that waits for that address; adding the same
+// address again while it waits is refused, and the address is printed
+// nowhere.
+func TestOwnerCLI_AddByEmailWaitsForTheAddress(t *testing.T) {
+	env := map[string]string{"ADMIT_DATA": t.TempDir()}
+	out := mustRunCmd(t, env, "owner", "add", "--workspace", "Acme", "--email", "first@example.com", "--name", "Ada")
+	if !strings.Contains(out, `becomes an owner of "Acme"`) || strings.Contains(out, "first@example.com") {
+		t.Fatalf("output %q", out)
+	}
+	_, err := runCmd(t, env, "owner", "add", "--workspace", "Acme", "--email", "first@example.com")
+	if err == nil || !strings.Contains(err.Error(), "already") {
+		t.Fatalf("second add of the same address: %v, want a refusal", err)
+	}
 }

@@ -21,14 +21,23 @@ func ownerCmd(ctx context.Context, args []string, env config.Environment, stdout
 	fs.SetOutput(io.Discard)
 	workspace := fs.String("workspace", "", "workspace name")
 	user := fs.String("user", "", "identity provider user ID")
+	email := fs.String("email", "", "the address the owner signs in with (add only)")
+	name := fs.String("name", "", "the owner's name, as the team shows it (with --email)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return usagef("owner %s: %w", sub, err)
 	}
 	if *workspace == "" {
 		return usagef("owner %s: --workspace is required", sub)
 	}
-	if sub != "list" && *user == "" {
-		return usagef("owner %s: --user is required", sub)
+	switch {
+	case sub == "add" && (*user == "") == (*email == ""):
+		return usagef("owner add: give --user or --email, not both")
+	case sub == "remove" && *user == "":
+		return usagef("owner remove: --user is required")
+	case sub != "add" && (*email != "" || *name != ""):
+		return usagef("owner %s: --email and --name are for add", sub)
+	case *name != "" && *email == "":
+		return usagef("owner add: --name goes with --email")
 	}
 	db, release, err := openBesideServer(ctx, env, "owner")
 	if err != nil {
@@ -39,6 +48,15 @@ func ownerCmd(ctx context.Context, args []string, env config.Environment, stdout
 	cli := store.Actor{Kind: store.ActorCLI}
 	switch sub {
 	case "add":
+		if *email != "" {
+			_, inv, err := db.AddOwnerByEmail(ctx, cli, *workspace, *email, *name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "the first sign-in with that address, verified by the identity provider, before %s becomes an owner of %q\n",
+				inv.ExpiresAt.Format(time.RFC3339), *workspace)
+			return nil
+		}
 		if _, err := db.AddOwner(ctx, cli, *workspace, *user); err != nil {
 			return err
 		}

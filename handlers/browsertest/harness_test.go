@@ -38,12 +38,9 @@ func withServerOptions(f func(*handlers.Options)) appOption {
 }
 
 type (
-	testApp      = apptest.App
-	testClient   = apptest.Client
-	testResponse = apptest.Response
-	appOption    = apptest.Option
-	accessKit    = apptest.AccessKit
-	issuedCode   = apptest.IssuedCode
+	testApp   = apptest.App
+	appOption = apptest.Option
+	accessKit = apptest.AccessKit
 )
 
 const (

@@ -8,9 +8,6 @@ import (
 	"testing"
 )
 
-// readmeTable reads the rows of README.md's configuration table.
-func readmeTable(tb testing.TB) []Var { return configTable(tb, "README.md") }
-
 // configTable reads the rows of the configuration table of the document
 // at path (from the module root).
 func configTable(tb testing.TB, path string) []Var {

@@ -200,7 +200,7 @@ func (s *Server) retireConfirmView(r *http.Request) (views.ConfirmView, error) {
 			"Every entry's email address is erased within " + views.Duration(s.db.RetentionPolicy().RetiredProgram+store.SweepInterval) +
 				". This cannot be undone: a new cycle needs a new program.",
 		},
-		Action: base + "/retire", Button: "Retire " + name, Cancel: base,
+		Action: base + "/retire", Button: "Retire " + name, Cancel: base + "/settings",
 		Confirm: p.Slug, ConfirmLabel: "To confirm, type the program's address:",
 		Hidden: []views.HiddenField{{Name: "expectedRevision", Value: strconv.FormatInt(p.Revision, 10)}}}, nil
 }

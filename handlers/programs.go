@@ -84,7 +84,8 @@ func (s *Server) handleCreateProgram(w http.ResponseWriter, r *http.Request) err
 		return s.rerenderOwnerHome(w, r, err, form)
 	}
 	s.cookieState(r).Flash = "Program created. It is closed: publish a notice, then switch on “Signup open” under Settings."
-	return redirect(w, r, views.OwnerURL("programs", p.ID))
+	// A new program's next step is its notice, in Settings.
+	return redirect(w, r, sectionURL(p.ID, views.SectionSettings))
 }
 
 // rerenderOwnerHome shows /owner again after a failed create-program form,

@@ -157,7 +157,7 @@ func TestBrowser_CreatingAProgramExplainsCapsMakesTheAddressAndPublishingSaysWha
 		if err != nil {
 			t.Fatalf("no program at nimbus-beta after creating (%s): %v", url, err)
 		}
-		if want := app.URL + "/owner/programs/" + p.ID; url != want {
+		if want := app.URL + "/owner/programs/" + p.ID + "/settings"; url != want {
 			t.Fatalf("creating led to %s, want %s", url, want)
 		}
 		if got := owEval[string](t, ctx, `document.querySelector('[data-testid="flash"]').textContent`); !strings.Contains(got, "then switch on \u201cSignup open\u201d") {

@@ -228,7 +228,7 @@ func TestBrowser_DangerousActionsNeedTheirConfirmationAndDoNothingWhenCancelled(
 		for i, a := range actions {
 			entry := app.URL + "/owner/programs/" + pid + "/entries/" + a.entry
 			if a.entry == "" {
-				entry = app.URL + "/owner/programs/" + pid
+				entry = app.URL + "/owner/programs/" + pid + "/settings"
 			}
 			start := chromedp.Click(chromedp.CSS(`[data-testid="` + a.kind + `-start"]`))
 			owLoad(t, ctx, "open "+a.email, chromedp.Navigate(entry))

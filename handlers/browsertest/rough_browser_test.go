@@ -125,9 +125,21 @@ func TestBrowser_QueueBulkActionsStayInReachOnAPhoneAndEntriesLeadToTheirNeighbo
 		if h := owEval[float64](t, ctx, `document.documentElement.scrollHeight`); h < 3*phoneH {
 			t.Fatalf("the queue is %.0f px long: too short to test", h)
 		}
+		// With JavaScript the bar shows once an entry is chosen.
+		if js {
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="choose-entry"]`))); err != nil {
+				t.Fatalf("choose an entry: %v", err)
+			}
+		}
 		// Halfway down the cards, the bulk actions are on the screen.
 		owEval[bool](t, ctx, `(window.scrollTo(0, document.querySelector('[data-testid="queue-row"]:nth-child(15)').getBoundingClientRect().top + scrollY - 200), true)`)
 		owWaitFor(t, ctx, "the bulk actions on the screen mid-list", inView)
+		if js {
+			// The choice made to show the bar is taken back.
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="choose-entry"]`))); err != nil {
+				t.Fatalf("unchoose the entry: %v", err)
+			}
+		}
 		owWantFits(t, ctx, "queue", phoneW)
 
 		box := `[data-testid="queue-row"][data-entry-id="` + ids[emails[14]] + `"] [data-testid="choose-entry"]`

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// TestBinary_ShipsNoTestOnlyPackage keeps the fakes and the test provider
+// TestBinary_ShipsNoTestOnlyPackage keeps the test harness, the fakes and the test provider
 // out of the binary: the packages the admit command imports, directly or
 // not, include none of them.
 func TestBinary_ShipsNoTestOnlyPackage(t *testing.T) {
@@ -19,10 +22,188 @@ func TestBinary_ShipsNoTestOnlyPackage(t *testing.T) {
 		t.Fatalf("go list -deps listed %d packages, not admit's", len(deps))
 	}
 	for _, d := range deps {
-		for _, banned := range []string{"admit/internal/clerkfake", "admit/internal/oidcprovider", "github.com/zitadel/oidc"} {
+		for _, banned := range []string{"admit/internal/apptest", "admit/internal/clerkfake", "admit/internal/oidcprovider", "github.com/zitadel/oidc"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("the binary imports the test-only package %s", d)
 			}
+		}
+	}
+}
+
+// TestArchitecture_PackageDiagramIsTheBinarysImports checks the package
+// diagram of docs/ARCHITECTURE.md ("Packages") against go list: it names
+// exactly the packages the admit binary is built from, and each of its
+// edges — a package under another in the tree, or the next one after an
+// arrow — is an import.
+func TestArchitecture_PackageDiagramIsTheBinarysImports(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, edges := parsePackageDiagram(t, string(doc))
+
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string]map[string]bool{}
+	for line := range strings.Lines(string(out)) {
+		path, deps, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if path != "admit" && !strings.HasPrefix(path, "admit/") {
+			continue
+		}
+		imports[path] = map[string]bool{}
+		for _, d := range strings.Fields(deps) {
+			imports[path][d] = true
+		}
+	}
+	if len(imports) < 10 {
+		t.Fatalf("go list found %d of admit's packages in the binary", len(imports))
+	}
+	for p := range imports {
+		if !nodes[p] {
+			t.Errorf("the binary is built from %s, which the diagram does not name", p)
+		}
+	}
+	for p := range nodes {
+		if imports[p] == nil {
+			t.Errorf("the diagram names %s, which the binary is not built from", p)
+		}
+	}
+	for _, e := range edges {
+		if imports[e[0]] != nil && !imports[e[0]][e[1]] {
+			t.Errorf("the diagram has %s importing %s; it does not", e[0], e[1])
+		}
+	}
+	if len(edges) < len(nodes)-1 {
+		t.Fatalf("%d edges for %d packages: the diagram was not read", len(edges), len(nodes))
+	}
+}
+
+// diagramPackage is a package name in the diagram: main or a path of
+// lower-case words.
+var diagramPackage = regexp.MustCompile(`^(main|[a-z]+(/[a-z]+)*)$`)
+
+// parsePackageDiagram reads the first code block after "## Packages": its
+// packages (as import paths) and its edges. A line's first package is
+// imported by the package that starts the nearest line above whose name
+// begins at or left of the line's connector (├ or └); each arrow (──►)
+// makes the package after it imported by the one before it, or, when it
+// starts the line, by that same parent; packages after a comma share the
+// line's parent.
+func parsePackageDiagram(t *testing.T, doc string) (map[string]bool, [][2]string) {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, "\n## Packages\n")
+	if !ok {
+		t.Fatal("no Packages section")
+	}
+	_, rest, _ = strings.Cut(rest, "```\n")
+	block, _, _ := strings.Cut(rest, "```")
+	path := func(name string) string {
+		if name == "main" {
+			return "admit"
+		}
+		return "admit/" + name
+	}
+	nodes := map[string]bool{}
+	var edges [][2]string
+	type start struct {
+		col  int
+		name string
+	}
+	var starts []start
+	comment := regexp.MustCompile(`\([^)]*\)`)
+	for line := range strings.Lines(block) {
+		runes := []rune(comment.ReplaceAllString(strings.TrimRight(line, "\n"), ""))
+		connector := -1
+		for i, r := range runes {
+			if r == '├' || r == '└' {
+				connector = i
+				break
+			}
+		}
+		// Split the line into names and arrows, each with its column.
+		var toks []start
+		for i := 0; i < len(runes); {
+			r := runes[i]
+			switch {
+			case r == '►':
+				toks = append(toks, start{i, "►"})
+				i++
+			case r >= 'a' && r <= 'z':
+				j := i
+				for j < len(runes) && (runes[j] >= 'a' && runes[j] <= 'z' || runes[j] == '/' || runes[j] == '.') {
+					j++
+				}
+				word := strings.TrimSuffix(string(runes[i:j]), ".go")
+				if diagramPackage.MatchString(word) && !strings.Contains(string(runes[i:j]), ".") {
+					toks = append(toks, start{i, word})
+				}
+				i = j
+			default:
+				i++
+			}
+		}
+		if len(toks) == 0 {
+			continue
+		}
+		parent := ""
+		if connector >= 0 {
+			for k := len(starts) - 1; k >= 0; k-- {
+				if starts[k].col <= connector {
+					parent = starts[k].name
+					break
+				}
+			}
+			if parent == "" {
+				t.Fatalf("no parent for %q", string(runes))
+			}
+		}
+		prev := parent
+		first := ""
+		for k, tk := range toks {
+			if tk.name == "►" {
+				continue
+			}
+			nodes[path(tk.name)] = true
+			if first == "" {
+				first = tk.name
+			}
+			from := parent
+			if k > 0 && toks[k-1].name == "►" && prev != "" {
+				from = prev
+			}
+			if from != "" {
+				edges = append(edges, [2]string{path(from), path(tk.name)})
+			}
+			prev = tk.name
+		}
+		if toks[0].name != "►" {
+			starts = append(starts, start{toks[0].col, first})
+		} else {
+			// An arrow at the start continues from the parent; the line
+			// starts nothing of its own.
+			starts = append(starts, start{len(runes), first})
+		}
+	}
+	return nodes, edges
+}
+
+// TestDocs_PerformanceStaysAReference keeps docs/PERFORMANCE.md a
+// reference — how to run each benchmark, the current figures against their
+// targets, the decisions the code relies on — within 20 KB; what was
+// measured and not kept lives in git history.
+func TestDocs_PerformanceStaysAReference(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("docs", "PERFORMANCE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 20_000 {
+		t.Errorf("docs/PERFORMANCE.md is %d bytes, over 20,000", len(b))
+	}
+	for _, section := range []string{"\n## Running the benchmarks\n", "\n## Current figures\n", "\n## Decisions the code relies on\n"} {
+		if !strings.Contains(string(b), section) {
+			t.Errorf("docs/PERFORMANCE.md has no section %q", strings.TrimSpace(section))
 		}
 	}
 }

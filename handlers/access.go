@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"admit/handlers/secure"
 	"admit/internal/identity"
 	"admit/store"
 )
@@ -28,7 +29,7 @@ func (s *Server) authenticateWrite(r *http.Request) (*identity.Principal, error)
 	if err != nil {
 		return nil, err
 	}
-	if isUnsafe(r.Method) {
+	if secure.IsUnsafe(r.Method) {
 		if err := s.checkCSRF(r, p); err != nil {
 			return nil, err
 		}
@@ -124,7 +125,7 @@ func (s *Server) owner(fn handlerFunc) http.Handler {
 		if len(ws) == 0 {
 			return errNotFound
 		}
-		if isUnsafe(r.Method) {
+		if secure.IsUnsafe(r.Method) {
 			if err := s.checkCSRF(r, p); err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ func startLoggedServer(tb testing.TB, app *testApp, db *store.DB, requestIDHeade
 	logs := &testutil.SyncBuffer{}
 	ts := httptest.NewUnstartedServer(nil)
 	u, _ := url.Parse("http://" + ts.Listener.Addr().String())
-	srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, RequestIDHeader: requestIDHeader,
+	srv, err := New(Options{PublicURL: u, Keys: srvOf(app).opts.Keys, RequestIDHeader: requestIDHeader,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil))}, db, app.Dev)
 	if err != nil {
 		tb.Fatal(err)

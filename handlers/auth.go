@@ -95,7 +95,7 @@ func (s *Server) handleDevSignIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.session(r).newIdentity()
+	s.cookieState(r).newIdentity()
 	if target == "" {
 		target = s.landing(r.Context(), p.UserID)
 	}
@@ -148,7 +148,7 @@ func (s *Server) signedOut(w http.ResponseWriter, r *http.Request, wasIn bool, n
 	}
 	// admit's own session starts over empty (no CSRF secret, no address),
 	// holding only the confirmation.
-	sess := s.session(r)
+	sess := s.cookieState(r)
 	sess.signOut()
 	if wasIn && next == "" {
 		sess.Note = note
@@ -247,7 +247,7 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	s.session(r).newIdentity()
+	s.cookieState(r).newIdentity()
 	if target, _ = returnTarget(target); target == "" {
 		target = s.landing(r.Context(), p.UserID)
 	}

@@ -89,23 +89,23 @@ func mustMatrixFixture(t *testing.T, app *testApp) matrixFixture {
 	ctx := context.Background()
 	k := newAccessKit(app)
 	f := matrixFixture{demo: app.Demo}
-	f.beta = k.program(t, "beta", "Beta launch notes.")
-	k.asset(t, f.demo, "shot.png", "image/png", pngBytes)
-	k.asset(t, f.beta, "shot.png", "image/png", pngBytes)
-	k.grant(t, f.demo, "reader-a@example.com", identity.DevUserID("reader-a@example.com"))
-	k.grant(t, f.beta, "reader-b@example.com", identity.DevUserID("reader-b@example.com"))
+	f.beta = k.Program(t, "beta", "Beta launch notes.")
+	k.Asset(t, f.demo, "shot.png", "image/png", pngBytes)
+	k.Asset(t, f.beta, "shot.png", "image/png", pngBytes)
+	k.Grant(t, f.demo, "reader-a@example.com", identity.DevUserID("reader-a@example.com"))
+	k.Grant(t, f.beta, "reader-b@example.com", identity.DevUserID("reader-b@example.com"))
 
-	f.queued = k.entry(t, f.demo, "queued@example.com")
-	f.gone = k.entry(t, f.demo, "gone@example.com")
+	f.queued = k.Entry(t, f.demo, "queued@example.com")
+	f.gone = k.Entry(t, f.demo, "gone@example.com")
 	if _, err := app.DB.WithdrawOwn(ctx, "demo", identity.DevUserID("gone@example.com"), []string{"gone@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	f.pendingForm = k.invite(t, f.demo, "pending-form@example.com", true)
-	f.pendingAPI = k.invite(t, f.demo, "pending-api@example.com", true)
-	f.undelivered = k.invite(t, f.demo, "undelivered@example.com", false)
-	f.grantFormEntry = k.entry(t, f.demo, "granted-form@example.com")
+	f.pendingForm = k.Invite(t, f.demo, "pending-form@example.com", true)
+	f.pendingAPI = k.Invite(t, f.demo, "pending-api@example.com", true)
+	f.undelivered = k.Invite(t, f.demo, "undelivered@example.com", false)
+	f.grantFormEntry = k.Entry(t, f.demo, "granted-form@example.com")
 	f.grantForm = mustGrantEntry(t, k, f.demo, f.grantFormEntry, "granted-form@example.com")
-	f.grantAPI = k.grant(t, f.demo, "granted-api@example.com", identity.DevUserID("granted-api@example.com"))
+	f.grantAPI = k.Grant(t, f.demo, "granted-api@example.com", identity.DevUserID("granted-api@example.com"))
 
 	other := identity.DevUserID("other-owner@example.test")
 	w, err := app.DB.AddOwner(ctx, store.Actor{Kind: store.ActorCLI}, "Other workspace", other)
@@ -131,17 +131,17 @@ func mustMatrixFixture(t *testing.T, app *testApp) matrixFixture {
 func mustGrantEntry(t *testing.T, k accessKit, p *store.Program, entryID, email string) string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := k.app.DB.SelectEntry(ctx, k.owner, p.ID, entryID, store.Decision{Reason: "meets_policy"}); err != nil {
+	if _, err := k.App.DB.SelectEntry(ctx, k.Owner, p.ID, entryID, store.Decision{Reason: "meets_policy"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := k.app.DB.IssueInvitation(ctx, k.owner, p.ID, entryID, store.NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: k.app.Clock.Now().Add(48 * time.Hour)})
+	res, err := k.App.DB.IssueInvitation(ctx, k.Owner, p.ID, entryID, store.NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: k.App.Clock.Now().Add(48 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, store.DeliveryRecord{RequestKey: uuid.NewString(), Channel: "sms"}); err != nil {
+	if _, err := k.App.DB.RecordDelivery(ctx, k.Owner, res.Invitation.ID, store.DeliveryRecord{RequestKey: uuid.NewString(), Channel: "sms"}); err != nil {
 		t.Fatal(err)
 	}
-	red, err := k.app.DB.Redeem(ctx, identity.DevUserID(email), []string{email}, res.Code)
+	red, err := k.App.DB.Redeem(ctx, identity.DevUserID(email), []string{email}, res.Code)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,11 +350,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 			if p == pNoEntry {
 				other = clients[pRecipientA]
 			}
-			for _, tok := range []struct{ name, csrf string }{{"no CSRF token", ""}, {"another session's CSRF token", other.csrf}} {
-				own := c.csrf
-				c.csrf = tok.csrf
+			for _, tok := range []struct{ name, csrf string }{{"no CSRF token", ""}, {"another session's CSRF token", other.CSRFToken}} {
+				own := c.CSRFToken
+				c.CSRFToken = tok.csrf
 				r := matrixRequest(t, c, rt)
-				c.csrf = own
+				c.CSRFToken = own
 				if r.StatusCode != http.StatusForbidden {
 					t.Errorf("%s %s as %s with %s: status=%d, want 403", rt.method, rt.path, principalNames[p], tok.name, r.StatusCode)
 				}
@@ -401,15 +401,15 @@ func matrixRequest(t *testing.T, c *testClient, rt matrixRoute) *testResponse {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.csrf != "" {
-			form.Set("csrf", c.csrf)
+		if c.CSRFToken != "" {
+			form.Set("csrf", c.CSRFToken)
 		}
 		return c.Do(t, rt.method, rt.path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
 	case multiBody:
 		var buf bytes.Buffer
 		mw := multipart.NewWriter(&buf)
-		if c.csrf != "" {
-			if err := mw.WriteField("csrf", c.csrf); err != nil {
+		if c.CSRFToken != "" {
+			if err := mw.WriteField("csrf", c.CSRFToken); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -110,7 +110,7 @@ func TestBulkInvitationsAPI_ThreeCodesOnceOneRecordOneRedeemed(t *testing.T) {
 			t.Fatal("a code is in the logs or the replay")
 		}
 		digest, _ := store.CodeDigest(c)
-		if n := owCount(t, app, `SELECT count(*) FROM invitations WHERE token_sha256 = ?`, digest); n != 1 {
+		if n := owCount(t, app, `SELECT count(*) FROM invitations WHERE code_digest = ?`, digest); n != 1 {
 			t.Fatalf("invitations with the code's digest=%d, want 1", n)
 		}
 	}

@@ -31,7 +31,7 @@ func TestBulkIssuePages_ConfirmShowOnceSheetAndRecord(t *testing.T) {
 	base := "/owner/programs/" + app.Demo.ID
 	before := owCount(t, app, `SELECT count(*) FROM invitations`)
 
-	confirm := owner.postOwnerForm(t, base+"/invitations", map[string][]string{"entryIds": ids})
+	confirm := owner.PostOwnerForm(t, base+"/invitations", map[string][]string{"entryIds": ids})
 	owWantStatus(t, "confirmation", confirm, http.StatusOK)
 	for _, e := range emails {
 		if !strings.Contains(confirm.Body, e) {
@@ -49,7 +49,7 @@ func TestBulkIssuePages_ConfirmShowOnceSheetAndRecord(t *testing.T) {
 	}
 	form := map[string][]string{"entryIds": ids, "confirmed": {"yes"}, "requestKey": {key[1]}, "expiresOn": {expires[1]}, "time": {timeOfDay[1]}}
 
-	page := owner.postOwnerForm(t, base+"/invitations", form)
+	page := owner.PostOwnerForm(t, base+"/invitations", form)
 	owWantStatus(t, "codes page", page, http.StatusOK)
 	if got := page.Header.Get("Cache-Control"); got != "private, no-store" {
 		t.Fatalf("Cache-Control=%q", got)
@@ -71,7 +71,7 @@ func TestBulkIssuePages_ConfirmShowOnceSheetAndRecord(t *testing.T) {
 		invitations = append(invitations, m[1])
 	}
 
-	resend := owner.postOwnerForm(t, base+"/invitations", form)
+	resend := owner.PostOwnerForm(t, base+"/invitations", form)
 	owWantStatus(t, "resent confirmation", resend, http.StatusOK)
 	if codeCells.MatchString(resend.Body) || !strings.Contains(resend.Body, `data-testid="issue-replay"`) {
 		t.Fatal("a resent confirmation shows codes")
@@ -80,7 +80,7 @@ func TestBulkIssuePages_ConfirmShowOnceSheetAndRecord(t *testing.T) {
 		t.Fatalf("invitations=%d, want %d", n-before, 3)
 	}
 
-	sheet := owner.postOwnerForm(t, base+"/invitations/sheet", map[string][]string{"invitationIds": invitations, "codes": codes})
+	sheet := owner.PostOwnerForm(t, base+"/invitations/sheet", map[string][]string{"invitationIds": invitations, "codes": codes})
 	owWantStatus(t, "sheet", sheet, http.StatusOK)
 	if sheet.Header.Get("Cache-Control") != "private, no-store" || !strings.HasPrefix(sheet.Header.Get("Content-Type"), "text/csv") {
 		t.Fatalf("sheet headers %v", sheet.Header)
@@ -103,11 +103,11 @@ func TestBulkIssuePages_ConfirmShowOnceSheetAndRecord(t *testing.T) {
 	}
 	wrong := append([]string{}, codes...)
 	wrong[1] = codes[0]
-	owWantStatus(t, "sheet with a wrong code", owner.postOwnerForm(t, base+"/invitations/sheet",
+	owWantStatus(t, "sheet with a wrong code", owner.PostOwnerForm(t, base+"/invitations/sheet",
 		map[string][]string{"invitationIds": invitations, "codes": wrong}), http.StatusNotFound)
 
 	record := func(channel, reference string, headers ...string) *testResponse {
-		return owner.postOwnerForm(t, base+"/delivery-records", map[string][]string{"invitationIds": invitations,
+		return owner.PostOwnerForm(t, base+"/delivery-records", map[string][]string{"invitationIds": invitations,
 			"requestKey": {owKey()}, "channel": {channel}, "reference": {reference}}, headers...)
 	}
 	r := record("email", "sent to ann@example.com", "HX-Request", "true")
@@ -140,7 +140,7 @@ func TestBulkIssuePages_OnlySelectedEntriesAreOffered(t *testing.T) {
 	owner := mustOwnerClient(t, app)
 	sel := mustInsertEntry(t, app.DB, app.Demo, "sel@example.com", store.StateSelected)
 	wait := mustInsertEntry(t, app.DB, app.Demo, "wait@example.com", store.StateWaiting)
-	r := owner.postOwnerForm(t, "/owner/programs/"+app.Demo.ID+"/invitations", map[string][]string{"entryIds": {sel, wait}})
+	r := owner.PostOwnerForm(t, "/owner/programs/"+app.Demo.ID+"/invitations", map[string][]string{"entryIds": {sel, wait}})
 	owWantStatus(t, "a waiting entry chosen", r, http.StatusConflict)
 	if !strings.Contains(r.Body, "wait@example.com is waiting") || strings.Contains(r.Body, `data-confirm-kind="bulk-issue"`) {
 		t.Fatalf("the queue does not name the waiting entry:\n%.400s", r.Body)

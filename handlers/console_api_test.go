@@ -226,7 +226,7 @@ func TestEventsPage_FiltersKeepAddressesOutOfURLsAndDropEmptyOnes(t *testing.T) 
 	}
 
 	// The filter form takes an address and answers with the entry's ID.
-	r = owner.postOwnerForm(t, page, url.Values{"type": {""}, "entry": {"ada@example.com"}})
+	r = owner.PostOwnerForm(t, page, url.Values{"type": {""}, "entry": {"ada@example.com"}})
 	owWantStatus(t, "filter by address", r, http.StatusSeeOther)
 	loc := owLocation(r)
 	if loc != page+"?entry="+ada || strings.Contains(loc, "example.com") {
@@ -247,7 +247,7 @@ func TestEventsPage_FiltersKeepAddressesOutOfURLsAndDropEmptyOnes(t *testing.T) 
 	}
 
 	// By type, in words, with each entry named and linked.
-	r = owner.postOwnerForm(t, page, url.Values{"type": {"declined"}, "entry": {""}})
+	r = owner.PostOwnerForm(t, page, url.Values{"type": {"declined"}, "entry": {""}})
 	if got := owLocation(r); got != page+"?type=declined" {
 		t.Fatalf("type filter Location %q", got)
 	}
@@ -258,7 +258,7 @@ func TestEventsPage_FiltersKeepAddressesOutOfURLsAndDropEmptyOnes(t *testing.T) 
 	}
 
 	// An unknown address is said in place, and nothing reaches a URL.
-	r = owner.postOwnerForm(t, page, url.Values{"type": {""}, "entry": {"nobody@example.com"}})
+	r = owner.PostOwnerForm(t, page, url.Values{"type": {""}, "entry": {"nobody@example.com"}})
 	owWantStatus(t, "unknown address", r, http.StatusBadRequest)
 	if !strings.Contains(r.Body, "No entry of this program has that ID or address.") || !strings.Contains(r.Body, `value="nobody@example.com"`) {
 		t.Fatal("unknown address: no message beside the kept value")

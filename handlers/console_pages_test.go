@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -11,18 +10,6 @@ import (
 
 	"admit/store"
 )
-
-// mustRetireDemo retires the demo program as its owner would.
-func mustRetireDemo(tb testing.TB, app *testApp) *store.Program {
-	tb.Helper()
-	p := mustOwnerProgram(tb, app, app.Demo.ID)
-	p, err := app.DB.RetireProgram(context.Background(), ownerActorOf(app.OwnerID), p.ID,
-		store.Retirement{ExpectedRevision: p.Revision, Confirm: p.Slug})
-	if err != nil {
-		tb.Fatalf("retire: %v", err)
-	}
-	return p
-}
 
 var formTag = regexp.MustCompile(`<form[^>]*action="([^"]*)"`)
 
@@ -88,12 +75,12 @@ func TestWorkspacePage_SetsTheNameAndContactShownOnPublicPages(t *testing.T) {
 		t.Fatal("the console does not link the workspace settings")
 	}
 
-	r = owner.postOwnerForm(t, page, url.Values{"displayName": {"Acme Labs"}, "contact": {"mailto:privacy@acme.example"}})
+	r = owner.PostOwnerForm(t, page, url.Values{"displayName": {"Acme Labs"}, "contact": {"mailto:privacy@acme.example"}})
 	owWantStatus(t, "bad contact", r, http.StatusBadRequest)
 	if !strings.Contains(r.Body, "must be an email address") || !strings.Contains(r.Body, `value="mailto:privacy@acme.example"`) {
 		t.Fatal("bad contact: no message beside the kept value")
 	}
-	r = owner.postOwnerForm(t, page, url.Values{"displayName": {"Acme Labs"}, "contact": {"privacy@acme.example"}})
+	r = owner.PostOwnerForm(t, page, url.Values{"displayName": {"Acme Labs"}, "contact": {"privacy@acme.example"}})
 	owWantStatus(t, "save", r, http.StatusSeeOther)
 	if got := owLocation(r); got != page {
 		t.Fatalf("Location %q", got)

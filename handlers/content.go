@@ -45,7 +45,7 @@ func (s *Server) handleContent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return failed(err)
 	}
-	s.session(r).Flash = "Private content saved (revision " + strconv.FormatInt(rev, 10) + ")."
+	s.cookieState(r).Flash = "Private content saved (revision " + strconv.FormatInt(rev, 10) + ")."
 	return redirect(w, r, sectionURL(r.PathValue("id"), programSection(r)))
 }
 

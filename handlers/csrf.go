@@ -15,7 +15,7 @@ func (s *Server) csrfToken(r *http.Request, p *identity.Principal) string {
 	if p == nil {
 		return ""
 	}
-	return s.mintCSRF(s.session(r).csrfSecret(), p.SessionID)
+	return s.mintCSRF(s.cookieState(r).csrfSecret(), p.SessionID)
 }
 
 func (s *Server) mintCSRF(secret, sessionID string) string {
@@ -51,7 +51,7 @@ func (s *Server) checkCSRF(r *http.Request, p *identity.Principal) error {
 	if got == "" || p == nil {
 		return errCSRF
 	}
-	secret := s.session(r).CSRFSecret
+	secret := s.cookieState(r).CSRFSecret
 	if secret == "" {
 		return errCSRF
 	}

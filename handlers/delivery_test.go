@@ -16,27 +16,6 @@ import (
 	"admit/views"
 )
 
-// dlSelectedEntry signs email up for the demo program and selects it, both
-// through the store's own operations, and returns the entry ID.
-func dlSelectedEntry(tb testing.TB, app *testApp, email string) string {
-	tb.Helper()
-	ctx := context.Background()
-	if _, err := app.DB.Signup(ctx, store.SignupRequest{Slug: app.Demo.Slug, RequestKey: owKey(), Email: email,
-		NoticeVersion: app.Demo.CurrentNoticeVersion, Permission: true}); err != nil {
-		tb.Fatalf("signup: %v", err)
-	}
-	var id string
-	if err := app.DB.View(ctx, func(tx *store.Tx) error {
-		return tx.QueryRow(`SELECT id FROM entries WHERE email_key = ?`, email).Scan(&id)
-	}); err != nil {
-		tb.Fatalf("find entry: %v", err)
-	}
-	if _, err := app.DB.SelectEntry(ctx, ownerActorOf(app.OwnerID), app.Demo.ID, id, store.Decision{Reason: "meets_policy"}); err != nil {
-		tb.Fatalf("select: %v", err)
-	}
-	return id
-}
-
 // dlRows is every row of the tables a delivery record touches.
 func dlRows(tb testing.TB, app *testApp) []string {
 	tb.Helper()
@@ -146,7 +125,7 @@ func TestOwnerConsole_DeliveryFormOffersChannelCodesAndKeepsRefusedInput(t *test
 		t.Run(tc.name, func(t *testing.T) {
 			before := dlRows(t, app)
 			key := owKey()
-			r := owner.postOwnerForm(t, formPath, url.Values{"requestKey": {key}, "channel": {tc.channel}, "reference": {tc.reference}})
+			r := owner.PostOwnerForm(t, formPath, url.Values{"requestKey": {key}, "channel": {tc.channel}, "reference": {tc.reference}})
 			owWantStatus(t, tc.name, r, http.StatusBadRequest)
 			msg := dlText(t, r.Body, tc.errorID)
 			field := strings.TrimSuffix(tc.errorID, "-error")
@@ -175,7 +154,7 @@ func TestOwnerConsole_DeliveryFormOffersChannelCodesAndKeepsRefusedInput(t *test
 		})
 	}
 
-	r := owner.postOwnerForm(t, formPath, url.Values{"requestKey": {owKey()}, "channel": {"chat"}, "reference": {"batch 3"}})
+	r := owner.PostOwnerForm(t, formPath, url.Values{"requestKey": {owKey()}, "channel": {"chat"}, "reference": {"batch 3"}})
 	owWantStatus(t, "record", r, http.StatusSeeOther)
 	page = owner.Get(t, entryPath)
 	if !strings.Contains(page.Body, "via Chat or messaging app") || !strings.Contains(page.Body, "batch 3") {

@@ -26,9 +26,9 @@ var forwardingHeaders = []string{
 	"X-Envoy-External-Address", "X-Azure-ClientIP", "X-Appengine-User-IP",
 }
 
-// devKeyCookie holds the development sign-in key in the browser that
+// DevKeyCookie holds the development sign-in key in the browser that
 // opened the link admit printed at start.
-const devKeyCookie = "admit_dev_key"
+const DevKeyCookie = "admit_dev_key"
 
 // devKeyLen is the length of a development sign-in key: 32 random bytes,
 // unpadded base64url.
@@ -77,7 +77,7 @@ func (s *Server) devKeyMatches(key string) bool {
 // hasDevKey reports whether r carries the development sign-in key in its
 // cookie: the browser opened the link admit printed on its console.
 func (s *Server) hasDevKey(r *http.Request) bool {
-	c, err := r.Cookie(devKeyCookie)
+	c, err := r.Cookie(DevKeyCookie)
 	return err == nil && s.devKeyMatches(c.Value)
 }
 
@@ -99,7 +99,7 @@ func (s *Server) handleDevSignInLink(w http.ResponseWriter, r *http.Request) err
 	if err != nil || len(q["key"]) != 1 || !s.devKeyMatches(q.Get("key")) {
 		return s.devKeyRefused(w, r, views.DevKeyWrongLink)
 	}
-	http.SetCookie(w, &http.Cookie{Name: devKeyCookie, Value: q.Get("key"), Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: DevKeyCookie, Value: q.Get("key"), Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: s.opts.PublicURL.Scheme == "https"})
 	http.Redirect(w, r, "/sign-in", http.StatusSeeOther)
 	return nil

@@ -113,7 +113,7 @@ func TestDevSignIn_AnswersOnlyDirectLoopbackRequests(t *testing.T) {
 			// The jar keys its cookies by the Host sent: this browser
 			// opened the link at this host name.
 			r := c.SendHost(t, "POST", "/dev/sign-in", host, "application/x-www-form-urlencoded", devSignInForm(),
-				"Cookie", devKeyCookie+"="+app.DevKey)
+				"Cookie", DevKeyCookie+"="+app.DevKey)
 			if r.StatusCode != http.StatusSeeOther {
 				t.Fatalf("POST /dev/sign-in with Host %q: %d, want 303", host, r.StatusCode)
 			}
@@ -159,7 +159,7 @@ func TestDevSignIn_PageOffersTheFormOnlyToDirectLoopbackRequests(t *testing.T) {
 		{"X-Real-IP", "", []string{"X-Real-IP", "203.0.113.7"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			headers := append([]string{"Cookie", devKeyCookie + "=" + app.DevKey}, tc.headers...)
+			headers := append([]string{"Cookie", DevKeyCookie + "=" + app.DevKey}, tc.headers...)
 			r := app.NewClient(t).SendHost(t, "GET", "/sign-in", tc.host, "", "", headers...)
 			if r.StatusCode != http.StatusOK {
 				t.Fatalf("GET /sign-in: %d, want 200", r.StatusCode)
@@ -221,7 +221,7 @@ func TestDevSignIn_NeedsTheConsolesKey(t *testing.T) {
 	t.Run("a wrong key in the cookie", func(t *testing.T) {
 		c := app.NewClientWithoutDevKey(t)
 		u, _ := url.Parse(app.URL)
-		c.Jar.SetCookies(u, []*http.Cookie{{Name: devKeyCookie, Value: wrongKey, Path: "/"}})
+		c.Jar.SetCookies(u, []*http.Cookie{{Name: DevKeyCookie, Value: wrongKey, Path: "/"}})
 		r := c.SendHost(t, "POST", "/dev/sign-in", "", "application/x-www-form-urlencoded", devSignInForm())
 		if got, want := r.StatusCode, http.StatusForbidden; got != want {
 			t.Fatalf("POST /dev/sign-in with another key: status %d, want %d", got, want)
@@ -276,7 +276,7 @@ func TestDevSignIn_NeedsTheConsolesKey(t *testing.T) {
 			t.Errorf("Cache-Control=%q, want private, no-store", got)
 		}
 		sc := strings.Join(r.Header.Values("Set-Cookie"), "\n")
-		for _, want := range []string{devKeyCookie + "=" + app.DevKey, "HttpOnly", "SameSite=Strict", "Path=/"} {
+		for _, want := range []string{DevKeyCookie + "=" + app.DevKey, "HttpOnly", "SameSite=Strict", "Path=/"} {
 			if !strings.Contains(sc, want) {
 				t.Fatalf("Set-Cookie %q lacks %q", sc, want)
 			}
@@ -305,13 +305,13 @@ func TestNew_DevIdentityRefusesAMalformedKeyAndMakesOneNobodyHolds(t *testing.T)
 	app := MustStartApp(t)
 	u, _ := url.Parse(app.URL)
 	for _, key := range []string{"short", strings.Repeat("a", devKeyLen+1)} {
-		_, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, DevSignInKey: key}, app.DB, app.Dev)
+		_, err := New(Options{PublicURL: u, Keys: srvOf(app).opts.Keys, DevSignInKey: key}, app.DB, app.Dev)
 		if err == nil || !strings.Contains(err.Error(), "sign-in key") {
 			t.Errorf("New with the development identity and key %q: %v, want a refusal naming the sign-in key", key, err)
 		}
 	}
 	// No key given: the server makes its own, told to nobody.
-	srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys}, app.DB, app.Dev)
+	srv, err := New(Options{PublicURL: u, Keys: srvOf(app).opts.Keys}, app.DB, app.Dev)
 	if err != nil {
 		t.Fatalf("New without a key: %v", err)
 	}

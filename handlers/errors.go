@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"admit/handlers/admission"
+	"admit/handlers/reqlog"
+	"admit/handlers/secure"
 	"admit/internal/identity"
 	"admit/store"
 	"admit/views"
@@ -103,7 +106,7 @@ const (
 // busyRetryWait is how long a client refused for load is asked to wait
 // (busyRetryAfter, its Retry-After in seconds): a write refused because
 // admit's writer is full (store.ErrBusy) or a signup that found no place.
-const busyRetryWait = time.Second
+const busyRetryWait = admission.RetryWait
 
 var busyRetryAfter = strconv.Itoa(int(busyRetryWait / time.Second))
 
@@ -127,7 +130,7 @@ func answerBusy(w http.ResponseWriter, err error) bool {
 		return false
 	}
 	w.Header().Set("Retry-After", busyRetryAfter)
-	releaseNow(w)
+	admission.ReleaseNow(w)
 	return true
 }
 
@@ -218,12 +221,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	// saved — on this page without JavaScript, and with htmx on the
 	// sign-in page it leads to — and sign-in only returns to the page:
 	// nothing is sent again.
-	if status == http.StatusUnauthorized && isUnsafe(r.Method) {
+	if status == http.StatusUnauthorized && secure.IsUnsafe(r.Method) {
 		title, message = notSavedTitle, notSavedSignedOut
 	}
 	if status == http.StatusUnauthorized && isHTMX(r) {
-		if isUnsafe(r.Method) {
-			s.session(r).Note = notSavedSignedOut
+		if secure.IsUnsafe(r.Method) {
+			s.cookieState(r).Note = notSavedSignedOut
 		}
 		w.Header().Set("HX-Redirect", signIn)
 	}
@@ -232,7 +235,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if isHTMX(r) {
 		w.WriteHeader(status)
 		_ = views.ErrorBlock(views.ErrorView{Status: status, Title: title, Message: message,
-			RequestID: requestIDFrom(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
+			RequestID: reqlog.ID(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
 		return
 	}
 	c := s.chrome(r, title)
@@ -242,7 +245,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	c.SignInURL = ""
 	w.WriteHeader(status)
 	_ = views.ErrorPage(c, views.ErrorView{Status: status, Title: title, Message: message,
-		RequestID: requestIDFrom(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
+		RequestID: reqlog.ID(r.Context()), SignInURL: signIn, RetryAfter: retry}).Render(r.Context(), w)
 }
 
 // writeJSON writes v as a JSON response with the given status.

@@ -88,7 +88,7 @@ func TestSecurityHeaders_HSTSOnlyForHTTPS(t *testing.T) {
 		t.Fatalf("HSTS on an http public URL: %q", got)
 	}
 	u, _ := url.Parse("https://admit.example.com")
-	srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys}, app.DB, app.Dev)
+	srv, err := New(Options{PublicURL: u, Keys: srvOf(app).opts.Keys}, app.DB, app.Dev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestClerk_ValidCookieAndBearerAreAccepted(t *testing.T) {
 		t.Fatalf("cookie session: %d", got)
 	}
 	bearer := app.NewClient(t)
-	bearer.bearer = app.Clerk.Session("user_a")
+	bearer.Bearer = app.Clerk.Session("user_a")
 	if got := bearer.Get(t, "/api/csrf").StatusCode; got != http.StatusOK {
 		t.Fatalf("bearer session: %d", got)
 	}
@@ -279,7 +279,7 @@ func TestClerk_ValidCookieAndBearerAreAccepted(t *testing.T) {
 		"no sid":      app.Clerk.Session("user_a", func(c map[string]any) { delete(c, "sid") }),
 	} {
 		bad := app.NewClient(t)
-		bad.bearer = tok
+		bad.Bearer = tok
 		r := bad.Get(t, "/api/csrf")
 		if r.StatusCode != http.StatusUnauthorized || r.Body != "{\"error\":\"unauthorized\"}\n" {
 			t.Errorf("%s token: %d %q, want 401", name, r.StatusCode, r.Body)

@@ -16,13 +16,6 @@ import (
 // applicants to try again in an hour, and a code issued without a recorded
 // send looked sent to its recipient and was refused without a reason.
 
-// fullDemo caps the demo queue at one place and fills it.
-func fullDemo(tb testing.TB, app *testApp) {
-	tb.Helper()
-	mustSetDemo(tb, app, func(s *store.ProgramSettings) { s.QueueCap = settingPtr(1) })
-	newAccessKit(app).entry(tb, app.Demo, "listed@example.com")
-}
-
 func TestFullQueue_SignupIs429WithNoRetryTimeTheSameForListedAndUnlisted(t *testing.T) {
 	app := MustStartApp(t)
 	app.Clock.Set(time.Date(2026, 11, 29, 10, 37, 20, 0, time.UTC))
@@ -134,7 +127,7 @@ func TestFullQueueAndUsedIntake_OwnerProgramPageAndHomeFlagThem(t *testing.T) {
 	flags("room left", "", "")
 
 	mustSetDemo(t, app, func(s *store.ProgramSettings) { s.HourlyCap = settingPtr(1) })
-	newAccessKit(app).entry(t, app.Demo, "first@example.com")
+	newAccessKit(app).Entry(t, app.Demo, "first@example.com")
 	flags("the hour's intake used", "intake-used-up", "This hour's intake is used up until 11:00 UTC")
 	app.Clock.Add(time.Hour)
 	flags("the next hour", "", "")
@@ -147,7 +140,7 @@ func TestUnsentCode_MeQueueAndEntrySayTheSendIsNotRecordedUntilItIs(t *testing.T
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	const email = "pending@example.com"
-	inv := k.invite(t, app.Demo, email, false)
+	inv := k.Invite(t, app.Demo, email, false)
 	me := app.NewClient(t)
 	me.SignIn(t, email)
 	owner := mustOwnerClient(t, app)
@@ -167,7 +160,7 @@ func TestUnsentCode_MeQueueAndEntrySayTheSendIsNotRecordedUntilItIs(t *testing.T
 		}
 	}
 
-	if _, err := app.DB.RecordDelivery(context.Background(), k.owner, inv.ID, store.DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"}); err != nil {
+	if _, err := app.DB.RecordDelivery(context.Background(), k.Owner, inv.ID, store.DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"}); err != nil {
 		t.Fatal(err)
 	}
 	card = meRow(me.Get(t, "/me").Body, "demo")
@@ -185,7 +178,7 @@ func TestUnsentCode_RedeemSaysNotActiveYetToItsHolderOnlyAndTheAPIStaysGeneric(t
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	const email = "early@example.com"
-	inv := k.invite(t, app.Demo, email, false)
+	inv := k.Invite(t, app.Demo, email, false)
 	holder := app.NewClient(t)
 	holder.SignIn(t, email)
 	holder.CSRF(t)
@@ -199,7 +192,7 @@ func TestUnsentCode_RedeemSaysNotActiveYetToItsHolderOnlyAndTheAPIStaysGeneric(t
 		if r.StatusCode != http.StatusNotFound || r.Body != deniedJSON {
 			t.Fatalf("JSON: %d %q, want the generic 404", r.StatusCode, r.Body)
 		}
-		f := c.redeemForm(t, inv.Code)
+		f := c.RedeemForm(t, inv.Code)
 		if f.StatusCode != http.StatusNotFound || !strings.Contains(f.Body, redeemNotActiveMessage) || strings.Contains(f.Body, redeemDeniedMessage) {
 			t.Fatalf("form: %d, not-active message shown=%v", f.StatusCode, strings.Contains(f.Body, redeemNotActiveMessage))
 		}
@@ -208,15 +201,15 @@ func TestUnsentCode_RedeemSaysNotActiveYetToItsHolderOnlyAndTheAPIStaysGeneric(t
 		}
 	}
 	// A code nobody issued still reads as every other failure.
-	if f := holder.redeemForm(t, unknownCode(t)); f.StatusCode != http.StatusNotFound || !strings.Contains(f.Body, redeemDeniedMessage) ||
+	if f := holder.RedeemForm(t, unknownCode(t)); f.StatusCode != http.StatusNotFound || !strings.Contains(f.Body, redeemDeniedMessage) ||
 		strings.Contains(f.Body, redeemNotActiveMessage) {
 		t.Fatalf("unknown code: %d, generic=%v", f.StatusCode, strings.Contains(f.Body, redeemDeniedMessage))
 	}
 	// Once the send is recorded, the same code works for its holder.
-	if _, err := app.DB.RecordDelivery(context.Background(), k.owner, inv.ID, store.DeliveryRecord{RequestKey: uuid.NewString(), Channel: "chat"}); err != nil {
+	if _, err := app.DB.RecordDelivery(context.Background(), k.Owner, inv.ID, store.DeliveryRecord{RequestKey: uuid.NewString(), Channel: "chat"}); err != nil {
 		t.Fatal(err)
 	}
-	if f := holder.redeemForm(t, inv.Code); f.StatusCode != http.StatusSeeOther {
+	if f := holder.RedeemForm(t, inv.Code); f.StatusCode != http.StatusSeeOther {
 		t.Fatalf("after the send: %d, want 303", f.StatusCode)
 	}
 }

@@ -93,17 +93,17 @@ func TestWaitlistPage_ShowsTheSignedInApplicantsOwnEntryInEachState(t *testing.T
 	k := newAccessKit(app)
 	ctx := t.Context()
 	setUp := map[string]func(email string){
-		"waiting": func(email string) { k.entry(t, app.Demo, email) },
+		"waiting": func(email string) { k.Entry(t, app.Demo, email) },
 		"selected": func(email string) {
-			id := k.entry(t, app.Demo, email)
-			if _, err := app.DB.SelectEntry(ctx, k.owner, app.Demo.ID, id, store.Decision{Reason: "meets_policy"}); err != nil {
+			id := k.Entry(t, app.Demo, email)
+			if _, err := app.DB.SelectEntry(ctx, k.Owner, app.Demo.ID, id, store.Decision{Reason: "meets_policy"}); err != nil {
 				t.Fatal(err)
 			}
 		},
-		"invited": func(email string) { k.invite(t, app.Demo, email, true) },
+		"invited": func(email string) { k.Invite(t, app.Demo, email, true) },
 		"declined": func(email string) {
-			id := k.entry(t, app.Demo, email)
-			if _, err := app.DB.DeclineEntry(ctx, k.owner, app.Demo.ID, id, store.Decision{Reason: "not_eligible"}); err != nil {
+			id := k.Entry(t, app.Demo, email)
+			if _, err := app.DB.DeclineEntry(ctx, k.Owner, app.Demo.ID, id, store.Decision{Reason: "not_eligible"}); err != nil {
 				t.Fatal(err)
 			}
 		},

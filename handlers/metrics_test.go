@@ -26,7 +26,7 @@ func (r *routeRecorder) Request(method, route string, status int, d time.Duratio
 func TestRequestObserver_IsGivenOnlyRegisteredPatternsAndFixedMethods(t *testing.T) {
 	app := MustStartApp(t)
 	rec := &routeRecorder{}
-	opts := app.Srv.opts
+	opts := srvOf(app).opts
 	opts.Requests = rec
 	srv, err := New(opts, app.DB, app.Dev)
 	if err != nil {

@@ -21,7 +21,7 @@ func TestInvitationText_NamesTheProgramAndTheWorkspaceNotTheSlug(t *testing.T) {
 	entryID := dlSelectedEntry(t, app, "reader@example.com")
 	entry := "/owner/programs/" + app.Demo.ID + "/entries/" + entryID
 
-	r := owner.postOwnerForm(t, entry+"/invitations", map[string][]string{
+	r := owner.PostOwnerForm(t, entry+"/invitations", map[string][]string{
 		"requestKey": {owKey()}, "expiresOn": {"2026-12-01"}, "time": {"10:00"}})
 	if got, want := r.StatusCode, http.StatusSeeOther; got != want {
 		t.Fatalf("issue: status %d, want %d: %s", got, want, r.Body)

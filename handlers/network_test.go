@@ -32,11 +32,11 @@ func mustStartSibling(tb testing.TB, app *testApp, set func(*Options)) *testApp 
 		tb.Fatalf("listen: %v", err)
 	}
 	base := "http://" + ln.Addr().String()
-	opts := app.Srv.opts
+	opts := srvOf(app).opts
 	opts.PublicURL, _ = url.Parse(base)
 	opts.Logger = slog.New(slog.NewTextHandler(app.Logs, nil))
 	set(&opts)
-	srv, err := New(opts, app.DB, app.Srv.id)
+	srv, err := New(opts, app.DB, srvOf(app).id)
 	if err != nil {
 		tb.Fatalf("new server: %v", err)
 	}
@@ -112,8 +112,8 @@ func TestNetworkCounter_ANewUTCHourCountsOnANewCounter(t *testing.T) {
 		got, []int{202, 202, 429, 202, 202, 429})
 
 	keys := counterKeys(t, app)
-	ten := app.Srv.counterKey("signup", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), "127.0.0.1")
-	eleven := app.Srv.counterKey("signup", time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), "127.0.0.1")
+	ten := srvOf(app).counterKey("signup", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), "127.0.0.1")
+	eleven := srvOf(app).counterKey("signup", time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), "127.0.0.1")
 	if bytes.Equal(ten, eleven) {
 		t.Fatal("the counter keys of 10:00 and 11:00 are equal: the hour is not part of the key")
 	}
@@ -138,8 +138,8 @@ func TestNetworkCounter_IsKeyedWithTheServerCounterKey(t *testing.T) {
 		t.Fatalf("signup through the second server: %d", s)
 	}
 	hour := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	mine := app.Srv.counterKey("signup", hour, "127.0.0.1")
-	theirs := other.Srv.counterKey("signup", hour, "127.0.0.1")
+	mine := srvOf(app).counterKey("signup", hour, "127.0.0.1")
+	theirs := srvOf(other).counterKey("signup", hour, "127.0.0.1")
 	keys := counterKeys(t, app)
 	if len(keys) != 2 || keys[string(mine)] != 1 || keys[string(theirs)] != 1 {
 		t.Fatalf("%d counters, want two of one attempt each: the key depends on the server key", len(keys))
@@ -180,7 +180,7 @@ func TestNetworkCounter_IPv6IsCountedPer64(t *testing.T) {
 	wantStatuses(t, steps, got, []int{202, 202, 429, 202})
 
 	// Straight from RemoteAddr, when a request has no proxy header, the same.
-	direct := app.Srv
+	direct := srvOf(app)
 	network := func(remote string) string {
 		r := mustRequest(t, "POST", "http://admit.test/")
 		r.RemoteAddr = remote
@@ -305,7 +305,7 @@ func TestNetworkCounter_ForgedForwardedForLinesDoNotEscapeTheLimit(t *testing.T)
 			}
 			hour := app.Clock.Now().UTC().Truncate(time.Hour)
 			keys := counterKeys(t, app)
-			if got := keys[string(app.Srv.counterKey("signup", hour, "127.0.0.2"))]; got != 5 {
+			if got := keys[string(srvOf(app).counterKey("signup", hour, "127.0.0.2"))]; got != 5 {
 				t.Errorf("the forger's counter (the address the proxy saw) holds %d attempts, want 5", got)
 			}
 		})

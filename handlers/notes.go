@@ -13,7 +13,7 @@ import (
 // fresh lookup (cached for next time). A lookup that fails shows no
 // address; it never fails the page.
 func (s *Server) signedInAs(r *http.Request, p *identity.Principal) whoLine {
-	sess := s.session(r)
+	sess := s.cookieState(r)
 	if emails := emailsFrom(r.Context()); len(emails) > 0 {
 		sess.Who = whoLine{ProviderSession: p.SessionID, Address: emails[0]}
 		return sess.Who

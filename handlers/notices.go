@@ -53,7 +53,7 @@ func (s *Server) handlePublishNotice(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	s.session(r).Flash = publishedNote(n.Version, p)
+	s.cookieState(r).Flash = publishedNote(n.Version, p)
 	return redirect(w, r, sectionURL(id, views.SectionSettings))
 }
 

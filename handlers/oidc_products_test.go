@@ -222,13 +222,13 @@ func TestOIDC_DeploySectionsWorkAgainstEachProductsBehaviour(t *testing.T) {
 			}
 
 			// A verified address counts, or not, as the section says.
-			inv := newAccessKit(app).invite(t, app.Demo, "reader@example.com", true)
+			inv := newAccessKit(app).Invite(t, app.Demo, "reader@example.com", true)
 			reader := app.NewClient(t)
 			p.SetUser(oidcprovider.User{Sub: oidcSub("reader@example.com"), Email: "reader@example.com", EmailVerified: pr.emailVerified})
 			reader.OIDCSignIn(t, "/redeem")
 			reader.CSRF(t)
 			want := map[bool]int{true: http.StatusSeeOther, false: http.StatusNotFound}[pr.countsAddress]
-			if got := reader.redeemForm(t, inv.Code).StatusCode; got != want {
+			if got := reader.RedeemForm(t, inv.Code).StatusCode; got != want {
 				t.Fatalf("redeeming with the product's verified address: status %d, want %d", got, want)
 			}
 

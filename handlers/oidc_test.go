@@ -15,19 +15,6 @@ import (
 	"admit/store"
 )
 
-// mustOIDCApp starts admit in OpenID Connect mode against a fresh real
-// provider.
-func mustOIDCApp(t *testing.T, opts ...appOption) *testApp {
-	t.Helper()
-	return MustStartApp(t, append([]appOption{withOIDC(oidcprovider.Start(t))}, opts...)...)
-}
-
-// sessionCount counts the rows of the sessions table.
-func sessionCount(t *testing.T, app *testApp) int {
-	t.Helper()
-	return owCount(t, app, `SELECT count(*) FROM sessions`)
-}
-
 func TestOIDC_SignInPageOffersTheProviderAsAGetLink(t *testing.T) {
 	app := mustOIDCApp(t)
 	page := app.NewClient(t).Get(t, "/sign-in?redirect_url=%2Fredeem")
@@ -84,15 +71,6 @@ func TestOIDC_StartUsesTheCodeFlowWithPKCEStateAndNonce(t *testing.T) {
 	}
 }
 
-func mustURL(t *testing.T, s string) *url.URL {
-	t.Helper()
-	u, err := url.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
 func TestOIDC_FullFlowToTheOwnerConsole(t *testing.T) {
 	app := mustOIDCApp(t)
 	c := app.NewClient(t)
@@ -133,7 +111,7 @@ func TestOIDC_SignInNeverMakesAnOwner(t *testing.T) {
 	if got := c.Get(t, "/owner").StatusCode; got != http.StatusNotFound {
 		t.Fatalf("a signed-in stranger on /owner: status %d, want 404", got)
 	}
-	if n := owCount(t, app, `SELECT count(*) FROM staff_members WHERE clerk_user_id = ?`, uid); n != 0 {
+	if n := owCount(t, app, `SELECT count(*) FROM staff_members WHERE user_id = ?`, uid); n != 0 {
 		t.Fatalf("sign-in created %d staff rows", n)
 	}
 }
@@ -141,11 +119,11 @@ func TestOIDC_SignInNeverMakesAnOwner(t *testing.T) {
 func TestOIDC_FullFlowToRedemptionAndPrivateContent(t *testing.T) {
 	app := mustOIDCApp(t)
 	k := newAccessKit(app)
-	inv := k.invite(t, app.Demo, "reader@example.com", true)
+	inv := k.Invite(t, app.Demo, "reader@example.com", true)
 	c := app.NewClient(t)
 	c.SignIn(t, "reader@example.com")
 	c.CSRF(t)
-	post := c.redeemForm(t, inv.Code)
+	post := c.RedeemForm(t, inv.Code)
 	if post.StatusCode != http.StatusSeeOther || post.Header.Get("Location") != "/early-access/demo" {
 		t.Fatalf("redeem: status %d Location %q body %s", post.StatusCode, post.Header.Get("Location"), post.Body)
 	}
@@ -163,14 +141,14 @@ func TestOIDC_FullFlowToRedemptionAndPrivateContent(t *testing.T) {
 func TestOIDC_UnverifiedEmailNeverCounts(t *testing.T) {
 	app := mustOIDCApp(t)
 	k := newAccessKit(app)
-	inv := k.invite(t, app.Demo, "reader@example.com", true)
+	inv := k.Invite(t, app.Demo, "reader@example.com", true)
 	c := app.NewClient(t)
 	app.OIDC.SetUser(oidcprovider.User{Sub: "sub-unverified", Email: "reader@example.com", EmailVerified: oidcprovider.Unverified})
 	if resp := c.OIDCSignIn(t, "/redeem"); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-in: status %d", resp.StatusCode)
 	}
 	c.CSRF(t)
-	if got := c.redeemForm(t, inv.Code).StatusCode; got != http.StatusNotFound {
+	if got := c.RedeemForm(t, inv.Code).StatusCode; got != http.StatusNotFound {
 		t.Fatalf("redeem with an unverified address: status %d, want the generic 404", got)
 	}
 	if grantCount(t, app.DB, app.Demo.ID) != 0 {
@@ -186,12 +164,12 @@ func TestOIDC_MissingEmailVerifiedCountsOnlyWithTheOptIn(t *testing.T) {
 				opts = append(opts, withOIDCTrustEmail())
 			}
 			app := mustOIDCApp(t, opts...)
-			inv := newAccessKit(app).invite(t, app.Demo, "reader@example.com", true)
+			inv := newAccessKit(app).Invite(t, app.Demo, "reader@example.com", true)
 			c := app.NewClient(t)
 			app.OIDC.SetUser(oidcprovider.User{Sub: "sub-no-claim", Email: "reader@example.com"})
 			c.OIDCSignIn(t, "/redeem")
 			c.CSRF(t)
-			got := c.redeemForm(t, inv.Code).StatusCode
+			got := c.RedeemForm(t, inv.Code).StatusCode
 			want := map[bool]int{false: http.StatusNotFound, true: http.StatusSeeOther}[trust]
 			if got != want {
 				t.Fatalf("redeem: status %d, want %d", got, want)
@@ -335,7 +313,7 @@ func TestOIDC_ProviderDownAtStartIs503ThenRecovers(t *testing.T) {
 func TestOIDC_ProviderDownFailsRecipientRoutesClosedWith503(t *testing.T) {
 	app := mustOIDCApp(t)
 	k := newAccessKit(app)
-	k.grant(t, app.Demo, "reader@example.com", identity.OIDCUserID(app.OIDC.Issuer, oidcSub("reader@example.com")))
+	k.Grant(t, app.Demo, "reader@example.com", identity.OIDCUserID(app.OIDC.Issuer, oidcSub("reader@example.com")))
 	c := app.NewClient(t)
 	c.SignIn(t, "reader@example.com")
 	if got := c.Get(t, "/early-access/demo").StatusCode; got != http.StatusOK {
@@ -355,7 +333,7 @@ func TestOIDC_ProviderDownFailsRecipientRoutesClosedWith503(t *testing.T) {
 func TestOIDC_ExpiredAccessTokenIsRefreshedAndAFailedRefreshSignsOut(t *testing.T) {
 	app := mustOIDCApp(t)
 	k := newAccessKit(app)
-	k.grant(t, app.Demo, "reader@example.com", identity.OIDCUserID(app.OIDC.Issuer, oidcSub("reader@example.com")))
+	k.Grant(t, app.Demo, "reader@example.com", identity.OIDCUserID(app.OIDC.Issuer, oidcSub("reader@example.com")))
 	c := app.NewClient(t)
 	c.SignIn(t, "reader@example.com")
 	app.Clock.Add(2 * time.Hour) // past the access token's hour
@@ -459,7 +437,7 @@ func TestOIDC_AuthorizationMatrixForANonOwner(t *testing.T) {
 	before := dbFingerprint(t, app.DB)
 	fill := strings.NewReplacer("{id}", app.Demo.ID, "{entryId}", "e", "{invitationId}", "i", "{grantId}", "g")
 	n := 0
-	for pattern := range app.Srv.patterns {
+	for pattern := range srvOf(app).patterns {
 		method, path, _ := strings.Cut(pattern, " ")
 		if !strings.HasPrefix(path, "/owner") && !strings.HasPrefix(path, "/api/owner") {
 			continue

@@ -16,7 +16,7 @@ import (
 func TestOIDC_UserinfoAboutAnotherSubjectIsNeverUsed(t *testing.T) {
 	app := mustOIDCApp(t)
 	k := newAccessKit(app)
-	k.grant(t, app.Demo, "reader@example.com", identity.OIDCUserID(app.OIDC.Issuer, oidcSub("reader@example.com")))
+	k.Grant(t, app.Demo, "reader@example.com", identity.OIDCUserID(app.OIDC.Issuer, oidcSub("reader@example.com")))
 	app.OIDC.SetUser(oidcprovider.User{Sub: oidcSub("other@example.com"), Email: "other@example.com", EmailVerified: oidcprovider.Verified})
 	c := app.NewClient(t)
 	c.SignIn(t, "reader@example.com")
@@ -40,7 +40,7 @@ func TestOIDC_UserinfoAboutAnotherSubjectIsNeverUsed(t *testing.T) {
 func TestOIDC_UnreachableUserinfoIs503AndKeepsTheSession(t *testing.T) {
 	app := mustOIDCApp(t)
 	k := newAccessKit(app)
-	k.grant(t, app.Demo, "reader@example.com", identity.OIDCUserID(app.OIDC.Issuer, oidcSub("reader@example.com")))
+	k.Grant(t, app.Demo, "reader@example.com", identity.OIDCUserID(app.OIDC.Issuer, oidcSub("reader@example.com")))
 	c := app.NewClient(t)
 	c.SignIn(t, "reader@example.com")
 	app.OIDC.SetUserinfoUnreachable(true)
@@ -68,7 +68,7 @@ func TestOIDC_UnreachableUserinfoIs503AndKeepsTheSession(t *testing.T) {
 func TestOIDC_ProvidersAddressIsNormalisedLikeASignups(t *testing.T) {
 	app := mustOIDCApp(t)
 	k := newAccessKit(app)
-	k.entry(t, app.Demo, "reader@example.com")
+	k.Entry(t, app.Demo, "reader@example.com")
 	app.OIDC.SetUser(oidcprovider.User{Sub: oidcSub("reader@example.com"), Email: " reader@EXAMPLE.com ", EmailVerified: oidcprovider.Verified})
 	c := app.NewClient(t)
 	if resp := c.OIDCSignIn(t, "/"); resp.StatusCode != http.StatusSeeOther {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,36 +9,6 @@ import (
 
 	"github.com/google/uuid"
 )
-
-// SendHost is Send with the request's Host header set to host (the
-// client's own when empty), as a reverse proxy or a hand-written request
-// may send it.
-func (c *testClient) SendHost(tb testing.TB, method, path, host, contentType, body string, headers ...string) *testResponse {
-	tb.Helper()
-	req, err := http.NewRequest(method, c.app.URL+path, strings.NewReader(body))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if host != "" {
-		req.Host = host
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := c.Client.Do(req)
-	if err != nil {
-		tb.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatalf("%s %s: read body: %v", method, path, err)
-	}
-	return &testResponse{StatusCode: resp.StatusCode, Header: resp.Header, Body: string(b)}
-}
 
 // crossSiteWrite is one write that the browser's fetch metadata, not the
 // Origin, marks as coming from another site.

@@ -20,53 +20,15 @@ import (
 	"testing"
 	"time"
 
+	"admit/handlers/admission"
 	"admit/internal/testutil"
-	"admit/store"
 
 	"github.com/google/uuid"
 )
 
-// mustHoldWriter takes the app's database writer with a transaction that
-// writes nothing, until release is called: every write waits meanwhile.
-func mustHoldWriter(tb testing.TB, app *testApp) (release func()) {
-	tb.Helper()
-	held, free, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- app.DB.Update(context.Background(), func(*store.Tx) error {
-			close(held)
-			<-free
-			return nil
-		})
-	}()
-	select {
-	case <-held:
-	case err := <-done:
-		tb.Fatalf("hold the writer: %v", err)
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			close(free)
-			if err := <-done; err != nil {
-				tb.Errorf("the held transaction: %v", err)
-			}
-		})
-	}
-	tb.Cleanup(release)
-	return release
-}
-
-// eventually polls cond until it holds, failing the test after 10 s.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// idleCPU is a CPU never busy: the limiter's bound follows the answer
+// rate alone.
+var idleCPU = admission.CPUMeter{Used: func() time.Duration { return 0 }, Cores: func() int { return 1 }}
 
 // wantBusy checks a refusal for load: 503, Retry-After, never cached.
 func wantBusy(tb testing.TB, what string, r *testResponse) {
@@ -298,19 +260,19 @@ func startFullServerOn(t *testing.T, app *testApp, clock *testutil.Clock, pacing
 	logs := &testutil.SyncBuffer{}
 	ts := httptest.NewUnstartedServer(nil)
 	u, _ := url.Parse("http://" + ts.Listener.Addr().String())
-	srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, Logger: slog.New(slog.NewJSONHandler(logs, nil))}, app.DB, app.Dev)
+	srv, err := New(Options{PublicURL: u, Keys: srvOf(app).opts.Keys, Logger: slog.New(slog.NewJSONHandler(logs, nil))}, app.DB, app.Dev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.signups = newSignupLimiter(minSignupsInProgress, clock.Now, idleCPU)
-	srv.signups.pacing = pacing
+	srv.signups = admission.NewLimiter(admission.MinInProgress, clock.Now, idleCPU)
+	srv.signups.SetPacing(pacing)
 	for {
-		if _, ok := srv.signups.start(); !ok {
+		if _, ok := srv.signups.Start(); !ok {
 			break
 		}
 	}
 	ts.Config.Handler = srv
-	ts.Config.ConnContext = ConnContext
+	ts.Config.ConnContext = admission.ConnContext
 	if h2 {
 		ts.EnableHTTP2 = true
 		ts.StartTLS()
@@ -367,7 +329,7 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 	if got := networkAttempts(t, app); got != attemptsBefore {
 		t.Fatalf("network attempts %d, want %d: a shed signup counts none", got, attemptsBefore)
 	}
-	if got := srv.signups.refusalsHeld(); got != 0 {
+	if got := srv.signups.RefusalsHeld(); got != 0 {
 		t.Fatalf("%d refusals still held after every answer", got)
 	}
 
@@ -390,10 +352,10 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 		t.Fatalf("%d request lines, %d of them held; want %d and %d (all but the first)", len(lines), len(held), n, n-1)
 	}
 	slices.Sort(held)
-	interval := srv.signups.refusalInterval()
+	interval := srv.signups.RefusalInterval()
 	for k, h := range held {
 		// The log rounds to the microsecond.
-		if want := min(time.Duration(k+1)*interval, maxFloodHold) - time.Microsecond; h < want {
+		if want := min(time.Duration(k+1)*interval, admission.MaxFloodHold) - time.Microsecond; h < want {
 			t.Fatalf("the %d-th held refusal waited %v, want at least %v", k+1, h, want)
 		}
 	}
@@ -408,9 +370,9 @@ func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	ts, srv, logs := startFullServerOn(t, app, clock, true, true)
 	// A second's worth of refusals already paced: the next waits a second.
-	for range int(maxRefusalHold/srv.signups.refusalInterval()) + 1 {
-		if rf := srv.signups.refuse(nil); rf.sent != nil {
-			rf.sent()
+	for range int(admission.MaxRefusalHold/srv.signups.RefusalInterval()) + 1 {
+		if rf := srv.signups.Refuse(nil); rf.Sent != nil {
+			rf.Sent()
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -426,12 +388,12 @@ func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 		}
 		errc <- err
 	}()
-	eventually(t, "the refusal to be held", func() bool { return srv.signups.refusalsHeld() == 1 })
+	eventually(t, "the refusal to be held", func() bool { return srv.signups.RefusalsHeld() == 1 })
 	cancel()
 	if err := <-errc; err == nil {
 		t.Fatal("the cancelled request was answered")
 	}
-	eventually(t, "the held refusal to end", func() bool { return srv.signups.refusalsHeld() == 0 })
+	eventually(t, "the held refusal to end", func() bool { return srv.signups.RefusalsHeld() == 0 })
 	var lines []map[string]any
 	eventually(t, "its request line", func() bool {
 		lines = logLines(t, logs.String(), "request")
@@ -441,7 +403,7 @@ func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 	if !ok {
 		t.Fatalf("the refusal's line has no held_ms: %v", lines[0])
 	}
-	if held := time.Duration(h * float64(time.Millisecond)); held >= maxRefusalHold {
+	if held := time.Duration(h * float64(time.Millisecond)); held >= admission.MaxRefusalHold {
 		t.Fatalf("held %v, the whole hold: it did not end when the client went away", held)
 	}
 }
@@ -457,7 +419,7 @@ func TestSignupBusy_AResendBeforeRetryAfterOnItsConnectionIsPaced(t *testing.T) 
 	app := MustStartApp(t, withNetworkLimit(100000))
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	ts, srv, logs := startFullServer(t, app, clock, false)
-	interval := srv.signups.refusalInterval()
+	interval := srv.signups.RefusalInterval()
 
 	keepAlive := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	newEach := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -516,7 +478,7 @@ func TestSignupBusy_AResendBeforeRetryAfterOnItsConnectionIsPaced(t *testing.T) 
 	// the same connection is not resending early.
 	clock.Add(3*interval + busyRetryWait)
 	wantHeld("a signup after the Retry-After", keepAlive, true, 0)
-	if got := srv.signups.refusalsHeld(); got != 0 {
+	if got := srv.signups.RefusalsHeld(); got != 0 {
 		t.Fatalf("%d refusals still held after every answer", got)
 	}
 }
@@ -678,18 +640,16 @@ func TestSignupBusy_HeldRefusalsPastTheOldCapAreParkedUpToTheirBound(t *testing.
 	var closed, open atomic.Int64
 	waitFirst := answerAll(t, "signup", sendRawSignups(t, ts, first, "held"), &closed, &open)
 	eventually(t, "all but the first refusal to be held", func() bool {
-		return srv.signups.refusalsHeld() == first-1 && open.Load() == 1
+		return srv.signups.RefusalsHeld() == first-1 && open.Load() == 1
 	})
 	// The first's connection is still served, idle; a held refusal would
 	// keep its own.
 	eventually(t, "the held refusals' connections to be parked", func() bool { return servingGoroutines() <= 1 })
-	srv.signups.mu.Lock()
-	srv.signups.maxHeld = bound
-	srv.signups.mu.Unlock()
+	srv.signups.SetMaxHeld(bound)
 	waitMore := answerAll(t, "signup past the first", sendRawSignups(t, ts, more, "past"), &closed, &open)
 	pastBound := int64(more - (bound - (first - 1)))
 	eventually(t, "the refusals past the bound to be answered", func() bool { return closed.Load() == pastBound })
-	if got, want := srv.signups.refusalsHeld(), bound; got != want {
+	if got, want := srv.signups.RefusalsHeld(), bound; got != want {
 		t.Fatalf("%d refusals held, want %d: the bound", got, want)
 	}
 	if got := open.Load(); got != 1 {
@@ -702,10 +662,10 @@ func TestSignupBusy_HeldRefusalsPastTheOldCapAreParkedUpToTheirBound(t *testing.
 	if got, want := closed.Load(), int64(first+more-1); got != want || open.Load() != 1 {
 		t.Fatalf("%d answers closed their connection, %d kept it; want %d and 1", got, open.Load(), want)
 	}
-	eventually(t, "every held refusal to be sent", func() bool { return srv.signups.refusalsHeld() == 0 })
-	if got := longest(); got <= maxRefusalHold || got > maxFloodHold {
+	eventually(t, "every held refusal to be sent", func() bool { return srv.signups.RefusalsHeld() == 0 })
+	if got := longest(); got <= admission.MaxRefusalHold || got > admission.MaxFloodHold {
 		t.Fatalf("the longest hold asked for was %v, want more than a resend's longest, %v, and at most %v",
-			got, maxRefusalHold, maxFloodHold)
+			got, admission.MaxRefusalHold, admission.MaxFloodHold)
 	}
 	lines := logLines(t, logs.String(), "request")
 	held := 0
@@ -749,7 +709,7 @@ func TestSignupBusy_AParkedFormRefusalIsTheBusyPageWithItsRequestID(t *testing.T
 		t.Fatalf("the first form signup: %v, %v; want a 503 at once", resp, err)
 	}
 	second := send()
-	eventually(t, "the second refusal to be held", func() bool { return srv.signups.refusalsHeld() == 1 })
+	eventually(t, "the second refusal to be held", func() bool { return srv.signups.RefusalsHeld() == 1 })
 	release()
 	resp, err := http.ReadResponse(second, nil)
 	if err != nil {

@@ -15,7 +15,7 @@ func (s *Server) handleOwnerHome(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v.Flash = s.session(r).takeFlash()
+	v.Flash = s.cookieState(r).takeFlash()
 	c := s.chrome(r, "Owner console")
 	return s.render(w, r, http.StatusOK, c, views.OwnerHome(c, *v))
 }

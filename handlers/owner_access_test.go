@@ -195,8 +195,8 @@ func TestOwnerRouteCases_CoverEveryRegisteredOwnerRoute(t *testing.T) {
 func sendRouteCase(tb testing.TB, c *testClient, rc ownerRouteCase) *testResponse {
 	tb.Helper()
 	var headers []string
-	if c.csrf != "" && rc.method != "GET" {
-		headers = []string{"X-CSRF-Token", c.csrf}
+	if c.CSRFToken != "" && rc.method != "GET" {
+		headers = []string{"X-CSRF-Token", c.CSRFToken}
 	}
 	return c.Do(tb, rc.method, rc.path, rc.ctype, strings.NewReader(rc.body), headers...)
 }
@@ -232,7 +232,7 @@ func TestOwnerRoutes_SameNotFoundForRecipientNonOwnerAndForeignOwner(t *testing.
 		missingHTML := who.c.Get(t, "/owner/no-such-page")
 		owWantStatus(t, who.name+" missing API path", missingAPI, http.StatusNotFound)
 		owWantStatus(t, who.name+" missing page", missingHTML, http.StatusNotFound)
-		for _, rc := range ownerRouteCases(t, f, who.c.csrf) {
+		for _, rc := range ownerRouteCases(t, f, who.c.CSRFToken) {
 			// The console's own listings answer an owner of any workspace;
 			// what they list is checked in the next test.
 			if who.owner && (rc.pattern == "GET /owner" || rc.pattern == "GET /api/owner/workspaces" || rc.pattern == "GET /api/owner/programs") {
@@ -262,7 +262,7 @@ func TestOwnerRoutes_SameNotFoundForRecipientNonOwnerAndForeignOwner(t *testing.
 	// The fixture's requests do succeed for the owner: the 404s above are
 	// about who asks, not about the requests.
 	owner := mustOwnerClient(t, app)
-	for _, rc := range ownerRouteCases(t, f, owner.csrf) {
+	for _, rc := range ownerRouteCases(t, f, owner.CSRFToken) {
 		if rc.pattern == "POST /owner/programs/{id}/entries/{entryId}/select" {
 			break // the cases after this one act on the same entries in turn
 		}

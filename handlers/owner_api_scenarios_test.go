@@ -97,7 +97,7 @@ func (f *ownerAPIFixture) do(t *testing.T, method, path, body string) map[string
 	if body != "" {
 		ctype = "application/json"
 	}
-	resp := f.owner.Do(t, method, rep.Replace(path), ctype, strings.NewReader(rep.Replace(body)), "X-CSRF-Token", f.owner.csrf)
+	resp := f.owner.Do(t, method, rep.Replace(path), ctype, strings.NewReader(rep.Replace(body)), "X-CSRF-Token", f.owner.CSRFToken)
 	if resp.StatusCode >= 300 {
 		t.Fatalf("fixture %s %s: status %d: %s", method, rep.Replace(path), resp.StatusCode, resp.Body)
 	}
@@ -157,7 +157,7 @@ func betaWithAsset(t *testing.T, f *ownerAPIFixture) {
 	f.do(t, "PATCH", "/api/owner/programs/{beta}", `{"expectedRevision":4,"accessEnabled":true}`)
 	ctype, body := pngUpload(t, f)
 	resp := f.owner.Do(t, "POST", f.replacer().Replace("/api/owner/programs/{beta}/assets"), ctype, strings.NewReader(body),
-		"X-CSRF-Token", f.owner.csrf)
+		"X-CSRF-Token", f.owner.CSRFToken)
 	if resp.StatusCode != 201 {
 		t.Fatalf("fixture upload: status %d: %s", resp.StatusCode, resp.Body)
 	}
@@ -219,7 +219,7 @@ func grantRevoked(t *testing.T, f *ownerAPIFixture) {
 // The uploads, each with the fixture's owner's CSRF token where it needs one.
 
 func pngUpload(t *testing.T, f *ownerAPIFixture) (string, string) {
-	return owMultipart(t, "chart.png", [2]string{"csrf", f.owner.csrf}, [2]string{"file", ownerPNG})
+	return owMultipart(t, "chart.png", [2]string{"csrf", f.owner.CSRFToken}, [2]string{"file", ownerPNG})
 }
 
 func txtUpload(t *testing.T, f *ownerAPIFixture) (string, string) {
@@ -259,7 +259,7 @@ func runOwnerScenario(t *testing.T, f *ownerAPIFixture, sc ownerScenario) {
 	}
 	var headers []string
 	if !sc.noCSRF {
-		headers = []string{"X-CSRF-Token", f.owner.csrf}
+		headers = []string{"X-CSRF-Token", f.owner.CSRFToken}
 	}
 	codeBefore := f.vars["{code}"]
 	countsBefore, auditBefore := dbFingerprint(t, app.DB), owAuditCount(t, app)
@@ -441,7 +441,7 @@ func bulkSelectFailed(t *testing.T, f *ownerAPIFixture) {
 	selected("{w1}")(t, f)
 	rep := f.replacer()
 	resp := f.owner.Do(t, "POST", rep.Replace("/api/owner/programs/{demo}/entries/select"), "application/json",
-		strings.NewReader(rep.Replace(`{"entryIds":["{w6}","{w1}"],"reason":"priority_cohort"}`)), "X-CSRF-Token", f.owner.csrf)
+		strings.NewReader(rep.Replace(`{"entryIds":["{w6}","{w1}"],"reason":"priority_cohort"}`)), "X-CSRF-Token", f.owner.CSRFToken)
 	if resp.StatusCode != 409 {
 		t.Fatalf("fixture bulk select: status %d, want 409: %s", resp.StatusCode, resp.Body)
 	}

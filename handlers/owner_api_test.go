@@ -104,7 +104,7 @@ func TestOwnerAPI_NoticePurposeMismatchIs409AndWritesNoNotice(t *testing.T) {
 	}
 	// The form no longer asks for the purpose; one posted from an older page
 	// is still refused, and the page says why, keeping the typed texts.
-	page := owner.postOwnerForm(t, "/owner/programs/"+app.Demo.ID+"/notices", map[string][]string{
+	page := owner.PostOwnerForm(t, "/owner/programs/"+app.Demo.ID+"/notices", map[string][]string{
 		"purpose": {"A different purpose."}, "contactText": {"Typed contact."}, "retentionText": {"Typed retention."}})
 	owWantStatus(t, "form with mismatched purpose", page, http.StatusConflict)
 	for _, want := range []string{"create a new program", "Typed contact.", "Typed retention."} {
@@ -148,7 +148,7 @@ func TestOwnerAPI_CodeIsShownOnceNoStoreAndNeverLogged(t *testing.T) {
 		t.Fatal("a log line holds the code")
 	}
 	digest, _ := store.CodeDigest(code)
-	if n := owCount(t, app, `SELECT count(*) FROM invitations WHERE token_sha256 = ?`, digest); n != 1 {
+	if n := owCount(t, app, `SELECT count(*) FROM invitations WHERE code_digest = ?`, digest); n != 1 {
 		t.Fatalf("invitations stored with the code's digest=%d, want 1", n)
 	}
 }

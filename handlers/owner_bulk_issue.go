@@ -54,22 +54,7 @@ func readBulkIssueForm(r *http.Request) (bulkIssueForm, error) {
 func (s *Server) handleBulkIssue(w http.ResponseWriter, r *http.Request) error {
 	ctx, a, id := r.Context(), ownerActor(r), r.PathValue("id")
 	b, err := readBulkIssueForm(r)
-	backToQueue := func(err error) error {
-		status, msg, ok := formFailure(err)
-		if !ok {
-			return err
-		}
-		u, _ := url.Parse(b.next)
-		v, lerr := s.queueView(r, id, u.RawQuery)
-		if lerr != nil {
-			return lerr
-		}
-		v.Error, v.Checked = msg, map[string]bool{}
-		for _, e := range b.entryIDs {
-			v.Checked[e] = true
-		}
-		return s.renderQueue(w, r, status, v)
-	}
+	backToQueue := func(err error) error { return s.bulkIssueBackToQueue(w, r, id, b, err) }
 	if err != nil && !b.confirmed {
 		return backToQueue(err)
 	}
@@ -135,20 +120,7 @@ func (s *Server) handleBulkIssue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return refused(err)
 	}
-	noStore(w)
-	emails := make(map[string]string, len(entries))
-	for _, e := range entries {
-		emails[e.ID] = e.Email
-	}
-	v := views.BulkIssuedView{Program: programSummary(p), RedeemURL: s.opts.PublicURL.JoinPath("redeem").String(),
-		Delivery: views.BulkDeliveryForm{ProgramID: p.ID, RequestKey: uuid.NewString()}}
-	for _, is := range res.Issued {
-		v.Rows = append(v.Rows, views.BulkIssuedRow{InvitationID: is.Invitation.ID, Email: emails[is.Invitation.EntryID],
-			Code: is.Code, ExpiresAt: is.Invitation.ExpiresAt})
-		v.Delivery.InvitationIDs = append(v.Delivery.InvitationIDs, is.Invitation.ID)
-	}
-	c := s.chrome(r, "New invitation codes · "+p.Name)
-	return s.render(w, r, http.StatusOK, c, views.BulkIssuedPage(c, v))
+	return s.renderBulkIssued(w, r, p, entries, res)
 }
 
 // handleCodeSheet answers the codes page's "Download the codes as CSV": a
@@ -240,7 +212,7 @@ func (s *Server) handleBulkDelivery(w http.ResponseWriter, r *http.Request) erro
 		return s.renderInvitations(w, r, status, form)
 	}
 	if err == nil {
-		s.session(r).Flash = countText(len(in.InvitationIDs), "Recorded the send for")
+		s.cookieState(r).Flash = countText(len(in.InvitationIDs), "Recorded the send for")
 		to := views.OwnerURL("programs", id, "entries")
 		if fromList {
 			to = views.OwnerURL("programs", id, "invitations")
@@ -299,7 +271,7 @@ func (s *Server) renderInvitations(w http.ResponseWriter, r *http.Request, statu
 	}
 	v := views.InvitationsView{Program: programSummary(p), Delivery: form, Capped: len(invs) == store.MaxListedInvitations}
 	if status == http.StatusOK {
-		v.Flash = s.session(r).takeFlash()
+		v.Flash = s.cookieState(r).takeFlash()
 	}
 	for i := range invs {
 		inv := &invs[i]
@@ -310,4 +282,43 @@ func (s *Server) renderInvitations(w http.ResponseWriter, r *http.Request, statu
 	}
 	c := s.chrome(r, "Invitations · "+p.Name)
 	return s.render(w, r, status, c, views.InvitationsPage(c, v))
+}
+
+// bulkIssueBackToQueue shows the queue again, the chosen entries still
+// chosen, with the form's failure err; an error that is not the form's is
+// returned.
+func (s *Server) bulkIssueBackToQueue(w http.ResponseWriter, r *http.Request, id string, b bulkIssueForm, err error) error {
+	status, msg, ok := formFailure(err)
+	if !ok {
+		return err
+	}
+	u, _ := url.Parse(b.next)
+	v, lerr := s.queueView(r, id, u.RawQuery)
+	if lerr != nil {
+		return lerr
+	}
+	v.Error, v.Checked = msg, map[string]bool{}
+	for _, e := range b.entryIDs {
+		v.Checked[e] = true
+	}
+	return s.renderQueue(w, r, status, v)
+}
+
+// renderBulkIssued is the page of the codes just issued, shown once, with
+// the form that records their send.
+func (s *Server) renderBulkIssued(w http.ResponseWriter, r *http.Request, p *store.Program, entries []store.Entry, res *store.BulkIssueResult) error {
+	noStore(w)
+	emails := make(map[string]string, len(entries))
+	for _, e := range entries {
+		emails[e.ID] = e.Email
+	}
+	v := views.BulkIssuedView{Program: programSummary(p), RedeemURL: s.opts.PublicURL.JoinPath("redeem").String(),
+		Delivery: views.BulkDeliveryForm{ProgramID: p.ID, RequestKey: uuid.NewString()}}
+	for _, is := range res.Issued {
+		v.Rows = append(v.Rows, views.BulkIssuedRow{InvitationID: is.Invitation.ID, Email: emails[is.Invitation.EntryID],
+			Code: is.Code, ExpiresAt: is.Invitation.ExpiresAt})
+		v.Delivery.InvitationIDs = append(v.Delivery.InvitationIDs, is.Invitation.ID)
+	}
+	c := s.chrome(r, "New invitation codes · "+p.Name)
+	return s.render(w, r, http.StatusOK, c, views.BulkIssuedPage(c, v))
 }

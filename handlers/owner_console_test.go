@@ -48,7 +48,7 @@ func TestOwnerConsole_PagesRenderForTheOwner(t *testing.T) {
 				t.Errorf("%s: no data-testid %q", tc.path, id)
 			}
 		}
-		if !strings.Contains(r.Body, `name="csrf" value="`+owner.csrf+`"`) && tc.path != p+"/events" && tc.path != p && tc.path != p+"/invitations" {
+		if !strings.Contains(r.Body, `name="csrf" value="`+owner.CSRFToken+`"`) && tc.path != p+"/events" && tc.path != p && tc.path != p+"/invitations" {
 			t.Errorf("%s: forms lack the session's CSRF token", tc.path)
 		}
 	}
@@ -129,7 +129,7 @@ func TestOwnerConsole_EveryFormRedirectsAndAuditsOnce(t *testing.T) {
 	}
 	for _, st := range steps {
 		audit := owAuditCount(t, app)
-		r := owner.postOwnerForm(t, st.path, st.form)
+		r := owner.PostOwnerForm(t, st.path, st.form)
 		owWantStatus(t, st.name, r, st.status)
 		if got := owAuditCount(t, app) - audit; got != st.audit {
 			t.Fatalf("%s: audit events added=%d, want %d", st.name, got, st.audit)
@@ -168,7 +168,7 @@ func TestOwnerConsole_EveryFormRedirectsAndAuditsOnce(t *testing.T) {
 		{"revoke grant", p + "/entries/" + active + "/grants/" + grant + "/revoke", url.Values{}, 303, p + "/entries/" + active, "Access revoked", 1},
 	} {
 		audit := owAuditCount(t, app)
-		r := owner.postOwnerForm(t, st.path, st.form)
+		r := owner.PostOwnerForm(t, st.path, st.form)
 		owWantStatus(t, st.name, r, st.status)
 		if got := owAuditCount(t, app) - audit; got != st.audit {
 			t.Fatalf("%s: audit events added=%d, want %d", st.name, got, st.audit)
@@ -181,7 +181,7 @@ func TestOwnerConsole_EveryFormRedirectsAndAuditsOnce(t *testing.T) {
 		}
 	}
 	// An invitation reached through another entry's path is not found.
-	r := owner.postOwnerForm(t, p+"/entries/"+w1+"/invitations/"+inv+"/revoke", url.Values{})
+	r := owner.PostOwnerForm(t, p+"/entries/"+w1+"/invitations/"+inv+"/revoke", url.Values{})
 	owWantStatus(t, "revoke through another entry", r, http.StatusNotFound)
 	owWantNoAddressInAudit(t, app)
 }
@@ -234,7 +234,7 @@ func TestOwnerConsole_RefusedFormsKeepTheInput(t *testing.T) {
 			400, []string{"within 14 days", `value="2026-12-30"`, `value="0d6c5e1a-1b2c-4d3e-8f40-5a6b7c8d9e0f"`}},
 	} {
 		counts := dbFingerprint(t, app.DB)
-		r := owner.postOwnerForm(t, tc.path, tc.form)
+		r := owner.PostOwnerForm(t, tc.path, tc.form)
 		owWantStatus(t, tc.name, r, tc.status)
 		for _, want := range tc.has {
 			if !strings.Contains(r.Body, want) {
@@ -250,7 +250,7 @@ func TestOwnerConsole_RefusedFormsKeepTheInput(t *testing.T) {
 	}
 
 	// An upload that is not an image or PDF shows the message on the page.
-	ct, body := owMultipart(t, "notes.txt", [2]string{"csrf", owner.csrf}, [2]string{"file", "just text"})
+	ct, body := owMultipart(t, "notes.txt", [2]string{"csrf", owner.CSRFToken}, [2]string{"file", "just text"})
 	r := owner.Do(t, "POST", p+"/assets", ct, strings.NewReader(body))
 	owWantStatus(t, "text upload", r, http.StatusBadRequest)
 	if !strings.Contains(r.Body, "PNG, JPEG, GIF or WebP image, or a PDF") {
@@ -271,7 +271,7 @@ func TestOwnerConsole_UploadFormCarriesItsCSRFTokenWithoutJavaScript(t *testing.
 	if n := owCount(t, app, `SELECT count(*) FROM private_assets`); n != 0 {
 		t.Fatalf("assets stored without a token: %d", n)
 	}
-	ct, body = owMultipart(t, "My Photo (1).png", [2]string{"csrf", owner.csrf}, [2]string{"file", ownerPNG})
+	ct, body = owMultipart(t, "My Photo (1).png", [2]string{"csrf", owner.CSRFToken}, [2]string{"file", ownerPNG})
 	r := owner.Do(t, "POST", p, ct, strings.NewReader(body))
 	owWantStatus(t, "upload", r, http.StatusSeeOther)
 	var name, ctype string
@@ -311,7 +311,7 @@ func TestOwnerConsole_IssueShowsTheCodeOnceThenOnlyThatItWasIssued(t *testing.T)
 	form := url.Values{"requestKey": {key[1]}, "expiresOn": {day[1]}, "time": {clock[1]}}
 	// The form answers 303 to the invitation's code page: the code is in
 	// neither the Location nor the body of the redirect.
-	posted := owner.postOwnerForm(t, entry+"/invitations", form)
+	posted := owner.PostOwnerForm(t, entry+"/invitations", form)
 	owWantStatus(t, "issue", posted, http.StatusSeeOther)
 	codePage := owLocation(posted)
 	if !regexp.MustCompile(`^` + regexp.QuoteMeta(entry) + `/invitations/[0-9a-f-]{36}$`).MatchString(codePage) {
@@ -344,7 +344,7 @@ func TestOwnerConsole_IssueShowsTheCodeOnceThenOnlyThatItWasIssued(t *testing.T)
 		t.Fatal("a reload of the code page shows the code, or no notice and no way to reissue")
 	}
 	// The same form sent again leads to the same page, without the code.
-	again := owner.postOwnerForm(t, entry+"/invitations", form)
+	again := owner.PostOwnerForm(t, entry+"/invitations", form)
 	owWantStatus(t, "same form again", again, http.StatusSeeOther)
 	if owLocation(again) != codePage {
 		t.Fatalf("the repeated form led to %q, want %q", owLocation(again), codePage)

@@ -130,7 +130,7 @@ func (s *Server) handleEntryPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v.Flash = s.session(r).takeFlash()
+	v.Flash = s.cookieState(r).takeFlash()
 	return s.renderEntry(w, r, http.StatusOK, v)
 }
 
@@ -202,7 +202,7 @@ func (s *Server) handleEntryAction(act entryAction) handlerFunc {
 		if _, err := act.do(s.db, r, in); err != nil {
 			return failed(err)
 		}
-		s.session(r).Flash = act.done
+		s.cookieState(r).Flash = act.done
 		return redirect(w, r, views.OwnerURL("programs", r.PathValue("id"), "entries", r.PathValue("entryId")))
 	}
 }

@@ -9,11 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"admit/store"
-
-	"github.com/google/uuid"
 )
 
 // mustOwnerClient signs the demo owner in and fetches the CSRF token.
@@ -23,11 +20,6 @@ func mustOwnerClient(tb testing.TB, app *testApp) *testClient {
 	c.SignIn(tb, "owner@example.test")
 	c.CSRF(tb)
 	return c
-}
-
-// ownerActorOf is an owner actor for userID.
-func ownerActorOf(userID string) store.Actor {
-	return store.Actor{Kind: store.ActorOwner, UserID: userID}
 }
 
 // mustForeignOwner makes email's user the owner of a second workspace and
@@ -43,25 +35,6 @@ func mustForeignOwner(tb testing.TB, app *testApp, email string) (*testClient, *
 	}
 	c.CSRF(tb)
 	return c, w, id
-}
-
-// owCount runs a counting query on the app's database.
-func owCount(tb testing.TB, app *testApp, query string, args ...any) int {
-	tb.Helper()
-	var n int
-	err := app.DB.View(context.Background(), func(tx *store.Tx) error {
-		return tx.QueryRow(query, args...).Scan(&n)
-	})
-	if err != nil {
-		tb.Fatalf("count %q: %v", query, err)
-	}
-	return n
-}
-
-// owAuditCount is the number of audit events.
-func owAuditCount(tb testing.TB, app *testApp) int {
-	tb.Helper()
-	return owCount(tb, app, `SELECT count(*) FROM audit_events`)
 }
 
 // owWantNoAddressInAudit fails if any audit detail holds an address.
@@ -105,59 +78,6 @@ func owStr(v any) string {
 	s, _ := v.(string)
 	return s
 }
-
-// mustOwnerProgram reads a program as the demo owner.
-func mustOwnerProgram(tb testing.TB, app *testApp, id string) *store.Program {
-	tb.Helper()
-	p, err := app.DB.ProgramByID(context.Background(), ownerActorOf(app.OwnerID), id)
-	if err != nil {
-		tb.Fatalf("program %s: %v", id, err)
-	}
-	return p
-}
-
-// owEntryState reads an entry's state directly.
-func owEntryState(tb testing.TB, app *testApp, entryID string) string {
-	tb.Helper()
-	var s string
-	err := app.DB.View(context.Background(), func(tx *store.Tx) error {
-		return tx.QueryRow(`SELECT state FROM entries WHERE id = ?`, entryID).Scan(&s)
-	})
-	if err != nil {
-		tb.Fatalf("entry %s: %v", entryID, err)
-	}
-	return s
-}
-
-// owIssue issues an invitation as the demo owner, expiring in a day.
-func owIssue(tb testing.TB, app *testApp, programID, entryID string) *store.IssueResult {
-	tb.Helper()
-	res, err := app.DB.IssueInvitation(context.Background(), ownerActorOf(app.OwnerID), programID, entryID,
-		store.NewInvitation{RequestKey: owKey(), ExpiresAt: app.Clock.Now().Add(24 * time.Hour)})
-	if err != nil {
-		tb.Fatalf("issue: %v", err)
-	}
-	return res
-}
-
-// owGrant issues, records and redeems an invitation for an entry, as the
-// given recipient, and returns the grant ID.
-func owGrant(tb testing.TB, app *testApp, programID, entryID, email, userID string) (invitationID, grantID string) {
-	tb.Helper()
-	ctx := context.Background()
-	res := owIssue(tb, app, programID, entryID)
-	if _, err := app.DB.RecordDelivery(ctx, ownerActorOf(app.OwnerID), res.Invitation.ID, store.DeliveryRecord{RequestKey: owKey(), Channel: "email"}); err != nil {
-		tb.Fatalf("record delivery: %v", err)
-	}
-	red, err := app.DB.Redeem(ctx, userID, []string{email}, res.Code)
-	if err != nil {
-		tb.Fatalf("redeem: %v", err)
-	}
-	return res.Invitation.ID, red.GrantID
-}
-
-// owKey returns a fresh canonical request key.
-func owKey() string { return uuid.NewString() }
 
 // owMultipart builds a multipart/form-data body from ordered fields; a
 // field named "file" is sent as a file part with the given file name.
@@ -210,17 +130,6 @@ func owWantStatus(tb testing.TB, what string, r *testResponse, want int) {
 	if r.StatusCode != want {
 		tb.Fatalf("%s: status %d, want %d; body %.600s", what, r.StatusCode, want, r.Body)
 	}
-}
-
-// postOwnerForm sends a form with the client's CSRF token.
-func (c *testClient) postOwnerForm(tb testing.TB, path string, form map[string][]string, headers ...string) *testResponse {
-	tb.Helper()
-	vals := make(map[string][]string, len(form)+1)
-	for k, v := range form {
-		vals[k] = v
-	}
-	vals["csrf"] = []string{c.csrf}
-	return c.PostForm(tb, path, vals, headers...)
 }
 
 // owLocation is a redirect's target.

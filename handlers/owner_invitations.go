@@ -71,7 +71,7 @@ func (s *Server) handleIssueInvitation(w http.ResponseWriter, r *http.Request) e
 	if res.Code != "" {
 		// The code waits in the encrypted session for the one page that
 		// shows it.
-		s.session(r).Code = heldCode{InvitationID: res.Invitation.ID, Code: res.Code}
+		s.cookieState(r).Code = heldCode{InvitationID: res.Invitation.ID, Code: res.Code}
 	}
 	return redirect(w, r, entryPath(r)+"/invitations/"+res.Invitation.ID)
 }
@@ -97,7 +97,7 @@ func (s *Server) handleCodePage(w http.ResponseWriter, r *http.Request) error {
 	}
 	inv := &d.Invitations[i]
 	v := views.IssuedView{Program: programSummary(p), EntryID: d.Entry.ID, EntryEmail: d.Entry.Email,
-		Invitation: invitationRow(inv, s.db.Now()), Code: s.session(r).takeCode(inv.ID), RedeemURL: s.opts.PublicURL.JoinPath("redeem").String(),
+		Invitation: invitationRow(inv, s.db.Now()), Code: s.cookieState(r).takeCode(inv.ID), RedeemURL: s.opts.PublicURL.JoinPath("redeem").String(),
 		Delivery: views.DeliveryForm{InvitationID: inv.ID, RequestKey: uuid.NewString()}}
 	c := s.chrome(r, "Invitation · "+p.Name)
 	return s.render(w, r, http.StatusOK, c, views.IssuedPage(c, v))
@@ -212,7 +212,7 @@ func (s *Server) handleRecordDelivery(w http.ResponseWriter, r *http.Request) er
 	if _, err := s.db.RecordDelivery(r.Context(), ownerActor(r), invID, in); err != nil {
 		return failed(err)
 	}
-	s.session(r).Flash = "Send recorded. The code can now be redeemed until it expires."
+	s.cookieState(r).Flash = "Send recorded. The code can now be redeemed until it expires."
 	return redirect(w, r, entryPath(r))
 }
 
@@ -235,7 +235,7 @@ func (s *Server) handleRevokeInvitation(w http.ResponseWriter, r *http.Request) 
 			v.ActionError, v.ActionField = msg, "invitations-title"
 		})
 	}
-	s.session(r).Flash = "Invitation revoked. The entry is selected again and its seat is free."
+	s.cookieState(r).Flash = "Invitation revoked. The entry is selected again and its seat is free."
 	return redirect(w, r, entryPath(r))
 }
 
@@ -250,7 +250,7 @@ func (s *Server) handleRevokeGrant(w http.ResponseWriter, r *http.Request) error
 			v.ActionError, v.ActionField = msg, "access-title"
 		})
 	}
-	s.session(r).Flash = "Access revoked."
+	s.cookieState(r).Flash = "Access revoked."
 	return redirect(w, r, entryPath(r))
 }
 

@@ -76,6 +76,6 @@ func (s *Server) handleRetire(w http.ResponseWriter, r *http.Request) error {
 		return failed(err)
 	}
 	// The bookkeeping goes on in the background; the page shows how far.
-	s.session(r).Flash = "The program is retired: signup is closed and access is off. Its entries are now being scheduled for erasure; the progress is shown below."
+	s.cookieState(r).Flash = "The program is retired: signup is closed and access is off. Its entries are now being scheduled for erasure; the progress is shown below."
 	return redirect(w, r, views.OwnerURL("programs", r.PathValue("id")))
 }

@@ -72,7 +72,7 @@ func TestRetireForm_AsksForConfirmationAndKeepsTheProgramUntilGiven(t *testing.T
 	if !strings.Contains(page.Body, `data-testid="retire-form"`) {
 		t.Fatal("program page has no retirement form")
 	}
-	form := url.Values{"csrf": {owner.csrf}, "expectedRevision": {fmt.Sprint(app.Demo.Revision)}, "confirm": {"nope"}}
+	form := url.Values{"csrf": {owner.CSRFToken}, "expectedRevision": {fmt.Sprint(app.Demo.Revision)}, "confirm": {"nope"}}
 	r := owner.PostForm(t, "/owner/programs/"+app.Demo.ID+"/retire", form)
 	if r.StatusCode != http.StatusBadRequest || !strings.Contains(r.Body, `data-testid="error-summary"`) ||
 		!strings.Contains(r.Body, `href="#confirm-text"`) || !strings.Contains(r.Body, `value="nope"`) {
@@ -101,7 +101,7 @@ func TestOwnerHome_ShowsTheLastSuccessfulBackupSync(t *testing.T) {
 		t.Fatal("owner console does not say backup is off")
 	}
 	synced := time.Date(2026, 11, 29, 9, 58, 0, 0, time.UTC)
-	app.Srv.opts.BackupStatus = func() (BackupStatus, error) {
+	srvOf(app).opts.BackupStatus = func() (BackupStatus, error) {
 		return BackupStatus{Replica: "file replica", LastSync: synced, Pending: true, Lag: 3 * time.Minute}, nil
 	}
 	body := owner.Get(t, "/owner").Body
@@ -133,7 +133,7 @@ func TestOwnerHome_ShowsWhatTheRestoreDrillsFound(t *testing.T) {
 			[]string{"last verified restorable at <strong>29 Nov 2026, 11:01 UTC", "An earlier drill failed at 29 Nov 2026, 11:00 UTC"}, []string{"NOT restorable"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			app.Srv.opts.BackupStatus = func() (BackupStatus, error) { return tc.status, nil }
+			srvOf(app).opts.BackupStatus = func() (BackupStatus, error) { return tc.status, nil }
 			body := owner.Get(t, "/owner").Body
 			for _, want := range tc.want {
 				if !strings.Contains(body, want) {
@@ -173,7 +173,7 @@ func TestRetireForm_AnswersAtTheCommitAndThePageFollowsTheRetirementToItsEnd(t *
 	}
 	page := "/owner/programs/" + app.Demo.ID
 	rev := mustOwnerProgram(t, app, app.Demo.ID).Revision
-	r := owner.postOwnerForm(t, page+"/retire", url.Values{"expectedRevision": {fmt.Sprint(rev)}, "confirm": {"demo"}})
+	r := owner.PostOwnerForm(t, page+"/retire", url.Values{"expectedRevision": {fmt.Sprint(rev)}, "confirm": {"demo"}})
 	owWantStatus(t, "retire", r, http.StatusSeeOther)
 	if got := owLocation(r); got != page {
 		t.Fatalf("retirement redirects to %q, want the program page", got)
@@ -297,7 +297,7 @@ func TestRetiredProgram_EntryActionsAnswerConflictWithTheReason(t *testing.T) {
 		t.Fatalf("refused entry actions changed the database: %v → %v", before, after)
 	}
 	// The JSON error is a code; the form's answer says why.
-	r := owner.postOwnerForm(t, "/owner/programs/"+app.Demo.ID+"/entries/"+waiting+"/select", url.Values{"reason": {"meets_policy"}})
+	r := owner.PostOwnerForm(t, "/owner/programs/"+app.Demo.ID+"/entries/"+waiting+"/select", url.Values{"reason": {"meets_policy"}})
 	owWantStatus(t, "select form", r, http.StatusConflict)
 	if !strings.Contains(r.Body, "This program is retired: its entries, invitations and access can no longer be changed.") {
 		t.Fatalf("select form's answer does not say why:\n%.2000s", r.Body)

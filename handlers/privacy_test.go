@@ -46,7 +46,7 @@ func TestPrivacyPage_IsComputedFromTheRetentionSettings(t *testing.T) {
 func TestPrivacyPage_CountsBackupCopies(t *testing.T) {
 	app := MustStartApp(t)
 	u, _ := url.Parse(app.URL)
-	srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, BackupRetention: 72 * time.Hour}, app.DB, app.Dev)
+	srv, err := New(Options{PublicURL: u, Keys: srvOf(app).opts.Keys, BackupRetention: 72 * time.Hour}, app.DB, app.Dev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestPrivacyPage_StatesHowLongARequestReceiptIsKept(t *testing.T) {
 	app := MustStartApp(t)
 	u, _ := url.Parse(app.URL)
 	for _, backup := range []time.Duration{0, 72 * time.Hour} {
-		srv, err := New(Options{PublicURL: u, Keys: app.Srv.opts.Keys, BackupRetention: backup}, app.DB, app.Dev)
+		srv, err := New(Options{PublicURL: u, Keys: srvOf(app).opts.Keys, BackupRetention: backup}, app.DB, app.Dev)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,7 +74,7 @@ func wantPrivateReadable(t *testing.T, c *testClient, slug, asset, body string, 
 
 func TestPrivateAPI_ReturnsProgramBodyAndRevision(t *testing.T) {
 	app := MustStartApp(t)
-	newAccessKit(app).grant(t, app.Demo, "api-reader@example.com", identity.DevUserID("api-reader@example.com"))
+	newAccessKit(app).Grant(t, app.Demo, "api-reader@example.com", identity.DevUserID("api-reader@example.com"))
 	c := app.NewClient(t)
 	c.SignIn(t, "api-reader@example.com")
 	r := c.Get(t, "/api/me/early-access/demo")
@@ -93,8 +93,8 @@ func TestPrivateAPI_ReturnsProgramBodyAndRevision(t *testing.T) {
 func TestPrivatePage_RendersOwnerTextEscapedInParagraphs(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
-	p := k.program(t, "escaped", "<script>alert('x')</script> & more\n\nSecond paragraph,\nsecond line.\n\n\n<b>Third</b>")
-	k.grant(t, p, "html@example.com", identity.DevUserID("html@example.com"))
+	p := k.Program(t, "escaped", "<script>alert('x')</script> & more\n\nSecond paragraph,\nsecond line.\n\n\n<b>Third</b>")
+	k.Grant(t, p, "html@example.com", identity.DevUserID("html@example.com"))
 	c := app.NewClient(t)
 	c.SignIn(t, "html@example.com")
 	r := c.Get(t, "/early-access/escaped")
@@ -123,9 +123,9 @@ func TestPrivatePage_RendersOwnerTextEscapedInParagraphs(t *testing.T) {
 func TestPrivateAsset_ServedWithItsTypeNoSniffNoStoreAndASandbox(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
-	k.asset(t, app.Demo, "diagram.png", "image/png", pngBytes)
-	k.asset(t, app.Demo, "notes.pdf", "application/pdf", pdfBytes)
-	k.grant(t, app.Demo, "files@example.com", identity.DevUserID("files@example.com"))
+	k.Asset(t, app.Demo, "diagram.png", "image/png", pngBytes)
+	k.Asset(t, app.Demo, "notes.pdf", "application/pdf", pdfBytes)
+	k.Grant(t, app.Demo, "files@example.com", identity.DevUserID("files@example.com"))
 	c := app.NewClient(t)
 	c.SignIn(t, "files@example.com")
 
@@ -177,10 +177,10 @@ func TestPrivate_GrantForProgramAIsDeniedAtProgramBAndViceVersa(t *testing.T) {
 	k := newAccessKit(app)
 	a := app.Demo
 	const bodyA, bodyB = "Welcome to the admit demo.", "Beta launch notes, for beta readers only."
-	b := k.program(t, "beta", bodyB)
+	b := k.Program(t, "beta", bodyB)
 	imageA, imageB := append([]byte(nil), pngBytes...), append(append([]byte(nil), pngBytes...), []byte("beta")...)
-	k.asset(t, a, "shot.png", "image/png", imageA)
-	k.asset(t, b, "shot.png", "image/png", imageB)
+	k.Asset(t, a, "shot.png", "image/png", imageA)
+	k.Asset(t, b, "shot.png", "image/png", imageB)
 
 	// Two accounts each hold grants in both programs; one loses B, the
 	// other loses A. The remaining grant never opens the revoked program.
@@ -195,16 +195,16 @@ func TestPrivate_GrantForProgramAIsDeniedAtProgramBAndViceVersa(t *testing.T) {
 		{"both-y@example.com", false, b, a, bodyB, bodyA, imageB},
 	} {
 		user := identity.DevUserID(tc.email)
-		grantA := k.grant(t, a, tc.email, user)
-		grantB := k.grant(t, b, tc.email, user)
+		grantA := k.Grant(t, a, tc.email, user)
+		grantB := k.Grant(t, b, tc.email, user)
 		c := app.NewClient(t)
 		c.SignIn(t, tc.email)
 		wantPrivateReadable(t, c, a.Slug, "shot.png", bodyA, imageA)
 		wantPrivateReadable(t, c, b.Slug, "shot.png", bodyB, imageB)
 		if tc.revokeB {
-			k.revokeGrant(t, grantB)
+			k.RevokeGrant(t, grantB)
 		} else {
-			k.revokeGrant(t, grantA)
+			k.RevokeGrant(t, grantA)
 		}
 		wantPrivateDenied(t, c, tc.lose.Slug, "shot.png", tc.loseBody)
 		wantPrivateReadable(t, c, tc.keep.Slug, "shot.png", tc.keepBody, tc.keepBytes)
@@ -212,8 +212,8 @@ func TestPrivate_GrantForProgramAIsDeniedAtProgramBAndViceVersa(t *testing.T) {
 
 	// An account with a grant only in A is denied everything of B, and
 	// the reverse.
-	k.grant(t, a, "only-a@example.com", identity.DevUserID("only-a@example.com"))
-	k.grant(t, b, "only-b@example.com", identity.DevUserID("only-b@example.com"))
+	k.Grant(t, a, "only-a@example.com", identity.DevUserID("only-a@example.com"))
+	k.Grant(t, b, "only-b@example.com", identity.DevUserID("only-b@example.com"))
 	onlyA := app.NewClient(t)
 	onlyA.SignIn(t, "only-a@example.com")
 	onlyB := app.NewClient(t)
@@ -227,22 +227,22 @@ func TestPrivate_GrantForProgramAIsDeniedAtProgramBAndViceVersa(t *testing.T) {
 func TestPrivate_GrantRevokeDeniesTheNextRead(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
-	k.asset(t, app.Demo, "shot.png", "image/png", pngBytes)
-	g := k.grant(t, app.Demo, "revoked-reader@example.com", identity.DevUserID("revoked-reader@example.com"))
+	k.Asset(t, app.Demo, "shot.png", "image/png", pngBytes)
+	g := k.Grant(t, app.Demo, "revoked-reader@example.com", identity.DevUserID("revoked-reader@example.com"))
 	c := app.NewClient(t)
 	c.SignIn(t, "revoked-reader@example.com")
 	wantPrivateReadable(t, c, "demo", "shot.png", "Welcome to the admit demo.", pngBytes)
-	k.revokeGrant(t, g)
+	k.RevokeGrant(t, g)
 	wantPrivateDenied(t, c, "demo", "shot.png", "Welcome to the admit demo.")
 }
 
 func TestPrivate_VerifiedEmailRemovedAtClerkAfterTheGrantIsDenied(t *testing.T) {
 	app := MustStartApp(t, withClerk())
 	k := newAccessKit(app)
-	k.asset(t, app.Demo, "shot.png", "image/png", pngBytes)
+	k.Asset(t, app.Demo, "shot.png", "image/png", pngBytes)
 	c := app.NewClient(t)
 	user := c.SignIn(t, "moving@example.com")
-	k.grant(t, app.Demo, "moving@example.com", user)
+	k.Grant(t, app.Demo, "moving@example.com", user)
 	wantPrivateReadable(t, c, "demo", "shot.png", "Welcome to the admit demo.", pngBytes)
 
 	for name, emails := range map[string][]clerkfake.Email{
@@ -271,7 +271,7 @@ func TestPrivate_ClerkDownIs503WithNoContent(t *testing.T) {
 	app := MustStartApp(t, withClerk())
 	c := app.NewClient(t)
 	user := c.SignIn(t, "offline@example.com")
-	newAccessKit(app).grant(t, app.Demo, "offline@example.com", user)
+	newAccessKit(app).Grant(t, app.Demo, "offline@example.com", user)
 	if r := c.Get(t, "/api/me/early-access/demo"); r.StatusCode != http.StatusOK {
 		t.Fatalf("Clerk up: %d", r.StatusCode)
 	}

@@ -46,7 +46,7 @@ func receivedPath(slug string) string { return "/waitlist/" + slug + "/received"
 func (s *Server) handleReceived(w http.ResponseWriter, r *http.Request) error {
 	slug := r.PathValue("slug")
 	noStore(w)
-	st, ok := s.session(r).takeReceived(slug)
+	st, ok := s.cookieState(r).takeReceived(slug)
 	if !ok {
 		p, _, err := s.db.PublicProgram(r.Context(), slug)
 		if err != nil {

@@ -78,7 +78,7 @@ func (s *Server) handleWithdrawPost(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return ownEntryOr404(err)
 	}
-	s.session(r).Note = withdrawnNote(e.Name)
+	s.cookieState(r).Note = withdrawnNote(e.Name)
 	http.Redirect(w, r, "/me", http.StatusSeeOther)
 	return nil
 }

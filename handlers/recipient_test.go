@@ -21,11 +21,11 @@ func TestMe_ListsOwnEntriesWithStateOpenAndWithdrawLinks(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	const email = "member@example.com"
-	beta := k.program(t, "beta", "Beta text.")
-	gamma := k.program(t, "gamma", "Gamma text.")
-	k.grant(t, app.Demo, email, identity.DevUserID(email))
-	k.invite(t, beta, email, true)
-	k.entry(t, gamma, email)
+	beta := k.Program(t, "beta", "Beta text.")
+	gamma := k.Program(t, "gamma", "Gamma text.")
+	k.Grant(t, app.Demo, email, identity.DevUserID(email))
+	k.Invite(t, beta, email, true)
+	k.Entry(t, gamma, email)
 	c := app.NewClient(t)
 	c.SignIn(t, email)
 	c.CSRF(t)
@@ -33,7 +33,7 @@ func TestMe_ListsOwnEntriesWithStateOpenAndWithdrawLinks(t *testing.T) {
 		t.Fatalf("withdraw gamma: %d", r.StatusCode)
 	}
 	// Someone else's entry never shows.
-	k.entry(t, beta, "stranger@example.com")
+	k.Entry(t, beta, "stranger@example.com")
 
 	r := c.Get(t, "/me")
 	if got, want := r.StatusCode, http.StatusOK; got != want {
@@ -89,7 +89,7 @@ func TestWithdraw_ConfirmPageChangesNothingAndTheFormWithdraws(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	const email = "leaving@example.com"
-	k.grant(t, app.Demo, email, identity.DevUserID(email))
+	k.Grant(t, app.Demo, email, identity.DevUserID(email))
 	c := app.NewClient(t)
 	c.SignIn(t, email)
 	tok := c.CSRF(t)
@@ -135,7 +135,7 @@ func TestWithdraw_ConfirmPageChangesNothingAndTheFormWithdraws(t *testing.T) {
 func TestWithdrawAPI_ReturnsWithdrawnAndRepeatsTheSameAnswer(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
-	k.entry(t, app.Demo, "api-leaver@example.com")
+	k.Entry(t, app.Demo, "api-leaver@example.com")
 	c := app.NewClient(t)
 	c.SignIn(t, "api-leaver@example.com")
 	c.CSRF(t)
@@ -156,7 +156,7 @@ func TestWithdrawAPI_ReturnsWithdrawnAndRepeatsTheSameAnswer(t *testing.T) {
 
 func TestWithdraw_PendingInvitationCanNoLongerBeRedeemed(t *testing.T) {
 	app := MustStartApp(t)
-	inv := newAccessKit(app).invite(t, app.Demo, "changed-mind@example.com", true)
+	inv := newAccessKit(app).Invite(t, app.Demo, "changed-mind@example.com", true)
 	c := app.NewClient(t)
 	c.SignIn(t, "changed-mind@example.com")
 	c.CSRF(t)
@@ -175,8 +175,8 @@ func TestWithdraw_PendingInvitationCanNoLongerBeRedeemed(t *testing.T) {
 func TestWithdraw_NoMatchingEntryIs404AndChangesNothing(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
-	k.program(t, "beta", "Beta text.")
-	k.entry(t, app.Demo, "someone@example.com")
+	k.Program(t, "beta", "Beta text.")
+	k.Entry(t, app.Demo, "someone@example.com")
 	c := app.NewClient(t)
 	c.SignIn(t, "nobody@example.com")
 	tok := c.CSRF(t)
@@ -201,7 +201,7 @@ func TestWithdraw_NoMatchingEntryIs404AndChangesNothing(t *testing.T) {
 
 func TestWithdraw_WithoutCSRFIs403AndChangesNothing(t *testing.T) {
 	app := MustStartApp(t)
-	newAccessKit(app).entry(t, app.Demo, "kept@example.com")
+	newAccessKit(app).Entry(t, app.Demo, "kept@example.com")
 	c := app.NewClient(t)
 	c.SignIn(t, "kept@example.com")
 	// Signing in stores a session; the refusals below store nothing.

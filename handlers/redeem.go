@@ -200,7 +200,7 @@ func (s *Server) handleRedeemPost(w http.ResponseWriter, r *http.Request) error 
 		}
 		return s.render(w, r, status, c, views.Redeem(c, v))
 	}
-	s.session(r).Note = "Your code worked: you now have early access to this program."
+	s.cookieState(r).Note = "Your code worked: you now have early access to this program."
 	http.Redirect(w, r, "/early-access/"+red.Slug, http.StatusSeeOther)
 	return nil
 }

@@ -16,129 +16,7 @@ import (
 
 	"admit/internal/clerkfake"
 	"admit/store"
-
-	"github.com/google/uuid"
 )
-
-// accessKit prepares invitations, grants and programs through the store's
-// audited operations, as the owner console would, so recipient tests start
-// from a real state.
-type accessKit struct {
-	app   *testApp
-	owner store.Actor
-}
-
-// newAccessKit acts as the demo workspace's owner.
-func newAccessKit(app *testApp) accessKit {
-	return accessKit{app: app, owner: store.Actor{Kind: store.ActorOwner, UserID: app.OwnerID}}
-}
-
-// issuedCode is an issued invitation and its once-shown code.
-type issuedCode struct {
-	Code    string
-	EntryID string
-	ID      string
-}
-
-// program creates another program in the demo workspace with a notice,
-// the given private content, open signup and access enabled.
-func (k accessKit) program(tb testing.TB, slug, body string) *store.Program {
-	tb.Helper()
-	ctx := context.Background()
-	db := k.app.DB
-	p, err := db.CreateProgram(ctx, k.owner, store.NewProgram{WorkspaceID: k.app.Demo.WorkspaceID, Slug: slug, Name: "Redeem " + slug,
-		Purpose: "Early access to " + slug + ", invited by hand.", QueueCap: 100, HourlyCap: 100, SeatCap: 20, MaxInvitationDays: 14})
-	if err != nil {
-		tb.Fatalf("create program %s: %v", slug, err)
-	}
-	if _, err := db.PublishNotice(ctx, k.owner, p.ID, store.NewNotice{Purpose: p.Purpose,
-		ContactText: "One code by hand if selected.", RetentionText: "Until the program is retired."}); err != nil {
-		tb.Fatalf("publish notice: %v", err)
-	}
-	if _, err := db.PutContent(ctx, k.owner, p.ID, store.ContentEdit{ExpectedRevision: 0, Body: body}); err != nil {
-		tb.Fatalf("put content: %v", err)
-	}
-	if p, err = db.ProgramByID(ctx, k.owner, p.ID); err != nil {
-		tb.Fatal(err)
-	}
-	yes := true
-	p, err = db.UpdateProgram(ctx, k.owner, p.ID, store.ProgramSettings{ExpectedRevision: p.Revision, SignupOpen: &yes, AccessEnabled: &yes})
-	if err != nil {
-		tb.Fatalf("open program: %v", err)
-	}
-	return p
-}
-
-// asset stores a private asset of the program.
-func (k accessKit) asset(tb testing.TB, p *store.Program, name, contentType string, data []byte) {
-	tb.Helper()
-	if err := k.app.DB.PutAsset(context.Background(), k.owner, p.ID, name, contentType, data); err != nil {
-		tb.Fatalf("put asset: %v", err)
-	}
-}
-
-// entry signs email up for the program through the public signup and
-// returns the entry ID.
-func (k accessKit) entry(tb testing.TB, p *store.Program, email string) string {
-	tb.Helper()
-	ctx := context.Background()
-	if _, err := k.app.DB.Signup(ctx, store.SignupRequest{Slug: p.Slug, RequestKey: uuid.NewString(), Email: email,
-		NoticeVersion: p.CurrentNoticeVersion, Permission: true}); err != nil {
-		tb.Fatalf("signup: %v", err)
-	}
-	var id string
-	err := k.app.DB.View(ctx, func(tx *store.Tx) error {
-		return tx.QueryRow(`SELECT id FROM entries WHERE program_id = ? AND email_key = ?`, p.ID, email).Scan(&id)
-	})
-	if err != nil {
-		tb.Fatalf("find entry: %v", err)
-	}
-	return id
-}
-
-// invite signs email up, selects the entry and issues a code that expires
-// in seven days; with deliver it records the owner's send as well.
-func (k accessKit) invite(tb testing.TB, p *store.Program, email string, deliver bool) issuedCode {
-	tb.Helper()
-	ctx := context.Background()
-	entryID := k.entry(tb, p, email)
-	if _, err := k.app.DB.SelectEntry(ctx, k.owner, p.ID, entryID, store.Decision{Reason: "meets_policy"}); err != nil {
-		tb.Fatalf("select: %v", err)
-	}
-	res, err := k.app.DB.IssueInvitation(ctx, k.owner, p.ID, entryID, store.NewInvitation{RequestKey: uuid.NewString(), ExpiresAt: k.app.Clock.Now().Add(7 * 24 * time.Hour)})
-	if err != nil {
-		tb.Fatalf("issue: %v", err)
-	}
-	if res.Code == "" {
-		tb.Fatal("issue returned no code")
-	}
-	if deliver {
-		if _, err := k.app.DB.RecordDelivery(ctx, k.owner, res.Invitation.ID, store.DeliveryRecord{RequestKey: uuid.NewString(), Channel: "email"}); err != nil {
-			tb.Fatalf("record delivery: %v", err)
-		}
-	}
-	return issuedCode{Code: res.Code, EntryID: entryID, ID: res.Invitation.ID}
-}
-
-// grant invites email with a recorded send and redeems the code as userID
-// in the store; it returns the grant ID.
-func (k accessKit) grant(tb testing.TB, p *store.Program, email, userID string) string {
-	tb.Helper()
-	inv := k.invite(tb, p, email, true)
-	red, err := k.app.DB.Redeem(context.Background(), userID, []string{email}, inv.Code)
-	if err != nil {
-		tb.Fatalf("redeem: %v", err)
-	}
-	return red.GrantID
-}
-
-// revokeGrant ends a grant as the owner.
-func (k accessKit) revokeGrant(tb testing.TB, grantID string) {
-	tb.Helper()
-	if _, err := k.app.DB.RevokeGrant(context.Background(), k.owner, grantID); err != nil {
-		tb.Fatalf("revoke grant: %v", err)
-	}
-}
 
 // grantCount counts the grants of a program.
 func grantCount(tb testing.TB, db *store.DB, programID string) int {
@@ -165,12 +43,6 @@ func unknownCode(tb testing.TB) string {
 
 // redeemJSONBody is the JSON body of a redemption.
 func redeemJSONBody(code string) string { return `{"code":"` + code + `"}` }
-
-// redeemForm posts the redemption form with the client's CSRF token.
-func (c *testClient) redeemForm(tb testing.TB, code string) *testResponse {
-	tb.Helper()
-	return c.PostForm(tb, "/redeem", url.Values{"csrf": {c.csrf}, "code": {code}})
-}
 
 // withoutToken removes the client's CSRF token from a page so pages of two
 // sessions can be compared byte for byte.
@@ -231,7 +103,7 @@ func TestRedeemPage_SignedInShowsAPostFormWithCSRFAndNoCodeInAnyURL(t *testing.T
 func TestRedeemForm_RedirectsToThePrivatePageAndNoResponseOrLogHoldsTheCode(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
-	inv := k.invite(t, app.Demo, "reader@example.com", true)
+	inv := k.Invite(t, app.Demo, "reader@example.com", true)
 
 	c := app.NewClient(t)
 	c.SignIn(t, "reader@example.com")
@@ -239,7 +111,7 @@ func TestRedeemForm_RedirectsToThePrivatePageAndNoResponseOrLogHoldsTheCode(t *t
 	var seen []*testResponse
 	seen = append(seen, c.Get(t, "/redeem"))
 	// A pasted code may bring white space along; the form trims it.
-	post := c.redeemForm(t, " "+inv.Code+"\n")
+	post := c.RedeemForm(t, " "+inv.Code+"\n")
 	seen = append(seen, post)
 	if got, want := post.StatusCode, http.StatusSeeOther; got != want {
 		t.Fatalf("POST /redeem status=%d, want %d: %s", got, want, post.Body)
@@ -262,7 +134,7 @@ func TestRedeemForm_RedirectsToThePrivatePageAndNoResponseOrLogHoldsTheCode(t *t
 		t.Fatalf("grants=%d, want %d", got, want)
 	}
 	// The replay is the generic 404 and has no code either.
-	seen = append(seen, c.redeemForm(t, inv.Code), c.PostJSON(t, "POST", "/api/me/invitations/redeem", redeemJSONBody(inv.Code)))
+	seen = append(seen, c.RedeemForm(t, inv.Code), c.PostJSON(t, "POST", "/api/me/invitations/redeem", redeemJSONBody(inv.Code)))
 	for i, r := range seen {
 		if strings.Contains(r.Body, inv.Code) {
 			t.Errorf("response %d holds the code", i)
@@ -285,7 +157,7 @@ func TestRedeemForm_RedirectsToThePrivatePageAndNoResponseOrLogHoldsTheCode(t *t
 
 func TestRedeemAPI_Returns200ActiveOnceAndTheReplayIsTheGeneric404(t *testing.T) {
 	app := MustStartApp(t)
-	inv := newAccessKit(app).invite(t, app.Demo, "api@example.com", true)
+	inv := newAccessKit(app).Invite(t, app.Demo, "api@example.com", true)
 	c := app.NewClient(t)
 	c.SignIn(t, "api@example.com")
 	c.CSRF(t)
@@ -337,36 +209,36 @@ func TestRedeem_EveryFailureIsTheSameGeneric404(t *testing.T) {
 	verified := func(addr string) clerkfake.Email { return clerkfake.Email{Address: addr, Verified: true} }
 	var cases []attempt
 
-	k.invite(t, app.Demo, "unknown@example.com", true)
+	k.Invite(t, app.Demo, "unknown@example.com", true)
 	cases = append(cases, attempt{"unknown code", signedIn("user_unknown", verified("unknown@example.com")), unknownCode(t)})
 
-	inv := k.invite(t, app.Demo, "revoked@example.com", true)
-	if _, err := app.DB.RevokeInvitation(ctx, k.owner, inv.ID); err != nil {
+	inv := k.Invite(t, app.Demo, "revoked@example.com", true)
+	if _, err := app.DB.RevokeInvitation(ctx, k.Owner, inv.ID); err != nil {
 		t.Fatal(err)
 	}
 	cases = append(cases, attempt{"revoked", signedIn("user_revoked", verified("revoked@example.com")), inv.Code})
 
-	inv = k.invite(t, app.Demo, "replayed@example.com", true)
+	inv = k.Invite(t, app.Demo, "replayed@example.com", true)
 	if _, err := app.DB.Redeem(ctx, "user_replayed", []string{"replayed@example.com"}, inv.Code); err != nil {
 		t.Fatal(err)
 	}
 	cases = append(cases, attempt{"replayed", signedIn("user_replayed", verified("replayed@example.com")), inv.Code})
 
-	inv = k.invite(t, app.Demo, "intended@example.com", true)
+	inv = k.Invite(t, app.Demo, "intended@example.com", true)
 	cases = append(cases, attempt{"wrong email", signedIn("user_wrong", verified("someone-else@example.com")), inv.Code})
 
-	inv = k.invite(t, app.Demo, "unverified@example.com", true)
+	inv = k.Invite(t, app.Demo, "unverified@example.com", true)
 	cases = append(cases, attempt{"unverified email", signedIn("user_unverified",
 		clerkfake.Email{Address: "unverified@example.com"}, verified("other@example.com")), inv.Code})
 
-	inv = k.invite(t, app.Demo, "withdrawn@example.com", true)
+	inv = k.Invite(t, app.Demo, "withdrawn@example.com", true)
 	if _, err := app.DB.WithdrawOwn(ctx, "demo", "user_withdrawn", []string{"withdrawn@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	cases = append(cases, attempt{"withdrawn entry", signedIn("user_withdrawn", verified("withdrawn@example.com")), inv.Code})
 
 	// Expired last: it moves the clock past every other invitation's expiry too.
-	inv = k.invite(t, app.Demo, "expired@example.com", true)
+	inv = k.Invite(t, app.Demo, "expired@example.com", true)
 	expired := attempt{"expired", signedIn("user_expired", verified("expired@example.com")), inv.Code}
 	cases = append(cases, expired)
 
@@ -381,7 +253,7 @@ func TestRedeem_EveryFailureIsTheSameGeneric404(t *testing.T) {
 		if r.StatusCode != http.StatusNotFound || r.Body != deniedJSON {
 			t.Errorf("%s: JSON %d %q, want 404 %q", tc.name, r.StatusCode, r.Body, deniedJSON)
 		}
-		f := tc.client.redeemForm(t, tc.code)
+		f := tc.client.RedeemForm(t, tc.code)
 		if got, want := f.StatusCode, http.StatusNotFound; got != want {
 			t.Errorf("%s: form status=%d, want %d", tc.name, got, want)
 		}
@@ -393,7 +265,7 @@ func TestRedeem_EveryFailureIsTheSameGeneric404(t *testing.T) {
 			t.Errorf("%s: the form page does not say %q", tc.name, want)
 		}
 		// Each case is another person: the page names them, and only them.
-		body := signedInAsLine.ReplaceAllString(withoutToken(f.Body, tc.client.csrf), "")
+		body := signedInAsLine.ReplaceAllString(withoutToken(f.Body, tc.client.CSRFToken), "")
 		body = strings.ReplaceAll(body, shown[tc.client], "ADDRESS")
 		if formBody == "" {
 			formBody = body
@@ -412,7 +284,7 @@ func TestRedeem_EveryFailureIsTheSameGeneric404(t *testing.T) {
 	}
 
 	// Control: with nothing wrong, the same path grants.
-	ok := k.invite(t, app.Demo, "fine@example.com", true)
+	ok := k.Invite(t, app.Demo, "fine@example.com", true)
 	c := signedIn("user_fine", verified("fine@example.com"))
 	if r := c.PostJSON(t, "POST", "/api/me/invitations/redeem", redeemJSONBody(ok.Code)); r.StatusCode != http.StatusOK {
 		t.Fatalf("control redemption: %d %s", r.StatusCode, r.Body)
@@ -432,7 +304,7 @@ func TestRedeem_MalformedCodeIs400AndCountsNoAttempt(t *testing.T) {
 			t.Errorf("JSON code %q: %d %q, want 400", code, r.StatusCode, r.Body)
 		}
 	}
-	f := c.redeemForm(t, good[:40])
+	f := c.RedeemForm(t, good[:40])
 	if got, want := f.StatusCode, http.StatusBadRequest; got != want {
 		t.Fatalf("form status=%d, want %d", got, want)
 	}
@@ -442,7 +314,7 @@ func TestRedeem_MalformedCodeIs400AndCountsNoAttempt(t *testing.T) {
 	if r := c.PostJSON(t, "POST", "/api/me/invitations/redeem", `{"code":"`+good+`","email":"x@example.com"}`); r.StatusCode != http.StatusBadRequest {
 		t.Errorf("unknown field: %d, want 400", r.StatusCode)
 	}
-	if r := c.Do(t, "POST", "/api/me/invitations/redeem", "text/plain", strings.NewReader(redeemJSONBody(good)), "X-CSRF-Token", c.csrf); r.StatusCode != http.StatusUnsupportedMediaType {
+	if r := c.Do(t, "POST", "/api/me/invitations/redeem", "text/plain", strings.NewReader(redeemJSONBody(good)), "X-CSRF-Token", c.CSRFToken); r.StatusCode != http.StatusUnsupportedMediaType {
 		t.Errorf("text/plain: %d, want 415", r.StatusCode)
 	}
 	if after := dbFingerprint(t, app.DB); !sameRows(before, after) {
@@ -452,7 +324,7 @@ func TestRedeem_MalformedCodeIs400AndCountsNoAttempt(t *testing.T) {
 
 func TestRedeem_SignedOutIs401AndMissingCSRFIs403(t *testing.T) {
 	app := MustStartApp(t)
-	inv := newAccessKit(app).invite(t, app.Demo, "csrf@example.com", true)
+	inv := newAccessKit(app).Invite(t, app.Demo, "csrf@example.com", true)
 	// Signing in stores a session; the refusals below store nothing.
 	c := app.NewClient(t)
 	c.SignIn(t, "csrf@example.com")
@@ -482,7 +354,7 @@ func TestRedeem_SignedOutIs401AndMissingCSRFIs403(t *testing.T) {
 
 func TestRedeem_RateLimitedPerAccountAndPerNetworkWith429(t *testing.T) {
 	app := MustStartApp(t)
-	inv := newAccessKit(app).invite(t, app.Demo, "limited@example.com", true)
+	inv := newAccessKit(app).Invite(t, app.Demo, "limited@example.com", true)
 	client := func(email string) *testClient {
 		c := app.NewClient(t)
 		c.SignIn(t, email)
@@ -502,7 +374,7 @@ func TestRedeem_RateLimitedPerAccountAndPerNetworkWith429(t *testing.T) {
 	if r.StatusCode != http.StatusTooManyRequests || r.Body != rateLimitJSON {
 		t.Fatalf("over the account limit: %d %q, want 429 %q", r.StatusCode, r.Body, rateLimitJSON)
 	}
-	if f := first.redeemForm(t, inv.Code); f.StatusCode != http.StatusTooManyRequests || strings.Contains(f.Body, inv.Code) {
+	if f := first.RedeemForm(t, inv.Code); f.StatusCode != http.StatusTooManyRequests || strings.Contains(f.Body, inv.Code) {
 		t.Fatalf("form over the account limit: %d, want 429 without the code", f.StatusCode)
 	}
 	if got := grantCount(t, app.DB, app.Demo.ID); got != 0 {
@@ -535,7 +407,7 @@ func TestRedeem_RateLimitedPerAccountAndPerNetworkWith429(t *testing.T) {
 
 func TestRedeem_ClerkDownIs503AndGrantsNothing(t *testing.T) {
 	app := MustStartApp(t, withClerk())
-	inv := newAccessKit(app).invite(t, app.Demo, "down@example.com", true)
+	inv := newAccessKit(app).Invite(t, app.Demo, "down@example.com", true)
 	c := app.NewClient(t)
 	c.SignIn(t, "down@example.com")
 	c.CSRF(t)
@@ -546,7 +418,7 @@ func TestRedeem_ClerkDownIs503AndGrantsNothing(t *testing.T) {
 	if r.StatusCode != http.StatusServiceUnavailable || r.Body != "{\"error\":\"unavailable\"}\n" {
 		t.Fatalf("JSON with Clerk down: %d %q, want 503", r.StatusCode, r.Body)
 	}
-	if f := c.redeemForm(t, inv.Code); f.StatusCode != http.StatusServiceUnavailable {
+	if f := c.RedeemForm(t, inv.Code); f.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("form with Clerk down: %d, want 503", f.StatusCode)
 	}
 	if after := dbFingerprint(t, app.DB); !sameRows(before, after) {
@@ -563,7 +435,7 @@ func TestRedeem_ClerkDownIs503AndGrantsNothing(t *testing.T) {
 func TestRedeem_FiftyConcurrentHTTPRedemptionsOfOneCodeMakeOneGrant(t *testing.T) {
 	app := MustStartApp(t, withClerk())
 	const email = "shared@example.com"
-	inv := newAccessKit(app).invite(t, app.Demo, email, true)
+	inv := newAccessKit(app).Invite(t, app.Demo, email, true)
 
 	// Fifty accounts, each with the entry's address verified, post the
 	// same code at once.

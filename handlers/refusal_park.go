@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"admit/handlers/admission"
+	"admit/handlers/reqlog"
 )
 
 // parkWriteTimeout bounds the write of a parked refusal: a client that
@@ -28,14 +31,14 @@ const parkWriteTimeout = 5 * time.Second
 // away; its write then fails. It reports false, having done nothing,
 // when the connection cannot be taken (HTTP/2, or a writer that does not
 // reach net/http's).
-func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf refusal) bool {
-	info := requestInfoFrom(r.Context())
+func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf admission.Refusal) bool {
+	info := reqlog.From(r.Context())
 	if info == nil || r.ProtoMajor != 1 {
 		return false
 	}
 	start := time.Now()
-	at := start.Add(rf.hold)
-	if release, ok := scheduledRelease(w); ok && release.After(at) {
+	at := start.Add(rf.Hold)
+	if release, ok := admission.ScheduledRelease(w); ok && release.After(at) {
 		at = release
 	}
 	a := &parkedAnswer{header: w.Header().Clone(), status: http.StatusOK}
@@ -45,10 +48,10 @@ func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf refusal)
 	if err != nil {
 		return false
 	}
-	info.parked = func(line logLine) {
+	info.Parked = func(line reqlog.Line) {
 		s.afterHold(time.Until(at), func() {
 			held := time.Since(start)
-			rf.sent()
+			rf.Sent()
 			line(a.status, int64(a.size()), held)
 			_ = conn.SetWriteDeadline(time.Now().Add(parkWriteTimeout))
 			_, _ = a.bytes().WriteTo(conn)
@@ -56,21 +59,6 @@ func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf refusal)
 		})
 	}
 	return true
-}
-
-// scheduledRelease is the release time of the answer schedule's writer
-// under w (answerSchedule), if there is one.
-func scheduledRelease(w http.ResponseWriter) (time.Time, bool) {
-	for {
-		switch v := w.(type) {
-		case *heldWriter:
-			return v.release, true
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = v.Unwrap()
-		default:
-			return time.Time{}, false
-		}
-	}
 }
 
 // parkedAnswer is a parked refusal's answer, written by a cannedAnswer

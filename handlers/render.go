@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"admit/handlers/secure"
 	"admit/internal/identity"
 	"admit/views"
 
@@ -16,7 +17,7 @@ import (
 // authenticates softly: a failure only means the visitor is shown as
 // signed out. It writes nothing: what it takes from the session (the
 // confirmation, the mark of a shown code) or adds to it (the CSRF secret,
-// the address shown) withSession saves.
+// the address shown) withCookieState saves.
 func (s *Server) chrome(r *http.Request, title string) views.Chrome {
 	c := views.Chrome{Title: title, DevMode: s.id.Mode() == identity.ModeDev, Path: r.URL.Path, Back: s.pageBack(r)}
 	p := principalFrom(r.Context())
@@ -27,7 +28,7 @@ func (s *Server) chrome(r *http.Request, title string) views.Chrome {
 	}
 	if p != nil {
 		c.SignedIn = true
-		s.session(r).leaveCodePage(r.PathValue("invitationId"))
+		s.cookieState(r).leaveCodePage(r.PathValue("invitationId"))
 		c.CSRF = s.csrfToken(r, p)
 		who := s.signedInAs(r, p)
 		c.SignedInAs, c.AddressUnverified = who.Address, who.Unverified
@@ -45,7 +46,7 @@ func (s *Server) chrome(r *http.Request, title string) views.Chrome {
 	// A block swapped in by htmx has no place for the message: it waits for
 	// the next whole page.
 	if !wantsBlock(r) {
-		c.Flash = s.session(r).takeNote()
+		c.Flash = s.cookieState(r).takeNote()
 	}
 	if s.id.Mode() == identity.ModeClerk && p != nil {
 		c.Clerk = s.clerkJS("", "")
@@ -73,7 +74,7 @@ func (s *Server) clerkJS(mount, redirect string) *views.ClerkJS {
 // Pages that load ClerkJS get the CSP that allows its origin.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c views.Chrome, page templ.Component) error {
 	if c.Clerk != nil {
-		w.Header().Set("Content-Security-Policy", clerkCSP(s.clerkFAPI))
+		w.Header().Set("Content-Security-Policy", secure.ClerkCSP(s.clerkFAPI))
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Vary", "HX-Request")

@@ -65,7 +65,7 @@ func TestErrorPage_429FromTheAdapterSaysWhenAndSendsRetryAfter(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	const email = "limited@example.com"
-	k.entry(t, app.Demo, email)
+	k.Entry(t, app.Demo, email)
 	app.Clock.Set(time.Date(2026, 11, 29, 10, 15, 0, 0, time.UTC))
 	c := app.NewClient(t)
 	c.SignIn(t, email)

@@ -268,7 +268,7 @@ func TestNotes_SignOutWithdrawalAndRedemptionAreConfirmedOnce(t *testing.T) {
 	app := MustStartApp(t)
 	k := newAccessKit(app)
 	const email = "confirmed@example.com"
-	inv := k.invite(t, app.Demo, email, true)
+	inv := k.Invite(t, app.Demo, email, true)
 	c := app.NewClient(t)
 	c.SignIn(t, email)
 	tok := c.CSRF(t)

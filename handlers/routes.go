@@ -34,7 +34,7 @@ func (s *Server) routes() http.Handler {
 		return errNotFound
 	}))
 
-	return s.withRequestLog(mux.ServeMux, s.withSecurity(s.withSession(s.withOrigin(mux))))
+	return s.withRequestLog(mux.ServeMux, s.withSecurity(s.withCookieState(s.withOrigin(mux))))
 }
 
 // publicRoutes need no identity, except the sign-out and the CSRF token,
@@ -52,10 +52,10 @@ func (s *Server) publicRoutes(mux routeMux) {
 	// answer leaves on a fixed schedule counted from then, so its timing
 	// does not tell a listed address from a new one (docs/signup.md).
 	mux.Handle("GET /waitlist/{slug}", s.h(s.handleWaitlist))
-	mux.Handle("POST /waitlist/{slug}", s.signupIntake(s.answers.onSchedule(s.h(s.handleWaitlistPost))))
+	mux.Handle("POST /waitlist/{slug}", s.signupIntake(s.answers.OnSchedule(s.h(s.handleWaitlistPost))))
 	mux.Handle("GET /waitlist/{slug}/received", s.h(s.handleReceived))
 	mux.Handle("GET /api/public/programs/{slug}", s.h(s.handlePublicProgramAPI))
-	mux.Handle("POST /api/public/programs/{slug}/signups", s.signupIntake(s.answers.onSchedule(s.h(s.handleSignupAPI))))
+	mux.Handle("POST /api/public/programs/{slug}/signups", s.signupIntake(s.answers.OnSchedule(s.h(s.handleSignupAPI))))
 
 	// Removal by the token a signup showed once.
 	mux.Handle("GET /manage/{$}", s.h(s.handleManage))

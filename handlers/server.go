@@ -12,44 +12,20 @@ import (
 	"strings"
 	"time"
 
+	"admit/handlers/admission"
+	"admit/handlers/reqlog"
 	"admit/internal/identity"
+	"admit/internal/serverkeys"
 	"admit/store"
 
 	"github.com/gorilla/securecookie"
 	"github.com/gorilla/sessions"
 )
 
-// Keys are the server's secrets. Each is 32 random bytes with one purpose.
-type Keys struct {
-	// SessionHash and SessionBlock sign and encrypt the session cookie.
-	SessionHash, SessionBlock []byte
-	// CSRF binds CSRF tokens to a session.
-	CSRF []byte
-	// Binding keys request-binding HMACs (signup and owner receipts).
-	Binding []byte
-	// Counter keys the hourly network and attempt counters.
-	Counter []byte
-	// SessionTokens seals what a server-side session keeps from the
-	// identity provider (docs/ARCHITECTURE.md#sessions). main hands it to
-	// the identity; the handlers never use it.
-	SessionTokens []byte
-	// PreviousSessionHash and PreviousSessionBlock, when set, are the
-	// session keys being rotated out: cookies they signed are still read,
-	// new ones are signed with the current keys. PreviousCSRF is the same
-	// for CSRF tokens (docs/DEPLOY.md, "Rotating a key").
-	PreviousSessionHash, PreviousSessionBlock []byte
-	PreviousCSRF                              []byte
-}
-
-// sessionKeyPairs lists the session key pairs for a cookie codec, the
-// current pair first (the one that signs) and then the previous one, if any.
-func (k Keys) sessionKeyPairs() [][]byte {
-	pairs := [][]byte{k.SessionHash, k.SessionBlock}
-	if k.PreviousSessionHash != nil {
-		pairs = append(pairs, k.PreviousSessionHash, k.PreviousSessionBlock)
-	}
-	return pairs
-}
+// SignupAnswerDelay is when a signup's answer is released by default,
+// after its handler starts (admission.AnswerDelay; docs/signup.md,
+// "Timing").
+const SignupAnswerDelay = admission.AnswerDelay
 
 // Options configure a Server.
 type Options struct {
@@ -62,7 +38,7 @@ type Options struct {
 	NetworkHourlyLimit int
 	// ClerkPublishableKey enables ClerkJS on pages in Clerk mode.
 	ClerkPublishableKey string
-	Keys                Keys
+	Keys                serverkeys.Keys
 	Logger              *slog.Logger
 	// BackupRetention is how long erased data can survive in backups; 0
 	// means no continuous backup is configured. The privacy page adds it.
@@ -112,11 +88,11 @@ type Server struct {
 	id   identity.Identity
 	// sessions holds the codecs (current keys first) and options of
 	// admit's own cookies (session.go).
-	sessions  *sessions.CookieStore
-	log       *slog.Logger
-	origin    string
-	clerkFAPI string
-	handler   http.Handler
+	cookieStore *sessions.CookieStore
+	log         *slog.Logger
+	origin      string
+	clerkFAPI   string
+	handler     http.Handler
 	// mux is the route table, for finding the page behind a form's path.
 	mux *http.ServeMux
 	// patterns are the registered route patterns: the only route names
@@ -126,9 +102,9 @@ type Server struct {
 	quotes quoteCache
 	// signups bounds the signups in progress, from the request's arrival
 	// to its answer: at most the store's signup queue (ADMIT_WRITE_QUEUE).
-	signups *signupLimiter
+	signups *admission.Limiter
 	// answers holds the signup routes' answers until their release.
-	answers *answerSchedule
+	answers *admission.Schedule
 	// busy and slowBody are the signup routes' refusals for load (503)
 	// and for a body too slow to arrive (408), prepared at start.
 	busy, slowBody *cannedAnswer
@@ -155,33 +131,21 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	if opts.SignupBodyTimeout <= 0 {
 		opts.SignupBodyTimeout = SignupBodyTimeout
 	}
-	for name, k := range map[string][]byte{"session hash": opts.Keys.SessionHash, "session block": opts.Keys.SessionBlock,
-		"csrf": opts.Keys.CSRF, "binding": opts.Keys.Binding, "counter": opts.Keys.Counter} {
-		if len(k) != 32 {
-			return nil, fmt.Errorf("handlers: the %s key must be 32 bytes", name)
-		}
-	}
-	for name, k := range map[string][]byte{"previous session hash": opts.Keys.PreviousSessionHash,
-		"previous session block": opts.Keys.PreviousSessionBlock, "previous csrf": opts.Keys.PreviousCSRF} {
-		if k != nil && len(k) != 32 {
-			return nil, fmt.Errorf("handlers: the %s key must be 32 bytes", name)
-		}
-	}
-	if (opts.Keys.PreviousSessionHash == nil) != (opts.Keys.PreviousSessionBlock == nil) {
-		return nil, errors.New("handlers: the previous session hash and block keys come together")
+	if err := checkKeys(opts.Keys); err != nil {
+		return nil, err
 	}
 	if id.Mode() == identity.ModeDev {
 		if err := useDevKey(&opts); err != nil {
 			return nil, err
 		}
 	}
-	s := &Server{opts: opts, db: db, id: id, log: slog.New(requestIDLogHandler{opts.Logger.Handler()}), patterns: map[string]bool{}}
+	s := &Server{opts: opts, db: db, id: id, log: slog.New(reqlog.LogHandler{Handler: opts.Logger.Handler()}), patterns: map[string]bool{}}
 	depth := store.DefaultSignupQueue
 	if db != nil {
 		depth, _ = db.QueueBounds()
 	}
-	s.signups = newSignupLimiter(depth, time.Now, processCPUMeter)
-	s.answers = &answerSchedule{delay: opts.SignupAnswerDelay}
+	s.signups = admission.NewLimiter(depth, time.Now, admission.ProcessCPUMeter)
+	s.answers = admission.NewSchedule(opts.SignupAnswerDelay)
 	s.afterHold = afterHoldTimer
 	dev := id.Mode() == identity.ModeDev
 	var err error
@@ -201,25 +165,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 		}
 		s.clerkFAPI = fapi
 	}
-	// rule: a cookie signed with the previous session keys is still read
-	// during a rotation (docs/DEPLOY.md, "Rotating a key").
-	cs := sessions.NewCookieStore(opts.Keys.sessionKeyPairs()...)
-	// The session's plaintext is JSON, not securecookie's default gob,
-	// whose decoder compiles the type description every cookie carries
-	// (docs/PERFORMANCE.md#cookies-in-json).
-	for _, c := range cs.Codecs {
-		if sc, ok := c.(*securecookie.SecureCookie); ok {
-			sc.SetSerializer(securecookie.JSONEncoder{})
-		}
-	}
-	cs.Options = &sessions.Options{
-		Path:     "/",
-		MaxAge:   int((7 * 24 * time.Hour).Seconds()),
-		HttpOnly: true,
-		Secure:   opts.PublicURL.Scheme == "https",
-		SameSite: http.SameSiteLaxMode,
-	}
-	s.sessions = cs
+	s.cookieStore = newCookieStore(opts)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -235,3 +181,47 @@ func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/")
 
 // isHTMX reports whether htmx sent the request (and it wants a block).
 func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
+
+// checkKeys refuses server keys that are not 32 bytes each, and a
+// previous session key pair given by half.
+func checkKeys(keys serverkeys.Keys) error {
+	for name, k := range map[string][]byte{"session hash": keys.SessionHash, "session block": keys.SessionBlock,
+		"csrf": keys.CSRF, "binding": keys.Binding, "counter": keys.Counter} {
+		if len(k) != 32 {
+			return fmt.Errorf("handlers: the %s key must be 32 bytes", name)
+		}
+	}
+	for name, k := range map[string][]byte{"previous session hash": keys.PreviousSessionHash,
+		"previous session block": keys.PreviousSessionBlock, "previous csrf": keys.PreviousCSRF} {
+		if k != nil && len(k) != 32 {
+			return fmt.Errorf("handlers: the %s key must be 32 bytes", name)
+		}
+	}
+	if (keys.PreviousSessionHash == nil) != (keys.PreviousSessionBlock == nil) {
+		return errors.New("handlers: the previous session hash and block keys come together")
+	}
+	return nil
+}
+
+// newCookieStore is the codecs and options of admit's own cookies.
+func newCookieStore(opts Options) *sessions.CookieStore {
+	// rule: a cookie signed with the previous session keys is still read
+	// during a rotation (docs/DEPLOY.md, "Rotating a key").
+	cs := sessions.NewCookieStore(opts.Keys.SessionKeyPairs()...)
+	// The cookie state's plaintext is JSON, not securecookie's default gob,
+	// whose decoder compiles the type description every cookie carries
+	// (docs/PERFORMANCE.md#cookies-in-json).
+	for _, c := range cs.Codecs {
+		if sc, ok := c.(*securecookie.SecureCookie); ok {
+			sc.SetSerializer(securecookie.JSONEncoder{})
+		}
+	}
+	cs.Options = &sessions.Options{
+		Path:     "/",
+		MaxAge:   int((7 * 24 * time.Hour).Seconds()),
+		HttpOnly: true,
+		Secure:   opts.PublicURL.Scheme == "https",
+		SameSite: http.SameSiteLaxMode,
+	}
+	return cs
+}

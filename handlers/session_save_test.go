@@ -29,9 +29,10 @@ func (c failingCodec) Encode(name string, value any) (string, error) {
 // withSessionSaveFailing makes every session save fail while fail is set.
 func withSessionSaveFailing(fail *atomic.Bool) appOption {
 	return func(c *appConfig) {
-		c.server = func(s *Server) {
-			for i, codec := range s.sessions.Codecs {
-				s.sessions.Codecs[i] = failingCodec{Codec: codec, fail: fail}
+		c.Server = func(h http.Handler) {
+			s := h.(*Server)
+			for i, codec := range s.cookieStore.Codecs {
+				s.cookieStore.Codecs[i] = failingCodec{Codec: codec, fail: fail}
 			}
 		}
 	}
@@ -41,7 +42,7 @@ func withSessionSaveFailing(fail *atomic.Bool) appOption {
 func sessionSetCookies(r *testResponse) []string {
 	var out []string
 	for _, c := range r.Header.Values("Set-Cookie") {
-		if strings.HasPrefix(c, sessionCookie+"=") {
+		if strings.HasPrefix(c, stateCookie+"=") {
 			out = append(out, c)
 		}
 	}
@@ -63,7 +64,7 @@ func mustIssueByForm(t *testing.T, app *testApp, owner *testClient, email string
 		}
 		form.Set(f, m[1])
 	}
-	posted := owner.postOwnerForm(t, entry+"/invitations", form)
+	posted := owner.PostOwnerForm(t, entry+"/invitations", form)
 	owWantStatus(t, "issue", posted, http.StatusSeeOther)
 	return owLocation(posted)
 }
@@ -146,7 +147,7 @@ func TestSession_AtMostOneSetCookiePerResponse(t *testing.T) {
 	// the shown code's mark forgotten and the flash taken, one cookie.
 	codePage := mustIssueByForm(t, app, owner, "once@example.com")
 	owWantStatus(t, "code page", owner.Get(t, codePage), http.StatusOK)
-	recorded := owner.postOwnerForm(t, codePage+"/delivery-record", url.Values{"requestKey": {owKey()}, "channel": {"chat"}, "reference": {"batch 3"}})
+	recorded := owner.PostOwnerForm(t, codePage+"/delivery-record", url.Values{"requestKey": {owKey()}, "channel": {"chat"}, "reference": {"batch 3"}})
 	owWantStatus(t, "record the send", recorded, http.StatusSeeOther)
 	entry := owLocation(recorded)
 	page := owner.Get(t, entry)
@@ -159,7 +160,7 @@ func TestSession_AtMostOneSetCookiePerResponse(t *testing.T) {
 	}
 
 	// Signing out empties the session and leaves the note: one cookie.
-	out := owner.PostForm(t, "/sign-out", url.Values{"csrf": {owner.csrf}})
+	out := owner.PostForm(t, "/sign-out", url.Values{"csrf": {owner.CSRFToken}})
 	owWantStatus(t, "sign out", out, http.StatusSeeOther)
 	if got := len(sessionSetCookies(out)); got != 1 {
 		t.Fatalf("sign-out set admit_session %d times, want once", got)
@@ -198,7 +199,7 @@ func TestSession_UnchangedSessionSetsNoCookie(t *testing.T) {
 	// But a sign-out replaces a session cookie it cannot read.
 	stale := app.NewClient(t)
 	u, _ := url.Parse(app.URL)
-	stale.Jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: "written-under-keys-long-gone", Path: "/"}})
+	stale.Jar.SetCookies(u, []*http.Cookie{{Name: stateCookie, Value: "written-under-keys-long-gone", Path: "/"}})
 	owWantStatus(t, "page with an unreadable session", stale.Get(t, "/"), http.StatusOK)
 	if got := len(sessionSetCookies(stale.PostForm(t, "/sign-out", url.Values{}))); got != 1 {
 		t.Errorf("sign-out set admit_session %d times over an unreadable one, want once", got)

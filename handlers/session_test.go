@@ -13,10 +13,10 @@ import (
 // attacker who copied the browser's cookies holds.
 func copyCookies(tb testing.TB, c *testClient) *testClient {
 	tb.Helper()
-	u, _ := url.Parse(c.app.URL)
-	cp := c.app.NewClient(tb)
+	u, _ := url.Parse(c.App.URL)
+	cp := c.App.NewClient(tb)
 	cp.Jar.SetCookies(u, c.Jar.Cookies(u))
-	cp.csrf = c.csrf
+	cp.CSRFToken = c.CSRFToken
 	return cp
 }
 

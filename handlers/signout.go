@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 
+	"admit/handlers/reqlog"
 	"admit/internal/identity"
 	"admit/views"
 )
@@ -19,12 +20,12 @@ func (s *Server) signOutIncomplete(w http.ResponseWriter, r *http.Request, err e
 		http.SetCookie(w, &http.Cookie{Name: "__session", Value: "", Path: "/", MaxAge: -1, HttpOnly: false,
 			Secure: s.isHTTPS(), SameSite: http.SameSiteLaxMode})
 	}
-	s.session(r).signOut()
+	s.cookieState(r).signOut()
 	noStore(w)
 	diskFull := answerNoSpace(w, err)
 	// Not s.chrome: the request's cookie still names a live row, and the
 	// page is for a visitor who is signed out here.
 	c := views.Chrome{Title: "Signed out in this browser only", DevMode: s.id.Mode() == identity.ModeDev, Path: r.URL.Path}
 	return s.render(w, r, http.StatusServiceUnavailable, c, views.SignOutIncomplete(c, views.SignOutIncompleteView{
-		DiskFull: diskFull, RequestID: requestIDFrom(r.Context())}))
+		DiskFull: diskFull, RequestID: reqlog.ID(r.Context())}))
 }

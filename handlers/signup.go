@@ -145,9 +145,9 @@ func readSignupForm(r *http.Request) (*signupForm, error) {
 	return form, f.err
 }
 
-// startSignup takes a place among the signups in progress (signupLimiter),
+// startSignup takes a place among the signups in progress (admission.Limiter),
 // or reports that there is none: admit then answers 503 at once.
-func (s *Server) startSignup() (done func(), ok bool) { return s.signups.start() }
+func (s *Server) startSignup() (done func(), ok bool) { return s.signups.Start() }
 
 // handleWaitlistPost is the no-JavaScript signup form. Its body was read,
 // and its in-progress place taken, by signupIntake.
@@ -176,7 +176,7 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 		}
 	}
 	if f.Case == "lower" {
-		f.Email = lowerLocalPart(f.Email)
+		f.Email = LowerLocalPart(f.Email)
 	}
 	submittedEmail = f.Email
 	res, err := s.admit(r, slug, f)
@@ -194,7 +194,7 @@ func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) erro
 		// rule (docs/API.md#html-routes): a browser's post is answered
 		// 303 to the page that shows it, so reloading never posts again;
 		// the token goes there sealed in a cookie, never in the URL.
-		s.session(r).keepReceived(st)
+		s.cookieState(r).keepReceived(st)
 		http.Redirect(w, r, receivedPath(slug), http.StatusSeeOther)
 		return nil
 	}
@@ -276,7 +276,7 @@ func questionsToAsk(f *signupForm) (*views.CaseAsk, *views.DomainAsk) {
 	}
 	var caseQ *views.CaseAsk
 	var domainQ *views.DomainAsk
-	if lower := lowerLocalPart(norm); f.Case == "" && lower != norm {
+	if lower := LowerLocalPart(norm); f.Case == "" && lower != norm {
 		caseQ = &views.CaseAsk{Typed: norm, Lower: lower}
 	}
 	if fixed := suggestedAddress(norm); f.Domain == "" && fixed != "" {
@@ -285,9 +285,9 @@ func questionsToAsk(f *signupForm) (*views.CaseAsk, *views.DomainAsk) {
 	return caseQ, domainQ
 }
 
-// lowerLocalPart writes the ASCII letters before the last @ in small
+// LowerLocalPart writes the ASCII letters before the last @ in small
 // letters; the domain is left as it is (the store lowers it).
-func lowerLocalPart(email string) string {
+func LowerLocalPart(email string) string {
 	at := strings.LastIndexByte(email, '@')
 	if at < 0 {
 		return email
@@ -308,74 +308,4 @@ func (s *Server) askBeforeJoining(w http.ResponseWriter, r *http.Request, slug s
 	}
 	c := s.chrome(r, v.Name)
 	return s.render(w, r, http.StatusOK, c, views.Waitlist(c, *v))
-}
-
-// signupJSON is the JSON signup body.
-type signupJSON struct {
-	RequestKey    string `json:"requestKey"`
-	Email         string `json:"email"`
-	NoticeVersion int    `json:"noticeVersion"`
-	Permission    bool   `json:"permission"`
-}
-
-// signupReceivedJSON is the 202 body; a same-key replay has no token.
-type signupReceivedJSON struct {
-	Status       string `json:"status"`
-	RemovalToken string `json:"removalToken,omitempty"`
-}
-
-// handleSignupAPI is the JSON signup. Its body was read, and its
-// in-progress place taken, by signupIntake.
-func (s *Server) handleSignupAPI(w http.ResponseWriter, r *http.Request) error {
-	var body signupJSON
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	noStore(w)
-	res, err := s.admit(r, r.PathValue("slug"), &signupForm{RequestKey: body.RequestKey, Email: body.Email,
-		NoticeVersion: body.NoticeVersion, Permission: body.Permission})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusAccepted, signupReceivedJSON{Status: "received", RemovalToken: res.RemovalToken})
-	return nil
-}
-
-// publicProgramJSON is GET /api/public/programs/{slug}.
-type publicProgramJSON struct {
-	Slug       string     `json:"slug"`
-	Name       string     `json:"name"`
-	Purpose    string     `json:"purpose"`
-	SignupOpen bool       `json:"signupOpen"`
-	Notice     noticeJSON `json:"notice"`
-	// DisplayName and Contact are the workspace's; Contact is null until
-	// an owner sets one.
-	DisplayName string  `json:"displayName"`
-	Contact     *string `json:"contact"`
-}
-
-type noticeJSON struct {
-	Version       int    `json:"version"`
-	Purpose       string `json:"purpose"`
-	ContactText   string `json:"contactText"`
-	RetentionText string `json:"retentionText"`
-	PublishedAt   string `json:"publishedAt"`
-}
-
-func toNoticeJSON(n *store.Notice) noticeJSON {
-	return noticeJSON{Version: n.Version, Purpose: n.Purpose, ContactText: n.ContactText,
-		RetentionText: n.RetentionText, PublishedAt: n.PublishedAt.UTC().Format(time.RFC3339)}
-}
-
-// handlePublicProgramAPI returns a program's public notice.
-func (s *Server) handlePublicProgramAPI(w http.ResponseWriter, r *http.Request) error {
-	p, n, err := s.db.PublicProgram(r.Context(), r.PathValue("slug"))
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Cache-Control", "no-cache")
-	writeJSON(w, http.StatusOK, publicProgramJSON{Slug: p.Slug, Name: p.Name, Purpose: p.Purpose,
-		SignupOpen: p.SignupOpen && p.RetiredAt == nil, Notice: toNoticeJSON(n),
-		DisplayName: p.WorkspaceName, Contact: nonEmpty(p.WorkspaceContact)})
-	return nil
 }

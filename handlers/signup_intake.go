@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	"admit/handlers/admission"
+	"admit/handlers/reqlog"
 	"admit/views"
 )
 
@@ -33,7 +35,7 @@ var errSlowBody = &httpError{http.StatusRequestTimeout, "request_timeout",
 //     of its own, SignupBodyTimeout: a body that does not arrive in time
 //     is answered 408;
 //  2. only then may the signup take a place among those in progress
-//     (signupLimiter); past the bound it is answered 503 at once;
+//     (admission.Limiter); past the bound it is answered 503 at once;
 //  3. then next (the answer schedule, the handler) runs with the body
 //     already in memory.
 //
@@ -74,7 +76,7 @@ func (s *Server) signupIntake(next http.Handler) http.Handler {
 
 // refuseBusy answers a signup that found no place: the prepared 503, held
 // first as long as the limiter's pace asks of a client that ignores
-// Retry-After (signupLimiter.refuse). While refusals overall are paced
+// Retry-After (admission.Limiter.Refuse). While refusals overall are paced
 // (a flood) a held refusal on an HTTP/1 connection is parked
 // (parkRefusal): it costs admit a timer and the connection, not a
 // goroutine and a request. Otherwise the hold is a timer the handler
@@ -84,25 +86,25 @@ func (s *Server) signupIntake(next http.Handler) http.Handler {
 // refusals it may hold are held already, leaves at once and closes its
 // connection.
 func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request) {
-	rf := s.signups.refuse(connRecordFrom(r.Context()))
-	if rf.hold > 0 {
-		if rf.flood && s.parkRefusal(w, r, rf) {
+	rf := s.signups.Refuse(admission.ConnFrom(r.Context()))
+	if rf.Hold > 0 {
+		if rf.Flood && s.parkRefusal(w, r, rf) {
 			return
 		}
 		start := time.Now()
 		done := make(chan struct{})
-		stop := s.afterHold(rf.hold, func() { close(done) })
+		stop := s.afterHold(rf.Hold, func() { close(done) })
 		select {
 		case <-done:
 		case <-r.Context().Done():
 			stop()
 		}
-		rf.sent()
-		if info := requestInfoFrom(r.Context()); info != nil {
-			info.held = time.Since(start)
+		rf.Sent()
+		if info := reqlog.From(r.Context()); info != nil {
+			info.Held = time.Since(start)
 		}
 	}
-	if rf.closeConn {
+	if rf.CloseConn {
 		w.Header().Set("Connection", "close")
 	}
 	s.busy.write(w, r)
@@ -200,7 +202,7 @@ func (a *cannedAnswer) write(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(parts[0])
 	if len(parts[1]) > 0 {
 		// The ID is admit's own hex or a validated proxy ID; escaped anyway.
-		_, _ = io.WriteString(w, html.EscapeString(requestIDFrom(r.Context())))
+		_, _ = io.WriteString(w, html.EscapeString(reqlog.ID(r.Context())))
 		_, _ = w.Write(parts[1])
 	}
 }

@@ -37,18 +37,11 @@ func signupFormValues(requestKey, email string, noticeVersion int, permission bo
 	if permission {
 		v.Set("permission", "yes")
 	}
-	if lowerLocalPart(email) != email {
+	if LowerLocalPart(email) != email {
 		// The answer to the question about capitals: as typed.
 		v.Set("case", "keep")
 	}
 	return v
-}
-
-// signupJSONBody is the JSON signup body.
-func signupJSONBody(requestKey, email string, noticeVersion int, permission bool) string {
-	b, _ := json.Marshal(map[string]any{"requestKey": requestKey, "email": email,
-		"noticeVersion": noticeVersion, "permission": permission})
-	return string(b)
 }
 
 // pageToken returns the single removal token a page shows, or "" for none.
@@ -125,26 +118,6 @@ func sameResponse(tb testing.TB, what string, a, b *testResponse) {
 	}
 }
 
-// demoOwner is the demo program's owner as a store actor.
-func demoOwner(app *testApp) store.Actor {
-	return store.Actor{Kind: store.ActorOwner, UserID: app.OwnerID}
-}
-
-// mustSetDemo changes the demo program's settings at its current revision.
-func mustSetDemo(tb testing.TB, app *testApp, set func(*store.ProgramSettings)) {
-	tb.Helper()
-	ctx := context.Background()
-	p, err := app.DB.ProgramByID(ctx, demoOwner(app), app.Demo.ID)
-	if err != nil {
-		tb.Fatalf("read demo: %v", err)
-	}
-	s := store.ProgramSettings{ExpectedRevision: p.Revision}
-	set(&s)
-	if _, err := app.DB.UpdateProgram(ctx, demoOwner(app), app.Demo.ID, s); err != nil {
-		tb.Fatalf("update demo: %v", err)
-	}
-}
-
 // mustPublishDemoNotice publishes the next notice version of the demo program.
 func mustPublishDemoNotice(tb testing.TB, app *testApp) *store.Notice {
 	tb.Helper()
@@ -157,19 +130,6 @@ func mustPublishDemoNotice(tb testing.TB, app *testApp) *store.Notice {
 		ContactText: "By hand, once, if you are selected.", RetentionText: "Until the program is retired."})
 	if err != nil {
 		tb.Fatalf("publish notice: %v", err)
-	}
-	return n
-}
-
-// appCount runs a counting query on the app's database.
-func appCount(tb testing.TB, app *testApp, query string, args ...any) int {
-	tb.Helper()
-	var n int
-	err := app.DB.View(context.Background(), func(tx *store.Tx) error {
-		return tx.QueryRow(query, args...).Scan(&n)
-	})
-	if err != nil {
-		tb.Fatalf("count %q: %v", query, err)
 	}
 	return n
 }
@@ -201,11 +161,6 @@ func wantOnlyAttemptsCounted(tb testing.TB, what string, app *testApp, before te
 		tb.Fatalf("%s: network attempts=%d, want %d", what, got, want)
 	}
 }
-
-const (
-	signupPath = "/waitlist/demo"
-	signupAPI  = "/api/public/programs/demo/signups"
-)
 
 func TestSignup_FormAndJSONAreAcceptedWithATokenShownOnce(t *testing.T) {
 	app := MustStartApp(t)

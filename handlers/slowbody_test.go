@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"admit/handlers/admission"
 	"admit/store"
 
 	"github.com/google/uuid"
@@ -99,9 +100,9 @@ func TestSlowBodies_NeverShutTheSignupFormAndAreAnswered408(t *testing.T) {
 	// The only wall-clock amount of the test: the real signups must be
 	// answered within it, the slow bodies must not arrive within it.
 	const deadline = 3 * time.Second
-	app := MustStartApp(t, withWriteQueues(minSignupsInProgress, 0), withNetworkLimit(100000),
+	app := MustStartApp(t, withWriteQueues(admission.MinInProgress, 0), withNetworkLimit(100000),
 		withSignupBodyTimeout(deadline))
-	if got, want := app.Srv.signups.bound(), minSignupsInProgress; got != want {
+	if got, want := srvOf(app).signups.Bound(), admission.MinInProgress; got != want {
 		t.Fatalf("the in-progress bound is %d, want its floor %d", got, want)
 	}
 
@@ -214,7 +215,7 @@ func TestSlowBodies_NeverShutTheSignupFormAndAreAnswered408(t *testing.T) {
 	if got := networkAttempts(t, app); got != accepted {
 		t.Fatalf("network attempts=%d, want %d: a slow body counts none", got, accepted)
 	}
-	if got := app.Srv.signups.inProgress(); got != 0 {
+	if got := srvOf(app).signups.InProgress(); got != 0 {
 		t.Fatalf("%d signups still in progress, want 0", got)
 	}
 	// The 408s are logged like any answer, and no body reaches the log.
@@ -248,7 +249,7 @@ func TestSignupBusy_RefusalIsPreparedAndReadsNoSession(t *testing.T) {
 			anon.SendJSON("POST", signupAPI, signupJSONBody(uuid.NewString(), fmt.Sprintf("held%d@example.com", i), 1, true))
 		}()
 	}
-	eventually(t, "the places to be taken", func() bool { return app.Srv.signups.inProgress() == depth })
+	eventually(t, "the places to be taken", func() bool { return srvOf(app).signups.InProgress() == depth })
 
 	form := signupFormValues(uuid.NewString(), "someone@example.com", 1, true)
 	pages := map[string]*testResponse{"anyone": anon.PostForm(t, signupPath, form), "owner": owner.PostForm(t, signupPath, form)}
@@ -291,17 +292,15 @@ func TestSignupBusy_RefusalIsPreparedAndReadsNoSession(t *testing.T) {
 // answer) for each route, and the answer alone, prepared at start against
 // the busy page rendered per request by the error adapter.
 func BenchmarkSignupRefusal(b *testing.B) {
-	app := MustStartApp(b, withWriteQueues(minSignupsInProgress, 0))
+	app := MustStartApp(b, withWriteQueues(admission.MinInProgress, 0))
 	for {
-		if _, ok := app.Srv.signups.start(); !ok {
+		if _, ok := srvOf(app).signups.Start(); !ok {
 			break
 		}
 	}
 	// As many refusals held as may be: each refusal leaves at once, so the
 	// benchmark times a refusal's work, not the pace that holds it.
-	app.Srv.signups.mu.Lock()
-	app.Srv.signups.held = maxRefusalsHeld
-	app.Srv.signups.mu.Unlock()
+	srvOf(app).signups.SetHeld(admission.MaxRefusalsHeld)
 	jsonBody := signupJSONBody(uuid.NewString(), "someone@example.com", 1, true)
 	formBody := signupFormValues(uuid.NewString(), "someone@example.com", 1, true).Encode()
 	for _, bc := range []struct {
@@ -313,7 +312,7 @@ func BenchmarkSignupRefusal(b *testing.B) {
 				r := httptest.NewRequest("POST", bc.path, strings.NewReader(bc.body))
 				r.Header.Set("Content-Type", bc.ctype)
 				w := httptest.NewRecorder()
-				app.Srv.ServeHTTP(w, r)
+				srvOf(app).ServeHTTP(w, r)
 				if w.Code != http.StatusServiceUnavailable {
 					b.Fatalf("status %d, want 503", w.Code)
 				}
@@ -321,8 +320,8 @@ func BenchmarkSignupRefusal(b *testing.B) {
 		})
 	}
 	answers := map[string]func(http.ResponseWriter, *http.Request){
-		"answer/prepared": app.Srv.busy.write,
-		"answer/rendered": func(w http.ResponseWriter, r *http.Request) { app.Srv.writeError(w, r, store.ErrBusy) },
+		"answer/prepared": srvOf(app).busy.write,
+		"answer/rendered": func(w http.ResponseWriter, r *http.Request) { srvOf(app).writeError(w, r, store.ErrBusy) },
 	}
 	for _, name := range []string{"answer/prepared", "answer/rendered"} {
 		b.Run(name, func(b *testing.B) {

@@ -41,7 +41,7 @@ func (s *Server) handleTeamPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v.Flash = s.session(r).takeFlash()
+	v.Flash = s.cookieState(r).takeFlash()
 	c := s.chrome(r, "Team · "+ws.DisplayName)
 	return s.render(w, r, http.StatusOK, c, views.TeamPage(c, v))
 }
@@ -80,7 +80,7 @@ func (s *Server) handleTeamAdd(w http.ResponseWriter, r *http.Request) error {
 		c := s.chrome(r, "Team · "+ws.DisplayName)
 		return s.render(w, r, status, c, views.TeamPage(c, v))
 	}
-	s.session(r).Flash = "Added. The first sign-in with that address, verified by the identity provider, within 7 days, becomes an owner."
+	s.cookieState(r).Flash = "Added. The first sign-in with that address, verified by the identity provider, within 7 days, becomes an owner."
 	return redirect(w, r, views.OwnerURL("workspaces", ws.ID, "team"))
 }
 
@@ -138,7 +138,7 @@ func (s *Server) handleTeamRemove(w http.ResponseWriter, r *http.Request) error 
 		c := s.chrome(r, "Remove an owner · "+ws.DisplayName)
 		return s.render(w, r, status, c, views.TeamRemovePage(c, views.TeamRemoveView{WorkspaceID: ws.ID, Member: m, Error: msg}))
 	}
-	s.session(r).Flash = m.Label() + " is no longer an owner."
+	s.cookieState(r).Flash = m.Label() + " is no longer an owner."
 	if m.You {
 		return redirect(w, r, "/owner")
 	}

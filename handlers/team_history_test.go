@@ -10,19 +10,6 @@ import (
 	"admit/store"
 )
 
-// staffIDOf reads the demo workspace's membership ID of userID.
-func staffIDOf(tb testing.TB, app *testApp, userID string) string {
-	tb.Helper()
-	var id string
-	if err := app.DB.View(context.Background(), func(tx *store.Tx) error {
-		return tx.QueryRow(`SELECT id FROM staff_members WHERE workspace_id = ? AND clerk_user_id = ?`,
-			app.Demo.WorkspaceID, userID).Scan(&id)
-	}); err != nil {
-		tb.Fatalf("staff ID: %v", err)
-	}
-	return id
-}
-
 // TestHistoryAPI_TwoOwnersSelectionsCarryTheirMembershipIDs: two owners of
 // one workspace each select an entry; the history JSON names each
 // selection's actor by that owner's membership ID — two different IDs —
@@ -105,7 +92,7 @@ func TestOwnerByEmail_FirstVerifiedSignInTakesThePlace(t *testing.T) {
 		return c
 	}
 	staff := func(userID string) int {
-		return owCount(t, app, `SELECT count(*) FROM staff_members WHERE clerk_user_id = ? AND active = 1`, userID)
+		return owCount(t, app, `SELECT count(*) FROM staff_members WHERE user_id = ? AND active = 1`, userID)
 	}
 
 	unverified := signedIn("user_unverified", "new-owner@example.com", false)
@@ -120,7 +107,7 @@ func TestOwnerByEmail_FirstVerifiedSignInTakesThePlace(t *testing.T) {
 	if !strings.Contains(r.Body, `"New team"`) || staff("user_verified") != 1 {
 		t.Fatalf("the verified sign-in is not an owner of New team: %s", r.Body)
 	}
-	if n := owCount(t, app, `SELECT count(*) FROM staff_members WHERE clerk_user_id = 'user_verified' AND name = 'Ada' AND email = 'new-owner@example.com'`); n != 1 {
+	if n := owCount(t, app, `SELECT count(*) FROM staff_members WHERE user_id = 'user_verified' AND name = 'Ada' AND email = 'new-owner@example.com'`); n != 1 {
 		t.Fatal("the new owner's membership lacks the name and address they were added by")
 	}
 	owWantStatus(t, "unverified, after the place was taken", unverified.Get(t, "/api/owner/workspaces"), http.StatusNotFound)

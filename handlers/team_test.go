@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/chromedp"
-
 	"admit/store"
 )
 
@@ -34,9 +32,9 @@ func TestTeam_AddByAddressRemoveNeverTheLast(t *testing.T) {
 		t.Fatalf("remove buttons=%d, want 2", got)
 	}
 
-	r := owner.postOwnerForm(t, team, map[string][]string{"email": {"not an address"}, "name": {""}})
+	r := owner.PostOwnerForm(t, team, map[string][]string{"email": {"not an address"}, "name": {""}})
 	owWantStatus(t, "bad address", r, http.StatusBadRequest)
-	r = owner.postOwnerForm(t, team, map[string][]string{"email": {"nia@example.com"}, "name": {"Nia"}})
+	r = owner.PostOwnerForm(t, team, map[string][]string{"email": {"nia@example.com"}, "name": {"Nia"}})
 	owWantStatus(t, "add by address", r, http.StatusSeeOther)
 	page = owner.Get(t, team)
 	if !strings.Contains(page.Body, `data-testid="team-waiting"`) || !strings.Contains(page.Body, "nia@example.com") {
@@ -49,7 +47,7 @@ func TestTeam_AddByAddressRemoveNeverTheLast(t *testing.T) {
 
 	secondID := staffIDOf(t, app, secondUser)
 	owWantStatus(t, "remove confirmation", owner.Get(t, team+"/"+secondID+"/remove"), http.StatusOK)
-	r = owner.postOwnerForm(t, team+"/"+secondID+"/remove", nil)
+	r = owner.PostOwnerForm(t, team+"/"+secondID+"/remove", nil)
 	owWantStatus(t, "remove", r, http.StatusSeeOther)
 	second.CSRF(t)
 	owWantStatus(t, "the removed owner's next request", second.Get(t, "/api/owner/workspaces"), http.StatusNotFound)
@@ -62,55 +60,10 @@ func TestTeam_AddByAddressRemoveNeverTheLast(t *testing.T) {
 		t.Fatal("the last owner is offered Remove, or the removed owner is not shown as former")
 	}
 	ownID := staffIDOf(t, app, app.OwnerID)
-	r = owner.postOwnerForm(t, team+"/"+ownID+"/remove", nil)
+	r = owner.PostOwnerForm(t, team+"/"+ownID+"/remove", nil)
 	owWantStatus(t, "remove the last owner", r, http.StatusConflict)
 	if !strings.Contains(r.Body, "at least one owner") {
 		t.Fatal("the refusal does not say why")
 	}
 	owWantStatus(t, "the last owner still owns", owner.Get(t, "/api/owner/workspaces"), http.StatusOK)
-}
-
-// TestTeam_InBrowser: the Team page, with JavaScript on and off, adds an
-// owner by address and removes one through its confirmation (a dialog with
-// JavaScript), and passes the accessibility audit.
-func TestTeam_InBrowser(t *testing.T) {
-	for _, m := range ofModes {
-		t.Run(m.name, func(t *testing.T) {
-			app := MustStartApp(t)
-			c := app.NewClient(t)
-			other := c.SignIn(t, "other@example.test")
-			if _, err := app.DB.AddOwner(context.Background(), store.Actor{Kind: store.ActorCLI}, store.DemoWorkspace, other); err != nil {
-				t.Fatal(err)
-			}
-			ctx := ofBrowser(t, app, m)
-			team := app.URL + "/owner/workspaces/" + app.Demo.WorkspaceID + "/team"
-			a11yLoad(t, ctx, "open the team", 200, chromedp.Navigate(team))
-			ofScreenshot(t, ctx, "team-"+ofShot(m))
-			ofAudit(t, ctx, m, "team page")
-			ofFill(t, ctx, [2]string{"#owner-email", "nia@example.com"}, [2]string{"#owner-name", "Nia"})
-			a11yLoad(t, ctx, "add an owner", 200, chromedp.Click(chromedp.CSS(`[data-testid="team-add"]`)))
-			if got := mustText(t, ctx, `[data-testid="team-waiting"]`); !strings.Contains(got, "nia@example.com") {
-				t.Fatalf("waiting list %q", got)
-			}
-			otherID := staffIDOf(t, app, other)
-			press := chromedp.Click(chromedp.CSS(`[data-member-id="` + otherID + `"] [data-testid="remove-owner"]`))
-			if m.js {
-				if err := chromedp.Do(ctx, press); err != nil {
-					t.Fatal(err)
-				}
-				owWaitFor(t, ctx, "the remove dialog", `!!document.querySelector('dialog[open] [data-confirm-kind="remove-owner"]')`)
-			} else {
-				a11yLoad(t, ctx, "remove", 200, press)
-				ofAudit(t, ctx, m, "remove confirmation")
-			}
-			a11yLoad(t, ctx, "confirm", 200, chromedp.Click(chromedp.CSS(`[data-testid="confirm-submit"]`)))
-			if got := mustText(t, ctx, `[data-testid="flash"]`); !strings.Contains(got, "no longer an owner") {
-				t.Fatalf("flash %q", got)
-			}
-			if n := owCount(t, app, `SELECT count(*) FROM staff_members WHERE active = 1 AND workspace_id = ?`, app.Demo.WorkspaceID); n != 1 {
-				t.Fatalf("active owners=%d, want 1", n)
-			}
-			ofScreenshot(t, ctx, "team-after-"+ofShot(m))
-		})
-	}
 }

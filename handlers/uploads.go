@@ -201,7 +201,7 @@ func (s *Server) handleUploadAsset(w http.ResponseWriter, r *http.Request) error
 		}
 		return s.rerenderProgram(w, r, err, func(v *views.ProgramPageView, msg string) { v.AssetError = msg })
 	}
-	s.session(r).Flash = "File " + info.Name + " uploaded (" + views.Bytes(info.Size) + ")."
+	s.cookieState(r).Flash = "File " + info.Name + " uploaded (" + views.Bytes(info.Size) + ")."
 	return redirect(w, r, sectionURL(r.PathValue("id"), programSection(r)))
 }
 

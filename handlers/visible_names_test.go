@@ -83,7 +83,7 @@ func TestPublicNames_InvisibleCharactersAre400WithTheFieldsError(t *testing.T) {
 					t.Errorf("%s: body %s, want the invalid error", what, body)
 				}
 			} else {
-				r := owner.postOwnerForm(t, tc.path, tc.form)
+				r := owner.PostOwnerForm(t, tc.path, tc.form)
 				owWantStatus(t, what, r, http.StatusBadRequest)
 				msg := tc.subject + " must not contain line breaks, control characters or invisible characters; it contains " +
 					c.kind + " (" + code + ")."

@@ -32,7 +32,7 @@ func (s *Server) handleWorkspacePage(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	v := workspaceView(ws)
-	v.Flash = s.session(r).takeFlash()
+	v.Flash = s.cookieState(r).takeFlash()
 	c := s.chrome(r, "Workspace settings · "+ws.DisplayName)
 	return s.render(w, r, http.StatusOK, c, views.WorkspacePage(c, v))
 }
@@ -67,6 +67,6 @@ func (s *Server) handleWorkspaceSettings(w http.ResponseWriter, r *http.Request)
 		c := s.chrome(r, "Workspace settings · "+ws.DisplayName)
 		return s.render(w, r, status, c, views.WorkspacePage(c, v))
 	}
-	s.session(r).Flash = "Workspace settings saved."
+	s.cookieState(r).Flash = "Workspace settings saved."
 	return redirect(w, r, views.OwnerURL("workspaces", ws.ID))
 }

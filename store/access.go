@@ -108,7 +108,7 @@ func (db *DB) redeem(ctx context.Context, tx *Tx, userID string, verifiedEmails 
 		JOIN entries e ON e.id = i.entry_id AND e.program_id = i.program_id
 		JOIN programs p ON p.id = i.program_id
 		JOIN workspaces w ON w.id = p.workspace_id
-		WHERE i.token_sha256 = ?`, digest).
+		WHERE i.code_digest = ?`, digest).
 		Scan(&invID, &programID, &entryID, &invState, &expires, &delivered, &entryState, &email, &slug, &retired, &wsActive)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound()
@@ -132,7 +132,7 @@ func (db *DB) redeem(ctx context.Context, tx *Tx, userID string, verifiedEmails 
 		return nil, notFound()
 	}
 	var taken int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM grants WHERE program_id = ? AND clerk_user_id = ?`,
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM grants WHERE program_id = ? AND user_id = ?`,
 		programID, userID).Scan(&taken); err != nil {
 		return nil, fmt.Errorf("check grants: %w", err)
 	}
@@ -144,7 +144,7 @@ func (db *DB) redeem(ctx context.Context, tx *Tx, userID string, verifiedEmails 
 		return nil, fmt.Errorf("redeem invitation: %w", err)
 	}
 	grantID := uuid.NewString()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO grants (id, program_id, entry_id, invitation_id, clerk_user_id, active, granted_at)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO grants (id, program_id, entry_id, invitation_id, user_id, active, granted_at)
 		VALUES (?, ?, ?, ?, ?, 1, ?)`, grantID, programID, entryID, invID, userID, Millis(tx.Now)); err != nil {
 		return nil, fmt.Errorf("insert grant: %w", err)
 	}
@@ -178,7 +178,7 @@ type PrivateContent struct {
 func accessGate(emails int) string {
 	return `FROM programs p
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
-		JOIN grants g ON g.program_id = p.id AND g.active = 1 AND g.clerk_user_id = ?
+		JOIN grants g ON g.program_id = p.id AND g.active = 1 AND g.user_id = ?
 		JOIN entries e ON e.id = g.entry_id AND e.program_id = p.id AND e.state = 'active'
 			AND e.email_key IN (` + placeholders(emails) + `)
 		JOIN early_access_content c ON c.program_id = p.id

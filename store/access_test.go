@@ -181,7 +181,7 @@ func TestIssueInvitation_CodeIsShownOnceAndOnlyItsDigestIsStored(t *testing.T) {
 	// Only SHA-256 of the decoded bytes is stored ...
 	var stored []byte
 	mustUpdate(t, f.db, func(tx *Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT token_sha256 FROM invitations WHERE id = ?`, first.Invitation.ID).Scan(&stored)
+		return tx.QueryRowContext(ctx, `SELECT code_digest FROM invitations WHERE id = ?`, first.Invitation.ID).Scan(&stored)
 	})
 	sum := sha256.Sum256(raw)
 	if !bytes.Equal(stored, sum[:]) {
@@ -734,7 +734,7 @@ func TestRedeem_LimitsCountInTheSameTransaction(t *testing.T) {
 		t.Fatalf("the second account counted %d attempts, want 3 (the refused one too: its limit comes first)", got)
 	}
 	wantCounted("after the network refusal", 3, 5)
-	if got := mustCount(t, f.db, `SELECT count(*) FROM grants WHERE clerk_user_id = 'user_second'`); got != 0 {
+	if got := mustCount(t, f.db, `SELECT count(*) FROM grants WHERE user_id = 'user_second'`); got != 0 {
 		t.Fatalf("a refused redemption granted %d", got)
 	}
 }

@@ -84,12 +84,9 @@ func (db *DB) PutAsset(ctx context.Context, a Actor, programID, name, contentTyp
 	}
 	sum := sha256.Sum256(data)
 	return db.Update(ctx, func(tx *Tx) error {
-		p, err := ownedProgram(ctx, tx, a, programID)
+		p, err := ownedForChange(ctx, tx, a, programID, programRetired)
 		if err != nil {
 			return err
-		}
-		if p.RetiredAt != nil {
-			return Errorf(ECONFLICT, "This program is retired.")
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO private_assets (program_id, name, content_type, data, sha256, created_at)
 			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (program_id, name) DO UPDATE SET

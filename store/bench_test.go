@@ -531,7 +531,7 @@ func BenchmarkSweepRetiredProgram(b *testing.B) {
 // BenchmarkIssueInvitations compares, in one run, issuing 1,000
 // invitations in one bulk request (one transaction) with issuing them one
 // at a time (1,000 transactions), per invitation
-// (docs/PERFORMANCE.md#bulk-invitations). One op is both: 1,000 of each,
+// (docs/PERFORMANCE.md#go-benchmark-figures). One op is both: 1,000 of each,
 // each on its own 1,000 selected entries.
 func BenchmarkIssueInvitations(b *testing.B) {
 	const n = 1000

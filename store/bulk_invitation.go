@@ -354,7 +354,7 @@ func (db *DB) CodeSheet(ctx context.Context, a Actor, programID string, codes []
 			var stored []byte
 			var expires int64
 			var email sql.NullString
-			err = tx.QueryRowContext(ctx, `SELECT i.token_sha256, i.expires_at, CASE WHEN e.erased_at IS NULL THEN e.email_key END
+			err = tx.QueryRowContext(ctx, `SELECT i.code_digest, i.expires_at, CASE WHEN e.erased_at IS NULL THEN e.email_key END
 				FROM invitations i JOIN entries e ON e.id = i.entry_id AND e.program_id = i.program_id
 				WHERE i.id = ? AND i.program_id = ?`, c.InvitationID, p.ID).Scan(&stored, &expires, &email)
 			if errors.Is(err, sql.ErrNoRows) || err == nil && subtle.ConstantTimeCompare(stored, digest) != 1 {

@@ -148,7 +148,8 @@ type Options struct {
 	// checkpoint on, a restart after a crash let admit's first commits
 	// checkpoint frames Litestream had not yet read and restart the WAL
 	// before Litestream resumed: every restore point from then on, until
-	// the next full snapshot, was corrupt (docs/RELIABILITY.md#restore-points-corrupt-after-a-crash).
+	// the next full snapshot, was corrupt (found by the crash soak,
+	// docs/RELIABILITY.md#the-crash-soak).
 	NoAutoCheckpoint bool
 	// Observer is told what the store does, for metrics; nil observes nothing.
 	Observer Observer

@@ -406,7 +406,7 @@ func rawInvitation(ctx context.Context, tx *Tx, programID, entryID, state string
 	if state != "issued" {
 		terminal = Millis(tx.Now)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO invitations (id, program_id, entry_id, token_sha256, state, issued_at, expires_at, terminal_at)
+	_, err := tx.ExecContext(ctx, `INSERT INTO invitations (id, program_id, entry_id, code_digest, state, issued_at, expires_at, terminal_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, programID, entryID, token, state, Millis(tx.Now),
 		Millis(tx.Now.Add(24*time.Hour)), terminal)
 	return id, err
@@ -570,7 +570,7 @@ func TestSchema_GrantActiveMatchesRevokedAt(t *testing.T) {
 		return err
 	})
 	grant := func(active int, revokedAt any) error {
-		return execRaw(db, `INSERT INTO grants (id, program_id, entry_id, invitation_id, clerk_user_id, active, granted_at, revoked_at)
+		return execRaw(db, `INSERT INTO grants (id, program_id, entry_id, invitation_id, user_id, active, granted_at, revoked_at)
 			VALUES (?, ?, ?, ?, 'user_recipient', ?, 1, ?)`, uuid.NewString(), p.ID, entry, invitation, active, revokedAt)
 	}
 	wantSchemaError(t, "active grant with revoked_at", grant(1, 5), "CHECK constraint failed")

@@ -317,7 +317,7 @@ func (db *DB) issue(ctx context.Context, tx *Tx, a Actor, p *Program, e *Entry, 
 	code, digest := newInvitationCode()
 	inv := &Invitation{ID: uuid.NewString(), ProgramID: p.ID, EntryID: e.ID, State: InviteIssued,
 		IssuedAt: tx.Now, ExpiresAt: expiresAt}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO invitations (id, program_id, entry_id, token_sha256, state, issued_at, expires_at)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO invitations (id, program_id, entry_id, code_digest, state, issued_at, expires_at)
 		VALUES (?, ?, ?, ?, 'issued', ?, ?)`, inv.ID, p.ID, e.ID, digest, Millis(tx.Now), Millis(expiresAt)); err != nil {
 		return nil, fmt.Errorf("insert invitation: %w", err)
 	}
@@ -499,7 +499,7 @@ func (db *DB) RevokeInvitation(ctx context.Context, a Actor, invitationID string
 	return out, err
 }
 
-const grantColumns = `g.id, g.program_id, g.entry_id, g.invitation_id, g.clerk_user_id, g.active, g.granted_at, g.revoked_at`
+const grantColumns = `g.id, g.program_id, g.entry_id, g.invitation_id, g.user_id, g.active, g.granted_at, g.revoked_at`
 
 func scanGrant(row interface{ Scan(...any) error }) (*Grant, error) {
 	var g Grant
@@ -531,11 +531,8 @@ func (db *DB) RevokeGrant(ctx context.Context, a Actor, grantID string) (*Grant,
 		if err != nil {
 			return fmt.Errorf("read grant: %w", err)
 		}
-		p, err := ownedProgram(ctx, tx, a, g.ProgramID)
+		p, err := ownedForChange(ctx, tx, a, g.ProgramID, "")
 		if err != nil {
-			return err
-		}
-		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		if !g.Active {

@@ -100,7 +100,7 @@ func TestIssueInvitation_NeitherTheCodeNorItsBytesReachTheDatabaseFiles(t *testi
 		t.Fatalf("code is not 32 bytes of base64url: %v", err)
 	}
 	sum := sha256.Sum256(raw)
-	if n := mustCount(t, k.db, `SELECT count(*) FROM invitations WHERE id = ? AND token_sha256 = ?`, res.Invitation.ID, sum[:]); n != 1 {
+	if n := mustCount(t, k.db, `SELECT count(*) FROM invitations WHERE id = ? AND code_digest = ?`, res.Invitation.ID, sum[:]); n != 1 {
 		t.Fatal("the stored digest is not the SHA-256 of the code's bytes")
 	}
 	// Neither the code nor its bytes are anywhere in the database files.

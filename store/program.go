@@ -269,6 +269,25 @@ func ownedProgram(ctx context.Context, tx *Tx, a Actor, programID string) (*Prog
 	return p, nil
 }
 
+// ownedForChange opens an owner's write: the program the actor currently
+// owns (ownedProgram), refused unchanged when it is retired — with
+// retiredRefusal, or, when that is empty, unchangedIfRetired's refusal for
+// its entries, invitations and access.
+func ownedForChange(ctx context.Context, tx *Tx, a Actor, programID, retiredRefusal string) (*Program, error) {
+	p, err := ownedProgram(ctx, tx, a, programID)
+	if err != nil {
+		return nil, err
+	}
+	if p.RetiredAt != nil && retiredRefusal != "" {
+		return nil, Errorf(ECONFLICT, "%s", retiredRefusal)
+	}
+	return p, unchangedIfRetired(p)
+}
+
+// programRetired is the refusal of a change to a retired program itself:
+// its settings, content and assets.
+const programRetired = "This program is retired."
+
 // CreateProgram creates a closed program with no notice and no content.
 func (db *DB) CreateProgram(ctx context.Context, a Actor, np NewProgram) (*Program, error) {
 	np.Purpose = strings.TrimSpace(np.Purpose)
@@ -337,12 +356,9 @@ func (db *DB) PublishNotice(ctx context.Context, a Actor, programID string, nn N
 	}
 	var n *Notice
 	err := db.Update(ctx, func(tx *Tx) error {
-		p, err := ownedProgram(ctx, tx, a, programID)
+		p, err := ownedForChange(ctx, tx, a, programID, programRetired)
 		if err != nil {
 			return err
-		}
-		if p.RetiredAt != nil {
-			return Errorf(ECONFLICT, "This program is retired.")
 		}
 		// rule (docs/API.md#programs): a changed purpose requires a new
 		// program and a new choice.
@@ -406,39 +422,9 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 		if p.RetiredAt != nil {
 			return Errorf(ECONFLICT, "This program is retired.")
 		}
-		next := *p
-		if s.Name != nil {
-			next.Name = *s.Name
-		}
-		if s.SignupOpen != nil {
-			next.SignupOpen = *s.SignupOpen
-		}
-		if s.AccessEnabled != nil {
-			next.AccessEnabled = *s.AccessEnabled
-		}
-		if s.QueueCap != nil {
-			next.QueueCap = *s.QueueCap
-		}
-		if s.HourlyCap != nil {
-			next.HourlyCap = *s.HourlyCap
-		}
-		if s.SeatCap != nil {
-			next.SeatCap = *s.SeatCap
-		}
-		if next.SignupOpen && !p.SignupOpen && p.CurrentNoticeID == "" {
-			return Errorf(ECONFLICT, "Publish a notice before opening signup.").On("signupOpen")
-		}
-		if next.AccessEnabled && !p.AccessEnabled && !p.HasContent {
-			return Errorf(ECONFLICT, "Write the private content before enabling access.").On("accessEnabled")
-		}
-		if next.SeatCap < p.SeatCap {
-			used, err := seatsInUse(ctx, tx, p.ID)
-			if err != nil {
-				return err
-			}
-			if next.SeatCap < used {
-				return Errorf(ECONFLICT, "The seat cap cannot be below the %d seats in use (active grants and unexpired invitations).", used).On("seatCap")
-			}
+		next := s.applied(*p)
+		if err := checkSettingsChange(ctx, tx, p, &next); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE programs SET name = ?, signup_open = ?, access_enabled = ?, queue_cap = ?, hourly_cap = ?,
 			seat_cap = ?, revision = revision + 1, updated_at = ? WHERE id = ?`,
@@ -453,6 +439,51 @@ func (db *DB) UpdateProgram(ctx context.Context, a Actor, programID string, s Pr
 		return err
 	})
 	return p, err
+}
+
+// applied is p with the settings s sets.
+func (s ProgramSettings) applied(p Program) Program {
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	if s.Name != nil {
+		p.Name = *s.Name
+	}
+	if s.SignupOpen != nil {
+		p.SignupOpen = *s.SignupOpen
+	}
+	if s.AccessEnabled != nil {
+		p.AccessEnabled = *s.AccessEnabled
+	}
+	set(&p.QueueCap, s.QueueCap)
+	set(&p.HourlyCap, s.HourlyCap)
+	set(&p.SeatCap, s.SeatCap)
+	return p
+}
+
+// checkSettingsChange refuses a change of program p's settings to next
+// that the program is not ready for: signup opens only with a current
+// notice, access only with content, and the seat cap never drops below the
+// seats in use.
+func checkSettingsChange(ctx context.Context, tx *Tx, p, next *Program) error {
+	if next.SignupOpen && !p.SignupOpen && p.CurrentNoticeID == "" {
+		return Errorf(ECONFLICT, "Publish a notice before opening signup.").On("signupOpen")
+	}
+	if next.AccessEnabled && !p.AccessEnabled && !p.HasContent {
+		return Errorf(ECONFLICT, "Write the private content before enabling access.").On("accessEnabled")
+	}
+	if next.SeatCap < p.SeatCap {
+		used, err := seatsInUse(ctx, tx, p.ID)
+		if err != nil {
+			return err
+		}
+		if next.SeatCap < used {
+			return Errorf(ECONFLICT, "The seat cap cannot be below the %d seats in use (active grants and unexpired invitations).", used).On("seatCap")
+		}
+	}
+	return nil
 }
 
 // seatsInUse counts active grants plus unexpired issued invitations, judged
@@ -485,12 +516,9 @@ func (db *DB) PutContent(ctx context.Context, a Actor, programID string, edit Co
 	}
 	var rev int64
 	err := db.Update(ctx, func(tx *Tx) error {
-		p, err := ownedProgram(ctx, tx, a, programID)
+		p, err := ownedForChange(ctx, tx, a, programID, programRetired)
 		if err != nil {
 			return err
-		}
-		if p.RetiredAt != nil {
-			return Errorf(ECONFLICT, "This program is retired.")
 		}
 		var cur int64
 		err = tx.QueryRowContext(ctx, `SELECT revision FROM early_access_content WHERE program_id = ?`, p.ID).Scan(&cur)
@@ -628,7 +656,7 @@ func noticeByID(ctx context.Context, tx *Tx, id string) (*Notice, error) {
 // OwnerPrograms lists the programs of every workspace the actor currently owns.
 func (db *DB) OwnerPrograms(ctx context.Context, a Actor) ([]Program, error) {
 	return db.listPrograms(ctx, "owner programs", `JOIN staff_members s ON s.workspace_id = p.workspace_id
-			AND s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner'
+			AND s.user_id = ? AND s.active = 1 AND s.role = 'owner'
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
 		ORDER BY p.created_at, p.id`, a.UserID)
 }

@@ -640,11 +640,8 @@ func (db *DB) SelectEntry(ctx context.Context, a Actor, programID, entryID strin
 	}
 	var e *Entry
 	err := db.Update(ctx, func(tx *Tx) error {
-		p, err := ownedProgram(ctx, tx, a, programID)
+		p, err := ownedForChange(ctx, tx, a, programID, "")
 		if err != nil {
-			return err
-		}
-		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		e, err = db.transition(ctx, tx, a, p, entryID, []string{StateWaiting}, StateSelected, SelectedDetails{Reason: SelectReason(reason)})
@@ -663,32 +660,10 @@ func (db *DB) SelectEntries(ctx context.Context, a Actor, programID string, sel 
 	if len(entryIDs) == 0 || len(entryIDs) > MaxPageSize {
 		return nil, Errorf(EINVALID, "Select 1–%d entries.", MaxPageSize)
 	}
-	seen := map[string]bool{}
-	var out []Entry
-	err := db.Update(ctx, func(tx *Tx) error {
-		p, err := ownedProgram(ctx, tx, a, programID)
-		if err != nil {
-			return err
-		}
-		if err := unchangedIfRetired(p); err != nil {
-			return err
-		}
-		out = out[:0]
-		for _, id := range entryIDs {
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			e, err := db.transition(ctx, tx, a, p, id, []string{StateWaiting}, StateSelected,
-				SelectedDetails{Reason: SelectReason(reason), Batch: true})
-			if err != nil {
-				return err
-			}
-			out = append(out, *e)
-		}
-		return nil
+	return db.decideEach(ctx, a, programID, entryIDs, func(tx *Tx, p *Program, id string) (*Entry, error) {
+		return db.transition(ctx, tx, a, p, id, []string{StateWaiting}, StateSelected,
+			SelectedDetails{Reason: SelectReason(reason), Batch: true})
 	})
-	return out, err
 }
 
 // DeclineEntry declines a waiting or selected entry that has no issued
@@ -700,11 +675,8 @@ func (db *DB) DeclineEntry(ctx context.Context, a Actor, programID, entryID stri
 	}
 	var e *Entry
 	err := db.Update(ctx, func(tx *Tx) error {
-		p, err := ownedProgram(ctx, tx, a, programID)
+		p, err := ownedForChange(ctx, tx, a, programID, "")
 		if err != nil {
-			return err
-		}
-		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		e, err = db.decline(ctx, tx, a, p, entryID, DeclinedDetails{Reason: DeclineReason(reason)})
@@ -723,13 +695,20 @@ func (db *DB) DeclineEntries(ctx context.Context, a Actor, programID string, sel
 	if len(entryIDs) == 0 || len(entryIDs) > MaxPageSize {
 		return nil, Errorf(EINVALID, "Decline 1–%d entries.", MaxPageSize)
 	}
+	return db.decideEach(ctx, a, programID, entryIDs, func(tx *Tx, p *Program, id string) (*Entry, error) {
+		return db.decline(ctx, tx, a, p, id, DeclinedDetails{Reason: DeclineReason(reason), Batch: true})
+	})
+}
+
+// decideEach is the one path of the bulk decisions (SelectEntries,
+// DeclineEntries): in one owner's write it applies decide to each distinct
+// entry ID in order, and keeps all of them or, when any fails, none.
+func (db *DB) decideEach(ctx context.Context, a Actor, programID string, entryIDs []string,
+	decide func(tx *Tx, p *Program, entryID string) (*Entry, error)) ([]Entry, error) {
 	var out []Entry
 	err := db.Update(ctx, func(tx *Tx) error {
-		p, err := ownedProgram(ctx, tx, a, programID)
+		p, err := ownedForChange(ctx, tx, a, programID, "")
 		if err != nil {
-			return err
-		}
-		if err := unchangedIfRetired(p); err != nil {
 			return err
 		}
 		out = out[:0]
@@ -739,7 +718,7 @@ func (db *DB) DeclineEntries(ctx context.Context, a Actor, programID string, sel
 				continue
 			}
 			seen[id] = true
-			e, err := db.decline(ctx, tx, a, p, id, DeclinedDetails{Reason: DeclineReason(reason), Batch: true})
+			e, err := decide(tx, p, id)
 			if err != nil {
 				return err
 			}

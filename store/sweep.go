@@ -44,57 +44,19 @@ func (db *DB) sweepDue(ctx context.Context) (int, error) {
 	for {
 		n, more := 0, false
 		err := db.Update(ctx, func(tx *Tx) error {
-			began := time.Now()
-			rows, err := tx.QueryContext(ctx, `SELECT program_id, id FROM entries
-				WHERE erase_after IS NOT NULL AND erased_at IS NULL AND erase_after <= ? LIMIT ?`, Millis(tx.Now), sweepBatch)
-			if err != nil {
-				return fmt.Errorf("find due entries: %w", err)
-			}
-			type due struct{ program, entry string }
-			var list []due
-			for rows.Next() {
-				var d due
-				if err := rows.Scan(&d.program, &d.entry); err != nil {
-					rows.Close()
-					return err
-				}
-				list = append(list, d)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+			var err error
+			if n, more, err = eraseDueEntries(ctx, tx); err != nil {
 				return err
 			}
-			more = len(list) == sweepBatch
-			for i, d := range list {
-				if err := eraseEntry(ctx, tx, d.program, d.entry, Actor{Kind: ActorSystem}, ErasedByRetention); err != nil {
-					return err
-				}
-				n++
-				if i < len(list)-1 && time.Since(began) >= sweepBudget {
-					more = true // the rest go in the next transaction
-					break
-				}
-			}
-			// rule (docs/erasure.md#request-receipts): a receipt answers
-			// replays for ReceiptLifetime after its request, then goes.
-			res, err := tx.ExecContext(ctx, `DELETE FROM signup_receipts WHERE (program_id, request_key) IN
-				(SELECT program_id, request_key FROM signup_receipts WHERE accepted_at <= ? LIMIT ?)`,
-				Millis(tx.Now.Add(-ReceiptLifetime)), receiptSweepBatch)
+			receiptsLeft, err := deleteExpiredReceipts(ctx, tx)
 			if err != nil {
-				return fmt.Errorf("delete expired receipts: %w", err)
+				return err
 			}
-			if deleted, _ := res.RowsAffected(); deleted > 0 {
-				// The receipts' old bytes leave the log like an erased address.
-				tx.erased = true
-				more = more || deleted == receiptSweepBatch
-			}
+			more = more || receiptsLeft
 			if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE expires_at <= ?`, Millis(tx.Now)); err != nil {
 				return fmt.Errorf("delete expired counters: %w", err)
 			}
-			if err := deleteExpiredSessions(ctx, tx); err != nil {
-				return err
-			}
-			return nil
+			return deleteExpiredSessions(ctx, tx)
 		})
 		if err != nil {
 			db.obs.Sweep(total)
@@ -106,6 +68,63 @@ func (db *DB) sweepDue(ctx context.Context) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// eraseDueEntries erases up to sweepBatch entries whose erasure is due,
+// stopping early once the transaction has taken sweepBudget. It returns how
+// many it erased and whether more may be due.
+func eraseDueEntries(ctx context.Context, tx *Tx) (n int, more bool, err error) {
+	began := time.Now()
+	rows, err := tx.QueryContext(ctx, `SELECT program_id, id FROM entries
+		WHERE erase_after IS NOT NULL AND erased_at IS NULL AND erase_after <= ? LIMIT ?`, Millis(tx.Now), sweepBatch)
+	if err != nil {
+		return 0, false, fmt.Errorf("find due entries: %w", err)
+	}
+	type due struct{ program, entry string }
+	var list []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.program, &d.entry); err != nil {
+			rows.Close()
+			return 0, false, err
+		}
+		list = append(list, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, false, err
+	}
+	more = len(list) == sweepBatch
+	for i, d := range list {
+		if err := eraseEntry(ctx, tx, d.program, d.entry, Actor{Kind: ActorSystem}, ErasedByRetention); err != nil {
+			return n, more, err
+		}
+		n++
+		if i < len(list)-1 && time.Since(began) >= sweepBudget {
+			return n, true, nil // the rest go in the next transaction
+		}
+	}
+	return n, more, nil
+}
+
+// deleteExpiredReceipts deletes up to receiptSweepBatch signup receipts
+// past ReceiptLifetime and reports whether more may be left.
+//
+// rule (docs/erasure.md#request-receipts): a receipt answers replays for
+// ReceiptLifetime after its request, then goes.
+func deleteExpiredReceipts(ctx context.Context, tx *Tx) (more bool, err error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM signup_receipts WHERE (program_id, request_key) IN
+		(SELECT program_id, request_key FROM signup_receipts WHERE accepted_at <= ? LIMIT ?)`,
+		Millis(tx.Now.Add(-ReceiptLifetime)), receiptSweepBatch)
+	if err != nil {
+		return false, fmt.Errorf("delete expired receipts: %w", err)
+	}
+	deleted, _ := res.RowsAffected()
+	if deleted > 0 {
+		// The receipts' old bytes leave the log like an erased address.
+		tx.erased = true
+	}
+	return deleted == receiptSweepBatch, nil
 }
 
 // RunSweeper sweeps at once and then every interval until ctx ends, so

@@ -119,7 +119,7 @@ func actorMemberID(ctx context.Context, tx *Tx, a Actor, workspaceID string) (st
 		return "", nil
 	}
 	var id string
-	err := tx.QueryRowContext(ctx, `SELECT id FROM staff_members WHERE workspace_id = ? AND clerk_user_id = ?`,
+	err := tx.QueryRowContext(ctx, `SELECT id FROM staff_members WHERE workspace_id = ? AND user_id = ?`,
 		workspaceID, a.UserID).Scan(&id)
 	if err != nil {
 		return "", fmt.Errorf("read actor membership: %w", err)
@@ -199,12 +199,12 @@ func (db *DB) ClaimOwnerInvites(ctx context.Context, userID string, verifiedEmai
 // address and name it was added by, and returns the membership ID.
 func takeOwnerPlace(ctx context.Context, tx *Tx, workspaceID, userID, email, name string) (string, error) {
 	var id string
-	err := tx.QueryRowContext(ctx, `SELECT id FROM staff_members WHERE workspace_id = ? AND clerk_user_id = ?`,
+	err := tx.QueryRowContext(ctx, `SELECT id FROM staff_members WHERE workspace_id = ? AND user_id = ?`,
 		workspaceID, userID).Scan(&id)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		id = uuid.NewString()
-		_, err = tx.ExecContext(ctx, `INSERT INTO staff_members (id, workspace_id, clerk_user_id, role, active, created_at, updated_at, name, email)
+		_, err = tx.ExecContext(ctx, `INSERT INTO staff_members (id, workspace_id, user_id, role, active, created_at, updated_at, name, email)
 			VALUES (?, ?, ?, 'owner', 1, ?, ?, ?, ?)`, id, workspaceID, userID, Millis(tx.Now), Millis(tx.Now), nullable(name), email)
 	case err != nil:
 		return "", fmt.Errorf("read staff: %w", err)
@@ -242,10 +242,10 @@ func (db *DB) WorkspaceTeam(ctx context.Context, a Actor, workspaceID string) (*
 		if err := requireOwner(ctx, tx, a, workspaceID); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT s.id, s.workspace_id, s.clerk_user_id, s.role, s.active, s.created_at, s.updated_at,
+		rows, err := tx.QueryContext(ctx, `SELECT s.id, s.workspace_id, s.user_id, s.role, s.active, s.created_at, s.updated_at,
 				coalesce(s.name, ''), coalesce(s.email, ''),
 				(SELECT max(a.event_at) FROM audit_events a JOIN programs p ON p.id = a.program_id
-					WHERE p.workspace_id = s.workspace_id AND a.actor_kind = 'owner' AND a.actor_clerk_id = s.clerk_user_id)
+					WHERE p.workspace_id = s.workspace_id AND a.actor_kind = 'owner' AND a.actor_clerk_id = s.user_id)
 			FROM staff_members s WHERE s.workspace_id = ? ORDER BY s.active DESC, s.created_at, s.id`, workspaceID)
 		if err != nil {
 			return fmt.Errorf("read team: %w", err)
@@ -305,7 +305,7 @@ func (db *DB) RemoveMember(ctx context.Context, a Actor, workspaceID, memberID s
 		}
 		var userID string
 		var active bool
-		err := tx.QueryRowContext(ctx, `SELECT clerk_user_id, active FROM staff_members WHERE workspace_id = ? AND id = ?`,
+		err := tx.QueryRowContext(ctx, `SELECT user_id, active FROM staff_members WHERE workspace_id = ? AND id = ?`,
 			workspaceID, memberID).Scan(&userID, &active)
 		if errors.Is(err, sql.ErrNoRows) {
 			return Errorf(ENOTFOUND, "Not found.")

@@ -116,18 +116,18 @@ func (db *DB) AddOwner(ctx context.Context, a Actor, workspaceName, userID strin
 			return err
 		}
 		var active sql.NullBool
-		err = tx.QueryRowContext(ctx, `SELECT active FROM staff_members WHERE workspace_id = ? AND clerk_user_id = ?`,
+		err = tx.QueryRowContext(ctx, `SELECT active FROM staff_members WHERE workspace_id = ? AND user_id = ?`,
 			w.ID, userID).Scan(&active)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.ExecContext(ctx, `INSERT INTO staff_members (id, workspace_id, clerk_user_id, role, active, created_at, updated_at)
+			_, err = tx.ExecContext(ctx, `INSERT INTO staff_members (id, workspace_id, user_id, role, active, created_at, updated_at)
 				VALUES (?, ?, ?, 'owner', 1, ?, ?)`, uuid.NewString(), w.ID, userID, Millis(tx.Now), Millis(tx.Now))
 		case err != nil:
 			return fmt.Errorf("read staff: %w", err)
 		case active.Bool:
 			return nil // already an active owner
 		default:
-			_, err = tx.ExecContext(ctx, `UPDATE staff_members SET active = 1, updated_at = ? WHERE workspace_id = ? AND clerk_user_id = ?`,
+			_, err = tx.ExecContext(ctx, `UPDATE staff_members SET active = 1, updated_at = ? WHERE workspace_id = ? AND user_id = ?`,
 				Millis(tx.Now), w.ID, userID)
 		}
 		if err != nil {
@@ -151,7 +151,7 @@ func (db *DB) RemoveOwner(ctx context.Context, a Actor, workspaceName, userID st
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE staff_members SET active = 0, updated_at = ?
-			WHERE workspace_id = ? AND clerk_user_id = ? AND active = 1`, Millis(tx.Now), w.ID, userID)
+			WHERE workspace_id = ? AND user_id = ? AND active = 1`, Millis(tx.Now), w.ID, userID)
 		if err != nil {
 			return fmt.Errorf("deactivate staff: %w", err)
 		}
@@ -170,8 +170,8 @@ func (db *DB) ListOwners(ctx context.Context, workspaceName string) ([]StaffMemb
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT workspace_id, clerk_user_id, role, active, created_at, updated_at
-			FROM staff_members WHERE workspace_id = ? ORDER BY created_at, clerk_user_id`, w.ID)
+		rows, err := tx.QueryContext(ctx, `SELECT workspace_id, user_id, role, active, created_at, updated_at
+			FROM staff_members WHERE workspace_id = ? ORDER BY created_at, user_id`, w.ID)
 		if err != nil {
 			return fmt.Errorf("list staff: %w", err)
 		}
@@ -211,7 +211,7 @@ func (db *DB) IsOwner(ctx context.Context, userID string) (bool, error) {
 	var owner bool
 	err := db.readRow(ctx, `SELECT EXISTS (SELECT 1
 		FROM staff_members s JOIN workspaces w ON w.id = s.workspace_id
-		WHERE s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner' AND w.active = 1)`, userID).Scan(&owner)
+		WHERE s.user_id = ? AND s.active = 1 AND s.role = 'owner' AND w.active = 1)`, userID).Scan(&owner)
 	if err != nil {
 		return false, fmt.Errorf("is owner: %w", err)
 	}
@@ -221,7 +221,7 @@ func (db *DB) IsOwner(ctx context.Context, userID string) (bool, error) {
 func ownedWorkspaces(ctx context.Context, tx *Tx, userID string) ([]Workspace, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT w.id, w.name, w.display_name, coalesce(w.contact, ''), w.active, w.created_at
 		FROM staff_members s JOIN workspaces w ON w.id = s.workspace_id
-		WHERE s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner' AND w.active = 1
+		WHERE s.user_id = ? AND s.active = 1 AND s.role = 'owner' AND w.active = 1
 		ORDER BY w.name`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("owned workspaces: %w", err)
@@ -249,7 +249,7 @@ func requireOwner(ctx context.Context, tx *Tx, a Actor, workspaceID string) erro
 	}
 	var one int
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM staff_members s JOIN workspaces w ON w.id = s.workspace_id
-		WHERE s.workspace_id = ? AND s.clerk_user_id = ? AND s.active = 1 AND s.role = 'owner' AND w.active = 1`,
+		WHERE s.workspace_id = ? AND s.user_id = ? AND s.active = 1 AND s.role = 'owner' AND w.active = 1`,
 		workspaceID, a.UserID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Errorf(ENOTFOUND, "Not found.")

@@ -50,11 +50,11 @@ func configCmd(ctx context.Context, args []string, env config.Environment, names
 func identityMode(cfg *config.Config) string {
 	switch {
 	case cfg.OIDCMode():
-		return "OpenID Connect (" + cfg.OIDCIssuer + ")"
+		return "OpenID Connect (" + cfg.OIDC.Issuer + ")"
 	case cfg.DevMode():
 		return "development (no real sign-in configured; this machine only)"
 	}
-	return "Clerk (" + cfg.ClerkIssuer + ")"
+	return "Clerk (" + cfg.Clerk.Issuer + ")"
 }
 
 // keysSource says where serve will read the server keys from.

@@ -9,14 +9,14 @@ import (
 	"net/http"
 	"time"
 
-	"admit/handlers"
+	"admit/handlers/admission"
 )
 
 // serveHTTP serves h on ln until ctx is done, then shuts down gracefully.
 func serveHTTP(ctx context.Context, h http.Handler, ln net.Listener, logger *slog.Logger) error {
 	hs := &http.Server{
 		Handler:           h,
-		ConnContext:       handlers.ConnContext,
+		ConnContext:       admission.ConnContext,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,

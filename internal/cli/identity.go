@@ -5,24 +5,24 @@ import (
 	"fmt"
 	"log/slog"
 
-	"admit/handlers"
 	"admit/internal/config"
 	"admit/internal/identity"
+	"admit/internal/serverkeys"
 	"admit/store"
 )
 
 // newIdentity picks the identity provider: OpenID Connect, Clerk, or the
 // development sign-in (which seeds the demo workspace on a fresh database).
-func newIdentity(ctx context.Context, cfg *config.Config, keys handlers.Keys, db *store.DB, logger *slog.Logger) (identity.Identity, error) {
+func newIdentity(ctx context.Context, cfg *config.Config, keys serverkeys.Keys, db *store.DB, logger *slog.Logger) (identity.Identity, error) {
 	if cfg.OIDCMode() {
 		public := cfg.PublicURL.String()
 		return identity.NewOIDCIdentity(identity.OIDCConfig{
-			Issuer:        cfg.OIDCIssuer,
-			ClientID:      cfg.OIDCClientID,
-			ClientSecret:  cfg.OIDCClientSecret,
-			Scopes:        cfg.OIDCScopes,
-			TrustEmail:    cfg.OIDCTrustEmail,
-			Name:          cfg.OIDCProviderName,
+			Issuer:        cfg.OIDC.Issuer,
+			ClientID:      cfg.OIDC.ClientID,
+			ClientSecret:  cfg.OIDC.ClientSecret,
+			Scopes:        cfg.OIDC.Scopes,
+			TrustEmail:    cfg.OIDC.TrustEmail,
+			Name:          cfg.OIDC.ProviderName,
 			RedirectURL:   public + "/auth/callback",
 			PostLogoutURL: public + "/",
 			DB:            db,
@@ -32,10 +32,10 @@ func newIdentity(ctx context.Context, cfg *config.Config, keys handlers.Keys, db
 	}
 	if !cfg.DevMode() {
 		return identity.NewClerkIdentity(identity.ClerkConfig{
-			SecretKey:         cfg.ClerkSecretKey,
-			APIURL:            cfg.ClerkAPIURL,
-			Issuer:            cfg.ClerkIssuer,
-			AuthorizedParties: cfg.ClerkAuthorizedParties,
+			SecretKey:         cfg.Clerk.SecretKey,
+			APIURL:            cfg.Clerk.APIURL,
+			Issuer:            cfg.Clerk.Issuer,
+			AuthorizedParties: cfg.Clerk.AuthorizedParties,
 			DB:                db,
 		})
 	}

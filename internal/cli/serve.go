@@ -15,6 +15,7 @@ import (
 	"admit/internal/config"
 	"admit/internal/datalock"
 	"admit/internal/identity"
+	"admit/internal/serverkeys"
 	"admit/store"
 )
 
@@ -72,7 +73,12 @@ func serve(ctx context.Context, env config.Environment, names []string, stdout, 
 	if err != nil {
 		return err
 	}
-	srv, err := newHandler(ctx, cfg, keys, db, repl, backupCfg, m, devKey, logger)
+	id, err := newIdentity(ctx, cfg, keys, db, logger)
+	if err != nil {
+		return err
+	}
+	startDiscovery(ctx, id, logger)
+	srv, err := newHandler(cfg, keys, db, id, repl, backupCfg, m, devKey, logger)
 	if err != nil {
 		return err
 	}
@@ -114,37 +120,33 @@ func closeStorage(db *store.DB, repl *backup.Replicator, logger *slog.Logger, er
 	}
 }
 
-// newHandler builds the identity provider and admit's HTTP handler on db.
-func newHandler(ctx context.Context, cfg *config.Config, keys handlers.Keys, db *store.DB, repl *backup.Replicator,
+// newHandler builds admit's HTTP handler on db and the identity id.
+func newHandler(cfg *config.Config, keys serverkeys.Keys, db *store.DB, id identity.Identity, repl *backup.Replicator,
 	backupCfg *backup.Config, m *metrics, devKey string, logger *slog.Logger) (http.Handler, error) {
-	id, err := newIdentity(ctx, cfg, keys, db, logger)
-	if err != nil {
-		return nil, err
-	}
 	return handlers.New(handlers.Options{
 		PublicURL:           cfg.PublicURL,
 		ClientIPHeader:      cfg.ClientIPHeader,
 		RequestIDHeader:     cfg.RequestIDHeader,
 		Requests:            m.requestObserver(),
 		NetworkHourlyLimit:  cfg.NetworkHourlyLimit,
-		ClerkPublishableKey: cfg.ClerkPublishableKey,
+		ClerkPublishableKey: cfg.Clerk.PublishableKey,
 		Keys:                keys,
 		Logger:              logger,
 		BackupRetention:     backupCfg.BackupRetention(),
-		Ready:               readiness(ctx, id, repl, logger),
+		Ready:               readiness(id, repl),
 		BackupStatus:        backupStatus(repl),
 		DevSignInKey:        devKey,
 	}, db, id)
 }
 
-// readiness is what /readyz checks besides the database: the replica is
-// not too far behind and, with OpenID Connect, the provider has been
-// discovered. It starts that discovery, retried with backoff while
-// /readyz says why.
-func readiness(ctx context.Context, id identity.Identity, repl *backup.Replicator, logger *slog.Logger) func(context.Context) error {
+// startDiscovery discovers the OpenID Provider, in OpenID Connect mode,
+// in the background: retried with backoff, each failure logged, while
+// /readyz says why admit is not ready yet. Other modes have nothing to
+// discover.
+func startDiscovery(ctx context.Context, id identity.Identity, logger *slog.Logger) {
 	oi, ok := id.(*identity.OIDCIdentity)
 	if !ok {
-		return repl.Ready // not ready while changes wait too long for the replica
+		return
 	}
 	go oi.RunDiscovery(ctx, func(err error, wait time.Duration) {
 		if err != nil {
@@ -153,6 +155,16 @@ func readiness(ctx context.Context, id identity.Identity, repl *backup.Replicato
 			logger.Info("identity provider discovered")
 		}
 	})
+}
+
+// readiness is what /readyz checks besides the database: the replica is
+// not too far behind and, with OpenID Connect, the provider has been
+// discovered (startDiscovery).
+func readiness(id identity.Identity, repl *backup.Replicator) func(context.Context) error {
+	oi, ok := id.(*identity.OIDCIdentity)
+	if !ok {
+		return repl.Ready // not ready while changes wait too long for the replica
+	}
 	return func(ctx context.Context) error {
 		if err := oi.Ready(); err != nil {
 			return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"admit/handlers"
 	"admit/internal/config"
 	"admit/internal/datalock"
 	"admit/internal/serverkeys"
@@ -23,15 +22,15 @@ func loadConfig(env config.Environment) (*config.Config, error) {
 
 // openStore loads the server keys from cfg's data directory and opens the
 // database with opt, the binding key and the retention policy.
-func openStore(ctx context.Context, cfg *config.Config, opt store.Options) (handlers.Keys, *store.DB, error) {
+func openStore(ctx context.Context, cfg *config.Config, opt store.Options) (serverkeys.Keys, *store.DB, error) {
 	keys, err := serverkeys.Load(cfg.Secrets, cfg.DataDir)
 	if err != nil {
-		return handlers.Keys{}, nil, err
+		return serverkeys.Keys{}, nil, err
 	}
 	opt.BindingKey, opt.Retention, opt.SignupQueue = keys.Binding, cfg.Retention, cfg.WriteQueue
 	db, err := store.Open(ctx, cfg.DBPath(), opt)
 	if err != nil {
-		return handlers.Keys{}, nil, err
+		return serverkeys.Keys{}, nil, err
 	}
 	return keys, db, nil
 }

@@ -29,20 +29,13 @@ type Config struct {
 	PublicURL *url.URL
 	// PublicURLDerived reports that ADMIT_PUBLIC_URL was not set and the
 	// public URL comes from the listen address.
-	PublicURLDerived       bool
-	ClerkSecretKey         string
-	ClerkPublishableKey    string
-	ClerkAPIURL            string
-	ClerkIssuer            string
-	ClerkAuthorizedParties []string
-	// OIDC* configure OpenID Connect mode (ADMIT_OIDC_*); OIDCIssuer set
+	PublicURLDerived bool
+	// Clerk configures Clerk mode (CLERK_*); Clerk.SecretKey set means
+	// that mode.
+	Clerk Clerk
+	// OIDC configures OpenID Connect mode (ADMIT_OIDC_*); OIDC.Issuer set
 	// means that mode.
-	OIDCIssuer         string
-	OIDCClientID       string
-	OIDCClientSecret   string
-	OIDCScopes         []string
-	OIDCTrustEmail     bool
-	OIDCProviderName   string
+	OIDC               OIDC
 	ClientIPHeader     string
 	NetworkHourlyLimit int
 	DevOwnerEmail      string
@@ -77,6 +70,25 @@ type Config struct {
 	// set holds the trimmed value of every variable Load read that is
 	// set, for Settings.
 	set map[string]string
+}
+
+// Clerk is Clerk mode's configuration.
+type Clerk struct {
+	SecretKey         string
+	PublishableKey    string
+	APIURL            string
+	Issuer            string
+	AuthorizedParties []string
+}
+
+// OIDC is OpenID Connect mode's configuration.
+type OIDC struct {
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	Scopes       []string
+	TrustEmail   bool
+	ProviderName string
 }
 
 // Log is the logger's configuration.
@@ -144,16 +156,16 @@ func (c *Config) UseListener(addr net.Addr) {
 	u.Host = net.JoinHostPort(u.Hostname(), port)
 	c.PublicURL = &u
 	if c.partiesDerived {
-		c.ClerkAuthorizedParties = []string{u.String()}
+		c.Clerk.AuthorizedParties = []string{u.String()}
 	}
 }
 
 // DevMode reports whether admit runs with the development identity:
 // neither Clerk nor OpenID Connect is configured.
-func (c *Config) DevMode() bool { return c.ClerkSecretKey == "" && c.OIDCIssuer == "" }
+func (c *Config) DevMode() bool { return c.Clerk.SecretKey == "" && c.OIDC.Issuer == "" }
 
 // OIDCMode reports whether admit signs in through an OpenID Connect provider.
-func (c *Config) OIDCMode() bool { return c.OIDCIssuer != "" }
+func (c *Config) OIDCMode() bool { return c.OIDC.Issuer != "" }
 
 // DBPath is the SQLite file in the data directory.
 func (c *Config) DBPath() string { return filepath.Join(c.DataDir, "admit.db") }
@@ -167,20 +179,24 @@ type Environment func(name string) string
 func Load(env Environment) (*Config, error) {
 	r := &reader{getenv: env, set: map[string]string{}}
 	c := &Config{
-		Addr:                r.env("ADMIT_ADDR", "127.0.0.1:8080"),
-		DataDir:             r.env("ADMIT_DATA", "./data"),
-		ClerkSecretKey:      r.env("CLERK_SECRET_KEY", ""),
-		ClerkPublishableKey: r.env("CLERK_PUBLISHABLE_KEY", ""),
-		ClerkAPIURL:         r.env("CLERK_API_URL", "https://api.clerk.com/v1"),
-		ClerkIssuer:         r.env("CLERK_ISSUER", ""),
-		ClientIPHeader:      r.env("ADMIT_CLIENT_IP_HEADER", ""),
-		RequestIDHeader:     r.env("ADMIT_REQUEST_ID_HEADER", ""),
-		MetricsAddr:         r.env("ADMIT_METRICS_ADDR", ""),
-		DevOwnerEmail:       r.env("ADMIT_DEV_OWNER_EMAIL", "owner@example.test"),
-		PprofAddr:           r.env("ADMIT_PPROF_ADDR", ""),
-		OIDCIssuer:          r.env("ADMIT_OIDC_ISSUER", ""),
-		OIDCClientID:        r.env("ADMIT_OIDC_CLIENT_ID", ""),
-		OIDCProviderName:    r.env("ADMIT_OIDC_PROVIDER_NAME", ""),
+		Addr:    r.env("ADMIT_ADDR", "127.0.0.1:8080"),
+		DataDir: r.env("ADMIT_DATA", "./data"),
+		Clerk: Clerk{
+			SecretKey:      r.env("CLERK_SECRET_KEY", ""),
+			PublishableKey: r.env("CLERK_PUBLISHABLE_KEY", ""),
+			APIURL:         r.env("CLERK_API_URL", "https://api.clerk.com/v1"),
+			Issuer:         r.env("CLERK_ISSUER", ""),
+		},
+		ClientIPHeader:  r.env("ADMIT_CLIENT_IP_HEADER", ""),
+		RequestIDHeader: r.env("ADMIT_REQUEST_ID_HEADER", ""),
+		MetricsAddr:     r.env("ADMIT_METRICS_ADDR", ""),
+		DevOwnerEmail:   r.env("ADMIT_DEV_OWNER_EMAIL", "owner@example.test"),
+		PprofAddr:       r.env("ADMIT_PPROF_ADDR", ""),
+		OIDC: OIDC{
+			Issuer:       r.env("ADMIT_OIDC_ISSUER", ""),
+			ClientID:     r.env("ADMIT_OIDC_CLIENT_ID", ""),
+			ProviderName: r.env("ADMIT_OIDC_PROVIDER_NAME", ""),
+		},
 	}
 	host, port := r.listenAddr(c.Addr)
 	c.PublicURL, c.PublicURLDerived = r.publicURL(host, port)
@@ -200,7 +216,7 @@ func Load(env Environment) (*Config, error) {
 		r.bad("ADMIT_REQUEST_ID_HEADER=%q is not a header name", c.RequestIDHeader)
 	}
 	switch {
-	case c.ClerkSecretKey != "" && c.OIDCIssuer != "":
+	case c.Clerk.SecretKey != "" && c.OIDC.Issuer != "":
 		r.bad("CLERK_SECRET_KEY and ADMIT_OIDC_ISSUER are both set: admit signs in through one identity provider, unset one of them")
 	case c.OIDCMode():
 		r.checkOIDC(c)
@@ -209,7 +225,7 @@ func Load(env Environment) (*Config, error) {
 	default:
 		r.checkClerk(c)
 	}
-	c.ClerkAuthorizedParties, c.partiesDerived = r.authorizedParties(c.PublicURL)
+	c.Clerk.AuthorizedParties, c.partiesDerived = r.authorizedParties(c.PublicURL)
 	c.Log = r.log()
 	c.GC = GC{GOGCSet: r.get("GOGC") != "", GOMEMLIMITSet: r.get("GOMEMLIMIT") != ""}
 	c.Backup = r.backup()
@@ -348,7 +364,7 @@ func (r *reader) checkDev(c *Config, host string) {
 	if c.ClientIPHeader != "" {
 		r.bad("ADMIT_CLIENT_IP_HEADER=%q: development mode (no real sign-in configured) must not run behind a proxy; unset it, or %s", c.ClientIPHeader, devRealSignIn)
 	}
-	if c.ClerkPublishableKey != "" || c.ClerkIssuer != "" {
+	if c.Clerk.PublishableKey != "" || c.Clerk.Issuer != "" {
 		r.bad("CLERK_PUBLISHABLE_KEY or CLERK_ISSUER is set but CLERK_SECRET_KEY is not: set all three for Clerk mode")
 	}
 	for _, k := range []string{"ADMIT_OIDC_CLIENT_ID", "ADMIT_OIDC_CLIENT_SECRET", "ADMIT_OIDC_CLIENT_SECRET_FILE"} {
@@ -360,11 +376,11 @@ func (r *reader) checkDev(c *Config, host string) {
 
 // checkOIDC reads and checks the OpenID Connect settings.
 func (r *reader) checkOIDC(c *Config) {
-	if u, err := url.Parse(c.OIDCIssuer); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil ||
+	if u, err := url.Parse(c.OIDC.Issuer); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil ||
 		(u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
-		r.bad("ADMIT_OIDC_ISSUER=%q must be the provider's https issuer URL (http:// only on a loopback host, for tests)", c.OIDCIssuer)
+		r.bad("ADMIT_OIDC_ISSUER=%q must be the provider's https issuer URL (http:// only on a loopback host, for tests)", c.OIDC.Issuer)
 	}
-	if c.OIDCClientID == "" {
+	if c.OIDC.ClientID == "" {
 		r.bad("ADMIT_OIDC_CLIENT_ID is required with ADMIT_OIDC_ISSUER: the client ID registered at the provider")
 	}
 	secret, file := r.env("ADMIT_OIDC_CLIENT_SECRET", ""), r.env("ADMIT_OIDC_CLIENT_SECRET_FILE", "")
@@ -381,37 +397,37 @@ func (r *reader) checkOIDC(c *Config) {
 	case secret == "":
 		r.bad("ADMIT_OIDC_CLIENT_SECRET (or ADMIT_OIDC_CLIENT_SECRET_FILE) is required with ADMIT_OIDC_ISSUER")
 	}
-	c.OIDCClientSecret = secret
-	c.OIDCScopes = strings.Fields(strings.ReplaceAll(r.env("ADMIT_OIDC_SCOPES", "openid email"), ",", " "))
-	if !slices.Contains(c.OIDCScopes, "openid") {
-		r.bad("ADMIT_OIDC_SCOPES=%q must include openid", strings.Join(c.OIDCScopes, " "))
+	c.OIDC.ClientSecret = secret
+	c.OIDC.Scopes = strings.Fields(strings.ReplaceAll(r.env("ADMIT_OIDC_SCOPES", "openid email"), ",", " "))
+	if !slices.Contains(c.OIDC.Scopes, "openid") {
+		r.bad("ADMIT_OIDC_SCOPES=%q must include openid", strings.Join(c.OIDC.Scopes, " "))
 	}
 	switch v := r.env("ADMIT_OIDC_TRUST_EMAIL", "0"); v {
 	case "0":
 	case "1":
-		c.OIDCTrustEmail = true
+		c.OIDC.TrustEmail = true
 	default:
 		r.bad("ADMIT_OIDC_TRUST_EMAIL=%q must be 1 (count addresses without email_verified) or 0", v)
 	}
-	if c.ClerkPublishableKey != "" || c.ClerkIssuer != "" {
+	if c.Clerk.PublishableKey != "" || c.Clerk.Issuer != "" {
 		r.bad("CLERK_PUBLISHABLE_KEY or CLERK_ISSUER is set with ADMIT_OIDC_ISSUER: unset the Clerk settings")
 	}
 }
 
 // checkClerk checks the Clerk settings and trims the API URL.
 func (r *reader) checkClerk(c *Config) {
-	if c.ClerkPublishableKey == "" {
+	if c.Clerk.PublishableKey == "" {
 		r.bad("CLERK_PUBLISHABLE_KEY is required with CLERK_SECRET_KEY")
 	}
-	if c.ClerkIssuer == "" {
+	if c.Clerk.Issuer == "" {
 		r.bad("CLERK_ISSUER is required with CLERK_SECRET_KEY: the exact iss of your Clerk session tokens, e.g. https://clerk.example.com")
-	} else if u, err := url.Parse(c.ClerkIssuer); err != nil || u.Scheme != "https" && !isLoopbackHost(u.Hostname()) {
-		r.bad("CLERK_ISSUER=%q must be an https URL", c.ClerkIssuer)
+	} else if u, err := url.Parse(c.Clerk.Issuer); err != nil || u.Scheme != "https" && !isLoopbackHost(u.Hostname()) {
+		r.bad("CLERK_ISSUER=%q must be an https URL", c.Clerk.Issuer)
 	}
-	if u, err := url.Parse(c.ClerkAPIURL); err != nil || u.Host == "" || !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
-		r.bad("CLERK_API_URL=%q must be the Backend API base ending in /v1", c.ClerkAPIURL)
+	if u, err := url.Parse(c.Clerk.APIURL); err != nil || u.Host == "" || !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+		r.bad("CLERK_API_URL=%q must be the Backend API base ending in /v1", c.Clerk.APIURL)
 	}
-	c.ClerkAPIURL = strings.TrimRight(c.ClerkAPIURL, "/")
+	c.Clerk.APIURL = strings.TrimRight(c.Clerk.APIURL, "/")
 }
 
 // authorizedParties is CLERK_AUTHORIZED_PARTIES, or the public URL when it

@@ -54,7 +54,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	if got, want := cfg.WriteQueue, store.DefaultSignupQueue; got != want {
 		t.Errorf("WriteQueue=%d, want %d", got, want)
 	}
-	if got, want := cfg.ClerkAuthorizedParties, []string{"http://127.0.0.1:8080"}; !reflect.DeepEqual(got, want) {
+	if got, want := cfg.Clerk.AuthorizedParties, []string{"http://127.0.0.1:8080"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ClerkAuthorizedParties=%q, want %q", got, want)
 	}
 	if !cfg.DevMode() {
@@ -88,10 +88,10 @@ func TestLoadConfig_ValuesFromTheEnvironment(t *testing.T) {
 	if got, want := cfg.NetworkHourlyLimit, 7; got != want {
 		t.Errorf("NetworkHourlyLimit=%d, want %d", got, want)
 	}
-	if got, want := cfg.ClerkAPIURL, "https://api.clerk.example/v1"; got != want {
+	if got, want := cfg.Clerk.APIURL, "https://api.clerk.example/v1"; got != want {
 		t.Errorf("ClerkAPIURL=%q, want %q", got, want)
 	}
-	if got, want := cfg.ClerkAuthorizedParties, []string{"https://a.example", "https://b.example"}; !reflect.DeepEqual(got, want) {
+	if got, want := cfg.Clerk.AuthorizedParties, []string{"https://a.example", "https://b.example"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ClerkAuthorizedParties=%q, want %q", got, want)
 	}
 	if got, want := cfg.ClientIPHeader, "X-Real-IP"; got != want {

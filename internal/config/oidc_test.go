@@ -32,11 +32,11 @@ func TestLoadConfig_OIDCMode(t *testing.T) {
 	if !cfg.OIDCMode() || cfg.DevMode() {
 		t.Fatalf("OIDCMode=%v DevMode=%v, want OIDC mode", cfg.OIDCMode(), cfg.DevMode())
 	}
-	if got, want := cfg.OIDCScopes, []string{"openid", "email"}; !reflect.DeepEqual(got, want) {
+	if got, want := cfg.OIDC.Scopes, []string{"openid", "email"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("scopes=%q, want %q", got, want)
 	}
-	if cfg.OIDCClientSecret != "s3cret" || cfg.OIDCTrustEmail {
-		t.Fatalf("secret or trust wrong: trust=%v", cfg.OIDCTrustEmail)
+	if cfg.OIDC.ClientSecret != "s3cret" || cfg.OIDC.TrustEmail {
+		t.Fatalf("secret or trust wrong: trust=%v", cfg.OIDC.TrustEmail)
 	}
 }
 
@@ -50,8 +50,8 @@ func TestLoadConfig_OIDCClientSecretFromAFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
 	}
-	if cfg.OIDCClientSecret != "from-file" || !cfg.OIDCTrustEmail || len(cfg.OIDCScopes) != 3 {
-		t.Fatalf("secret from file, scopes or trust wrong: %d scopes, trust=%v", len(cfg.OIDCScopes), cfg.OIDCTrustEmail)
+	if cfg.OIDC.ClientSecret != "from-file" || !cfg.OIDC.TrustEmail || len(cfg.OIDC.Scopes) != 3 {
+		t.Fatalf("secret from file, scopes or trust wrong: %d scopes, trust=%v", len(cfg.OIDC.Scopes), cfg.OIDC.TrustEmail)
 	}
 }
 

@@ -51,7 +51,7 @@ func (c *Config) setting(v Var, name string) Setting {
 	case name == "ADMIT_PUBLIC_URL" && c.PublicURL != nil:
 		return Setting{Name: name, Value: c.PublicURL.String(), Source: "derived from ADMIT_ADDR"}
 	case name == "CLERK_AUTHORIZED_PARTIES" && !c.DevMode() && !c.OIDCMode():
-		return Setting{Name: name, Value: strings.Join(c.ClerkAuthorizedParties, ","), Source: "derived from ADMIT_PUBLIC_URL"}
+		return Setting{Name: name, Value: strings.Join(c.Clerk.AuthorizedParties, ","), Source: "derived from ADMIT_PUBLIC_URL"}
 	}
 	return Setting{Name: name, Value: strings.ReplaceAll(v.Default, "`", ""), Source: "default"}
 }

@@ -8,16 +8,17 @@ import (
 	"testing"
 )
 
-// readmeTable reads the rows of README.md's configuration table.
-func readmeTable(tb testing.TB) []Var {
+// configTable reads the rows of the configuration table of the document
+// at path (from the module root).
+func configTable(tb testing.TB, path string) []Var {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", path))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(b), "\n| variable | default | meaning |\n|---|---|---|\n")
 	if !ok {
-		tb.Fatal("README.md has no configuration table")
+		tb.Fatalf("%s has no configuration table", path)
 	}
 	var rows []Var
 	for _, line := range strings.Split(table, "\n") {
@@ -26,27 +27,43 @@ func readmeTable(tb testing.TB) []Var {
 		}
 		cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(line, "| "), " |"), " | ")
 		if len(cells) != 3 {
-			tb.Fatalf("README.md configuration row has %d cells, want 3: %s", len(cells), line)
+			tb.Fatalf("%s configuration row has %d cells, want 3: %s", path, len(cells), line)
 		}
 		rows = append(rows, Var{Name: strings.Trim(cells[0], "`"), Default: cells[1], Meaning: cells[2]})
 	}
 	return rows
 }
 
+// TestVars_MatchTheREADMETable holds README.md's table, one line a
+// variable, to Vars' summaries, and docs/DEPLOY.md's configuration
+// reference to their meanings in full.
 func TestVars_MatchTheREADMETable(t *testing.T) {
-	rows := readmeTable(t)
-	for i := range max(len(rows), len(Vars)) {
-		switch {
-		case i >= len(rows):
-			t.Errorf("README.md has no row for %s", Vars[i].Name)
-		case i >= len(Vars):
-			t.Errorf("README.md's row %s is not in config.Vars", rows[i].Name)
-		case rows[i].Name != Vars[i].Name:
-			t.Errorf("row %d: README.md has %s, config.Vars %s", i+1, rows[i].Name, Vars[i].Name)
-		case rows[i].Default != Vars[i].Default:
-			t.Errorf("%s: README.md's default %q, config.Vars %q", rows[i].Name, rows[i].Default, Vars[i].Default)
-		case rows[i].Meaning != Vars[i].Meaning:
-			t.Errorf("%s: README.md's meaning\n\t%q\nconfig.Vars\n\t%q", rows[i].Name, rows[i].Meaning, Vars[i].Meaning)
+	for _, doc := range []struct {
+		path string
+		text func(Var) string
+	}{
+		{"README.md", func(v Var) string { return v.Summary }},
+		{"docs/DEPLOY.md", func(v Var) string { return v.Meaning }},
+	} {
+		rows := configTable(t, doc.path)
+		for i := range max(len(rows), len(Vars)) {
+			switch {
+			case i >= len(rows):
+				t.Errorf("%s has no row for %s", doc.path, Vars[i].Name)
+			case i >= len(Vars):
+				t.Errorf("%s's row %s is not in config.Vars", doc.path, rows[i].Name)
+			case rows[i].Name != Vars[i].Name:
+				t.Errorf("%s row %d: %s, config.Vars %s", doc.path, i+1, rows[i].Name, Vars[i].Name)
+			case rows[i].Default != Vars[i].Default:
+				t.Errorf("%s: %s's default %q, config.Vars %q", rows[i].Name, doc.path, rows[i].Default, Vars[i].Default)
+			case rows[i].Meaning != doc.text(Vars[i]):
+				t.Errorf("%s: %s's text\n\t%q\nconfig.Vars\n\t%q", rows[i].Name, doc.path, rows[i].Meaning, doc.text(Vars[i]))
+			}
+		}
+	}
+	for _, v := range Vars {
+		if v.Summary == "" || len(v.Summary) > 64 || strings.ContainsAny(v.Summary, ";(") {
+			t.Errorf("%s: the summary %q is not a few words (at most 64 bytes, no clauses)", v.Name, v.Summary)
 		}
 	}
 }
@@ -137,7 +154,7 @@ func TestSettings_ShowEveryVariableAndNoSecret(t *testing.T) {
 					t.Errorf("the value of %s is shown:\n%s", k, all.String())
 				}
 			}
-			if cfg.OIDCClientSecret != "" && strings.Contains(all.String(), cfg.OIDCClientSecret) {
+			if cfg.OIDC.ClientSecret != "" && strings.Contains(all.String(), cfg.OIDC.ClientSecret) {
 				t.Errorf("the OpenID Connect client secret is shown:\n%s", all.String())
 			}
 		})

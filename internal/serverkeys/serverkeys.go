@@ -15,9 +15,40 @@ import (
 	"slices"
 	"strings"
 
-	"admit/handlers"
 	"admit/internal/config"
 )
+
+// Keys are the server's secrets. Each is 32 random bytes with one purpose.
+type Keys struct {
+	// SessionHash and SessionBlock sign and encrypt the session cookie.
+	SessionHash, SessionBlock []byte
+	// CSRF binds CSRF tokens to a session.
+	CSRF []byte
+	// Binding keys request-binding HMACs (signup and owner receipts).
+	Binding []byte
+	// Counter keys the hourly network and attempt counters.
+	Counter []byte
+	// SessionTokens seals what a server-side session keeps from the
+	// identity provider (docs/ARCHITECTURE.md#sessions). main hands it to
+	// the identity; the handlers never use it.
+	SessionTokens []byte
+	// PreviousSessionHash and PreviousSessionBlock, when set, are the
+	// session keys being rotated out: cookies they signed are still read,
+	// new ones are signed with the current keys. PreviousCSRF is the same
+	// for CSRF tokens (docs/DEPLOY.md, "Rotating a key").
+	PreviousSessionHash, PreviousSessionBlock []byte
+	PreviousCSRF                              []byte
+}
+
+// SessionKeyPairs lists the session key pairs for a cookie codec, the
+// current pair first (the one that signs) and then the previous one, if any.
+func (k Keys) SessionKeyPairs() [][]byte {
+	pairs := [][]byte{k.SessionHash, k.SessionBlock}
+	if k.PreviousSessionHash != nil {
+		pairs = append(pairs, k.PreviousSessionHash, k.PreviousSessionBlock)
+	}
+	return pairs
+}
 
 // addedSecrets are keys newer than the secrets file a data directory may
 // already have: Load generates each missing one and appends it.
@@ -30,18 +61,18 @@ var addedSecrets = []string{"session_tokens"}
 // (src.CredentialsDir/secrets, never generated). Keys never live in the
 // database. The previous session and CSRF keys of a rotation
 // (config.PreviousSecretNames) come from the same place, when present.
-func Load(src config.Secrets, dataDir string) (handlers.Keys, error) {
+func Load(src config.Secrets, dataDir string) (Keys, error) {
 	vals := src.Env
 	if len(vals) == 0 {
 		var err error
 		if vals, err = secretsFile(Path(src, dataDir)); err != nil {
-			return handlers.Keys{}, err
+			return Keys{}, err
 		}
 	}
 	if err := checkPrevious(vals); err != nil {
-		return handlers.Keys{}, err
+		return Keys{}, err
 	}
-	return handlers.Keys{SessionHash: vals["session_hash"], SessionBlock: vals["session_block"], CSRF: vals["csrf"],
+	return Keys{SessionHash: vals["session_hash"], SessionBlock: vals["session_block"], CSRF: vals["csrf"],
 		Binding: vals["binding"], Counter: vals["counter"], SessionTokens: vals["session_tokens"],
 		PreviousSessionHash: vals["previous_session_hash"], PreviousSessionBlock: vals["previous_session_block"],
 		PreviousCSRF: vals["previous_csrf"]}, nil

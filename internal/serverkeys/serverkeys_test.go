@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"admit/handlers"
 	"admit/internal/config"
 )
 
@@ -284,10 +283,10 @@ func fakeEnv(m map[string]string) config.Environment {
 
 // LoadKeys is Load with the secrets source config.Load reads from env, as
 // admit's commands do.
-func LoadKeys(env config.Environment, dataDir string) (handlers.Keys, error) {
+func LoadKeys(env config.Environment, dataDir string) (Keys, error) {
 	cfg, err := config.Load(env)
 	if err != nil {
-		return handlers.Keys{}, err
+		return Keys{}, err
 	}
 	return Load(cfg.Secrets, dataDir)
 }

@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"admit/handlers"
 	"admit/internal/cli"
 	"admit/internal/config"
 	"admit/internal/serverkeys"
@@ -503,10 +502,10 @@ func clerkEnv(over map[string]string) map[string]string {
 
 // LoadKeys loads the server keys as admit's commands do: from the secrets
 // source config.Load reads from env, or dataDir's secrets file.
-func LoadKeys(env config.Environment, dataDir string) (handlers.Keys, error) {
+func LoadKeys(env config.Environment, dataDir string) (serverkeys.Keys, error) {
 	cfg, err := config.Load(env)
 	if err != nil {
-		return handlers.Keys{}, err
+		return serverkeys.Keys{}, err
 	}
 	return serverkeys.Load(cfg.Secrets, dataDir)
 }

@@ -2,6 +2,9 @@ package testlint_test
 
 import (
 	"bufio"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -165,5 +168,66 @@ func TestAdmit_DocLinksResolve(t *testing.T) {
 	}
 	for _, f := range findings {
 		t.Error(f)
+	}
+}
+
+// TestBrowserImports_HandlersHasNoBrowserTest keeps the browser and
+// accessibility tests out of the handlers package, whose own tests then run
+// without Chromium; the check itself reports the marked imports.
+func TestBrowserImports_HandlersHasNoBrowserTest(t *testing.T) {
+	dir := filepath.Join("testdata", "browserimports")
+	findings, err := testlint.BrowserImports(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	matchWants(t, findings, wants(t, dir))
+
+	findings, err = testlint.BrowserImports(filepath.Join(moduleRoot(t), "handlers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		t.Errorf("%s: %s", f.Pos, f.Message)
+	}
+	if n, _ := filepath.Glob(filepath.Join(moduleRoot(t), "handlers", "*_test.go")); len(n) < 20 {
+		t.Fatalf("found %d test files in handlers: not admit's handlers package", len(n))
+	}
+}
+
+// TestHandlers_FilesAndFunctionsStaySmall keeps the handlers package
+// readable: no source file over 350 lines and no function over 80
+// (generated templ output aside; tests aside).
+func TestHandlers_FilesAndFunctionsStaySmall(t *testing.T) {
+	dir := filepath.Join(moduleRoot(t), "handlers")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || strings.HasSuffix(f, "_templ.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		if n := fset.File(file.Pos()).LineCount(); n > 350 {
+			t.Errorf("%s has %d lines, over 350", filepath.Base(f), n)
+		}
+		for _, d := range file.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > 80 {
+				t.Errorf("%s: %s has %d lines, over 80", filepath.Base(f), fd.Name.Name, n)
+			}
+		}
+	}
+	if checked < 30 {
+		t.Fatalf("checked %d files in handlers: not admit's handlers package", checked)
 	}
 }

@@ -1,0 +1,10 @@
+package browserimports
+
+import (
+	"testing"
+
+	"admit/internal/browser"       // want "drives a browser"
+	"github.com/chromedp/chromedp" // want "drives a browser"
+)
+
+func TestDrives(t *testing.T) { _, _ = browser.MustNew, chromedp.Run }

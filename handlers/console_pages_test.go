@@ -29,8 +29,8 @@ func TestRetiredProgram_PageIsReadOnlyWithDatesAndThePublicPageIsClosed(t *testi
 	}
 	r := &testResponse{Body: body.String()}
 	// The retired-program period (30 days by default) plus one sweep.
-	erasedOn := p.RetiredAt.Add(store.DefaultRetention.RetiredProgram + store.SweepInterval).Format("2 January 2006")
-	if want := "Retired on 29 November 2026</strong>, entries erased on " + erasedOn + "."; !strings.Contains(r.Body, want) {
+	erasedOn := p.RetiredAt.Add(store.DefaultRetention.RetiredProgram + store.SweepInterval).Format("2 Jan 2006")
+	if want := "Retired on 29 Nov 2026</strong>, entries erased on " + erasedOn + "."; !strings.Contains(r.Body, want) {
 		t.Fatalf("banner lacks %q:\n%s", want, owErrorBlock(t, r.Body))
 	}
 	for _, m := range formTag.FindAllStringSubmatch(r.Body, -1) {
@@ -124,7 +124,7 @@ func TestProgramPage_ShowsTheProgramAtAGlance(t *testing.T) {
 		"<strong>49 left</strong> of 50",
 		`role="img" aria-labelledby="chart-title chart-summary"`,
 		"2 signups from 31 Oct to 29 Nov (UTC); the busiest day was 29 Nov with 2 signups.",
-		`data-day="2026-11-29"><td>29 November 2026</td><td>2</td>`,
+		`data-day="2026-11-29"><td>29 Nov 2026</td><td>2</td>`,
 		`<th scope="row">Redeemed</th><td>1</td><td>50%</td>`,
 	} {
 		if !strings.Contains(r.Body, want) {

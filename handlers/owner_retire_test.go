@@ -217,7 +217,7 @@ func TestRetireForm_AnswersAtTheCommitAndThePageFollowsTheRetirementToItsEnd(t *
 	// The finished block stops the polling and says when the addresses go,
 	// the date the banner gives.
 	p := mustOwnerProgram(t, app, app.Demo.ID)
-	erasedOn := p.EntriesErasedBy.Format("2 January 2006")
+	erasedOn := p.EntriesErasedBy.Format("2 Jan 2006")
 	doneText := "The retirement is finished: all 5 entries are scheduled for erasure, and their addresses will be erased on " + erasedOn + "."
 	block := pollRetirement(t, owner, app.Demo.ID)
 	if strings.Contains(block, "hx-trigger") || !strings.Contains(block, doneText) || !strings.Contains(block, `data-state="done"`) {

@@ -102,8 +102,9 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
 // dayText names a UTC day, e.g. "1 Dec".
 func dayText(t time.Time) string { return t.UTC().Format("2 Jan") }
 
-// DayLong names a UTC day with its year, e.g. "1 December 2026".
-func DayLong(t time.Time) string { return t.UTC().Format("2 January 2006") }
+// DayLong names a UTC day with its year in the one date format admit shows
+// everywhere, e.g. "1 Dec 2026".
+func DayLong(t time.Time) string { return t.UTC().Format("2 Jan 2006") }
 
 func signupsText(n int) string {
 	if n == 1 {

@@ -24,9 +24,9 @@ func TestRetirementTexts_SayHowFarAndWhen(t *testing.T) {
 			"Finishing the retirement: 340,000 of 500,000 entries scheduled for erasure."},
 		{RetirementView{Pending: true, Done: 0, Total: 1}, "Finishing the retirement: 0 of 1 entry scheduled for erasure."},
 		{RetirementView{Done: 500000, Total: 500000, ErasedBy: &by},
-			"The retirement is finished: all 500,000 entries are scheduled for erasure, and their addresses will be erased on 29 December 2026."},
+			"The retirement is finished: all 500,000 entries are scheduled for erasure, and their addresses will be erased on 29 Dec 2026."},
 		{RetirementView{Done: 1, Total: 1, ErasedBy: &by},
-			"The retirement is finished: its 1 entry is scheduled for erasure, and its address will be erased on 29 December 2026."},
+			"The retirement is finished: its 1 entry is scheduled for erasure, and its address will be erased on 29 Dec 2026."},
 		{RetirementView{}, "The retirement is finished. The program had no entries to erase."},
 	} {
 		got := retireDoneText(tc.r)

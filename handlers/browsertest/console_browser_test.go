@@ -87,7 +87,7 @@ func TestBrowser_RetiredProgramHasNoEditingFormsAndItsPublicPageIsClosed(t *test
 		ctx := owBrowserMode(t, app, js)
 		page := app.URL + "/owner/programs/" + app.Demo.ID
 		owLoad(t, ctx, "open the program page", chromedp.Navigate(page))
-		if got := owText(t, ctx, `[data-testid="retired-banner"]`); !strings.HasPrefix(got, "Retired on 29 November 2026, entries erased on 29 December 2026.") {
+		if got := owText(t, ctx, `[data-testid="retired-banner"]`); !strings.HasPrefix(got, "Retired on 29 Nov 2026, entries erased on 29 Dec 2026.") {
 			t.Fatalf("banner %q", got)
 		}
 		if n := owCountIn(t, ctx, `main form, main input, main textarea, main select`); n != 0 {
@@ -110,7 +110,7 @@ func TestBrowser_RetiredProgramHasNoEditingFormsAndItsPublicPageIsClosed(t *test
 		} else {
 			owLoad(t, ctx, "refresh", chromedp.Click(chromedp.CSS(`[data-testid="retire-refresh"]`)))
 		}
-		if got := owText(t, ctx, `[data-testid="retire-progress-text"]`); got != "The retirement is finished: all 3 entries are scheduled for erasure, and their addresses will be erased on 29 December 2026." {
+		if got := owText(t, ctx, `[data-testid="retire-progress-text"]`); got != "The retirement is finished: all 3 entries are scheduled for erasure, and their addresses will be erased on 29 Dec 2026." {
 			t.Fatalf("finished retirement says %q", got)
 		}
 		owScreenshot(t, ctx, "console-retired")

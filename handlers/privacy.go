@@ -54,6 +54,7 @@ func (s *Server) privacyView() views.PrivacyView {
 			" have passed, your next visit asks again, and ends the session if you may no longer sign in there)"
 	}
 	v.SessionLife, v.SessionGone = views.Duration(identity.SessionTTL), sessionGone
+	v.OwnerInviteLife = views.Duration(store.OwnerInviteLifetime)
 	return v
 }
 

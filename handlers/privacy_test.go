@@ -188,3 +188,20 @@ func TestReceipt_ReplayAnswersWithinItsLifetimeAndTheSweepDeletesItAfter(t *test
 		t.Fatalf("receipts after their lifetime=%d, want 0", n)
 	}
 }
+
+// The privacy page says what the team keeps of an owner and for how long,
+// from the store's own constant.
+func TestPrivacyPage_StatesWhatTheTeamKeepsOfAnOwner(t *testing.T) {
+	app := MustStartApp(t)
+	r := app.NewClient(t).Get(t, "/privacy")
+	m := regexp.MustCompile(`(?s)<p data-testid="owner-data">(.*?)</p>`).FindStringSubmatch(r.Body)
+	if m == nil {
+		t.Fatal("the privacy page has no paragraph about owners")
+	}
+	for _, want := range []string{"sign-in address", "removed from the team your address is deleted",
+		"expires after " + views.Duration(store.OwnerInviteLifetime)} {
+		if !strings.Contains(m[1], want) {
+			t.Errorf("the owners' paragraph lacks %q:\n%s", want, m[1])
+		}
+	}
+}

@@ -56,6 +56,9 @@ func (db *DB) sweepDue(ctx context.Context) (int, error) {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM network_counters WHERE expires_at <= ?`, Millis(tx.Now)); err != nil {
 				return fmt.Errorf("delete expired counters: %w", err)
 			}
+			if err := deleteSpentOwnerInvites(ctx, tx); err != nil {
+				return err
+			}
 			return deleteExpiredSessions(ctx, tx)
 		})
 		if err != nil {
@@ -150,4 +153,20 @@ func (db *DB) RunSweeper(ctx context.Context, interval time.Duration, log *slog.
 		case <-t.C:
 		}
 	}
+}
+
+// deleteSpentOwnerInvites deletes the owner invitations by address that
+// were taken (the membership now holds the address) or expired unclaimed.
+//
+// rule (docs/erasure.md): an address an owner was invited by is kept only
+// while the invitation can still be taken.
+func deleteSpentOwnerInvites(ctx context.Context, tx *Tx) error {
+	res, err := tx.ExecContext(ctx, `DELETE FROM owner_invites WHERE claimed_at IS NOT NULL OR expires_at <= ?`, Millis(tx.Now))
+	if err != nil {
+		return fmt.Errorf("delete spent owner invites: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		tx.erased = true // their addresses leave the log like an erased entry's
+	}
+	return nil
 }

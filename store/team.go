@@ -324,9 +324,10 @@ func (db *DB) RemoveMember(ctx context.Context, a Actor, workspaceID, memberID s
 		if owners <= 1 {
 			return Errorf(ECONFLICT, "A workspace keeps at least one owner: add another owner before removing this one.")
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE staff_members SET active = 0, updated_at = ? WHERE id = ?`, Millis(tx.Now), memberID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE staff_members SET active = 0, email = NULL, updated_at = ? WHERE id = ?`, Millis(tx.Now), memberID); err != nil {
 			return fmt.Errorf("remove member: %w", err)
 		}
+		tx.erased = true // the address leaves the log like an erased entry's
 		by, err := actorMemberID(ctx, tx, a, workspaceID)
 		if err != nil {
 			return err

@@ -150,7 +150,7 @@ func (db *DB) RemoveOwner(ctx context.Context, a Actor, workspaceName, userID st
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE staff_members SET active = 0, updated_at = ?
+		res, err := tx.ExecContext(ctx, `UPDATE staff_members SET active = 0, email = NULL, updated_at = ?
 			WHERE workspace_id = ? AND user_id = ? AND active = 1`, Millis(tx.Now), w.ID, userID)
 		if err != nil {
 			return fmt.Errorf("deactivate staff: %w", err)
@@ -158,6 +158,7 @@ func (db *DB) RemoveOwner(ctx context.Context, a Actor, workspaceName, userID st
 		if n, _ := res.RowsAffected(); n == 0 {
 			return Errorf(ENOTFOUND, "That user is not an active owner of %q.", workspaceName)
 		}
+		tx.erased = true // the address leaves the log like an erased entry's
 		return appendWorkspaceEvent(ctx, tx, w.ID, a, "owner_removed", userID)
 	})
 }

@@ -40,6 +40,9 @@ type PrivacyView struct {
 	ServerSessions           bool
 	SessionKeeps             string
 	SessionLife, SessionGone string
+	// OwnerInviteLife is how long an owner added by address may take the
+	// place (store.OwnerInviteLifetime), in words.
+	OwnerInviteLife string
 	// NetworkHourlyLimit is the signup attempts a network may make per UTC
 	// hour; the redemption limits are per account and per network.
 	NetworkHourlyLimit                                 int

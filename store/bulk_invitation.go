@@ -88,22 +88,7 @@ func (db *DB) IssueInvitations(ctx context.Context, a Actor, programID string, i
 		}
 		return true, nil
 	}
-	owned := func(tx *Tx) (*Program, error) { return ownedProgram(ctx, tx, a, programID) }
-	if done, err := db.ownerReplay(ctx, owned, replay); done {
-		return res, err
-	}
-	err := db.Update(ctx, func(tx *Tx) error {
-		p, err := ownedProgram(ctx, tx, a, programID)
-		if err != nil {
-			return err
-		}
-		// rule: the key is read again after the lock, before any state check.
-		if done, err := replay(tx, p); done {
-			return err
-		}
-		if err := unchangedIfRetired(p); err != nil {
-			return err
-		}
+	err := db.keyedOwnerWrite(ctx, a, programID, replay, func(tx *Tx, p *Program) error {
 		if err := checkExpiry(tx, p, expiresAt); err != nil {
 			return err
 		}
@@ -212,22 +197,7 @@ func (db *DB) RecordDeliveries(ctx context.Context, a Actor, programID string, r
 		}
 		return true, read(tx, targets)
 	}
-	owned := func(tx *Tx) (*Program, error) { return ownedProgram(ctx, tx, a, programID) }
-	if done, err := db.ownerReplay(ctx, owned, replay); done {
-		return out, err
-	}
-	err := db.Update(ctx, func(tx *Tx) error {
-		p, err := ownedProgram(ctx, tx, a, programID)
-		if err != nil {
-			return err
-		}
-		// rule: the key is read again after the lock, before any state check.
-		if done, err := replay(tx, p); done {
-			return err
-		}
-		if err := unchangedIfRetired(p); err != nil {
-			return err
-		}
+	err := db.keyedOwnerWrite(ctx, a, programID, replay, func(tx *Tx, p *Program) error {
 		var ref any
 		if reference != "" {
 			ref = reference

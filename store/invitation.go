@@ -206,24 +206,7 @@ func (db *DB) IssueInvitation(ctx context.Context, a Actor, programID, entryID s
 		res = &IssueResult{Invitation: inv, Replay: true}
 		return true, nil
 	}
-	// A replay is a read: a committed key is answered before the write
-	// lock is asked for, so it answers even while writes fail.
-	owned := func(tx *Tx) (*Program, error) { return ownedProgram(ctx, tx, a, programID) }
-	if done, err := db.ownerReplay(ctx, owned, replay); done {
-		return res, err
-	}
-	err := db.Update(ctx, func(tx *Tx) error {
-		p, err := ownedProgram(ctx, tx, a, programID)
-		if err != nil {
-			return err
-		}
-		// rule: the key is read again after the lock, before any state check.
-		if done, err := replay(tx, p); done {
-			return err
-		}
-		if err := unchangedIfRetired(p); err != nil {
-			return err
-		}
+	err := db.keyedOwnerWrite(ctx, a, programID, replay, func(tx *Tx, p *Program) error {
 		e, err := db.invitableEntry(ctx, tx, p, entryID)
 		if err != nil {
 			return err
@@ -350,6 +333,33 @@ func (db *DB) ownerReplay(ctx context.Context, owned func(*Tx) (*Program, error)
 		return false, nil
 	}
 	return true, err
+}
+
+// keyedOwnerWrite runs an owner's write on a program that carries a
+// request key. A replay is a read: a committed key is answered by replay
+// before the write lock is asked for, so it answers even while writes
+// fail. Under the lock the key is read again before any state check, then
+// a retired program refuses the change, then write runs.
+func (db *DB) keyedOwnerWrite(ctx context.Context, a Actor, programID string,
+	replay func(*Tx, *Program) (bool, error), write func(*Tx, *Program) error) error {
+	owned := func(tx *Tx) (*Program, error) { return ownedProgram(ctx, tx, a, programID) }
+	if done, err := db.ownerReplay(ctx, owned, replay); done {
+		return err
+	}
+	return db.Update(ctx, func(tx *Tx) error {
+		p, err := ownedProgram(ctx, tx, a, programID)
+		if err != nil {
+			return err
+		}
+		// rule: the key is read again after the lock, before any state check.
+		if done, err := replay(tx, p); done {
+			return err
+		}
+		if err := unchangedIfRetired(p); err != nil {
+			return err
+		}
+		return write(tx, p)
+	})
 }
 
 // ownerReceipt looks up an owner action's request key. It returns the

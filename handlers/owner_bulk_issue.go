@@ -197,20 +197,6 @@ func (s *Server) handleBulkDelivery(w http.ResponseWriter, r *http.Request) erro
 	if err == nil {
 		_, err = s.db.RecordDeliveries(ctx, a, id, in)
 	}
-	if err != nil && fromList {
-		// The Invitations section shows the form again with the choice.
-		status, msg, ok := formFailure(err)
-		if !ok {
-			return err
-		}
-		if form.ChannelError == "" && form.ReferenceError == "" {
-			form.Error = msg
-		}
-		if store.ErrorCode(err) != store.EINVALID {
-			form.RequestKey = uuid.NewString()
-		}
-		return s.renderInvitations(w, r, status, form)
-	}
 	if err == nil {
 		s.cookieState(r).Flash = countText(len(in.InvitationIDs), "Recorded the send for")
 		to := views.OwnerURL("programs", id, "entries")
@@ -233,6 +219,10 @@ func (s *Server) handleBulkDelivery(w http.ResponseWriter, r *http.Request) erro
 	}
 	if store.ErrorCode(err) != store.EINVALID {
 		form.RequestKey = uuid.NewString()
+	}
+	if fromList {
+		// The Invitations section shows the form again with the choice.
+		return s.renderInvitations(w, r, status, form)
 	}
 	p, perr := s.db.ProgramByID(ctx, a, id)
 	if perr != nil {

@@ -165,6 +165,9 @@ func (db *DB) finishRetirement(ctx context.Context, programID string) error {
 // the step's work took.
 func (db *DB) stepRetirement(ctx context.Context, programID string, chunk int) (done bool, took time.Duration, err error) {
 	err = db.Update(ctx, func(tx *Tx) error {
+		if err := checkLease(ctx, tx); err != nil {
+			return err
+		}
 		began := time.Now()
 		var err error
 		done, err = db.retireStep(ctx, tx, programID, chunk)

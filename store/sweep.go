@@ -44,6 +44,9 @@ func (db *DB) sweepDue(ctx context.Context) (int, error) {
 	for {
 		n, more := 0, false
 		err := db.Update(ctx, func(tx *Tx) error {
+			if err := checkLease(ctx, tx); err != nil {
+				return err
+			}
 			var err error
 			if n, more, err = eraseDueEntries(ctx, tx); err != nil {
 				return err

@@ -9,7 +9,7 @@ import (
 
 // leaseMaxRetry bounds the wait after a failed taking or renewal, when
 // that is shorter than the renewal interval.
-const leaseMaxRetry = 5 * time.Second
+const leaseMaxRetry = 30 * time.Second
 
 // leaseReleaseTimeout bounds the release RunLeased makes when it stops; a
 // release that does not commit leaves the lease to expire.

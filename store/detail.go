@@ -156,7 +156,8 @@ func caseTwins(ctx context.Context, tx *Tx, programID string, e *Entry) ([]CaseT
 		args = append(args, st)
 	}
 	args = append(args, strings.ToLower(e.Email), e.ID)
-	rows, err := tx.QueryContext(ctx, `SELECT id, email_key, state FROM entries INDEXED BY entries_state_search_idx
+	// PostgreSQL has no INDEXED BY: its planner picks the index itself.
+	rows, err := tx.QueryContext(ctx, `SELECT id, email_key, state FROM entries `+tx.engine.pick(`INDEXED BY entries_state_search_idx`, ``)+`
 		WHERE program_id = ? AND state IN (?`+strings.Repeat(", ?", len(EntryStates)-1)+`)
 		AND lower(email_key) = ? AND id <> ? AND erased_at IS NULL
 		ORDER BY email_key, id LIMIT 20`, args...)

@@ -498,7 +498,7 @@ func searchQuery(engine Engine, programID string, f QueueFilter, term string, mo
 	for _, sp := range spans {
 		for _, st := range states {
 			arm := `SELECT ` + entryColumns + `, lower(e.email_key) AS search_key
-			FROM entries e `+engine.pick(`INDEXED BY entries_state_search_idx`, ``)+`
+			FROM entries e ` + engine.pick(`INDEXED BY entries_state_search_idx`, ``) + `
 			JOIN notices n ON n.id = e.notice_id AND n.program_id = e.program_id
 			WHERE e.program_id = ? AND e.state = ?` + after +
 				` AND lower(e.email_key) ` + sp.loOp + ` ? AND lower(e.email_key) ` + sp.hiOp + ` ? AND e.erased_at IS NULL`

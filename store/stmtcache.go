@@ -30,7 +30,7 @@ type stmtCache struct {
 	// engine is the pool's engine: on PostgreSQL each text is prepared in
 	// its rebound form (rebind), still cached under the text as written.
 	engine Engine
-	mu   sync.Mutex
+	mu     sync.Mutex
 	// stmts maps SQL text to its statement, or to nil when it cannot be
 	// prepared on its own (it then always runs unprepared).
 	stmts map[string]*sql.Stmt

@@ -135,8 +135,8 @@ type refusal struct {
 }
 
 var (
-	sqliteMessage = regexp.MustCompile(`^(?:constraint failed: )?(.*?)(?: \(\d+\))?$`)
-	sqliteCheck   = regexp.MustCompile(`^CHECK constraint failed: (.*)$`)
+	sqliteMessage = regexp.MustCompile(`(?s)^(?:constraint failed: )?(.*?)(?: \(\d+\))?$`)
+	sqliteCheck   = regexp.MustCompile(`(?s)^CHECK constraint failed: (.*)$`)
 )
 
 // classify names err's refusal; ok is false for an error that is no

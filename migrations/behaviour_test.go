@@ -138,7 +138,11 @@ type behaviourCase struct {
 
 // insert is a case inserting the table's valid row with changes.
 func insert(name, table, want string, changes ...any) behaviourCase {
-	r := valid[table].with(changes...)
+	return insertRow(name, table, valid[table].with(changes...), want)
+}
+
+// insertRow is a case inserting r into table.
+func insertRow(name, table string, r kv, want string) behaviourCase {
 	var cols, marks []string
 	var args []any
 	for i := 0; i < len(r); i += 2 {

@@ -124,6 +124,7 @@ var valid = map[string]kv{
 	"ended_sessions": {"sid_digest", blob(112, 32), "expires_at", 1},
 	"owner_invites": {"id", id(113), "workspace_id", id(wsID), "email_key", "new-owner@example.test", "name", nil, "created_at", 1,
 		"expires_at", 2, "claimed_at", nil, "claimed_by", nil},
+	"leases": {"name", "sweeper", "holder", "holder-1", "epoch", 1, "expires_at", 1},
 }
 
 // behaviourCase is one statement and how both engines must answer it:
@@ -357,6 +358,14 @@ func behaviourCases() []behaviourCase {
 		insert("owner invite name may not be empty", "owner_invites", "check", "name", ""),
 		insert("owner invite claimed by a UUID", "owner_invites", "check", "claimed_by", "x"),
 		insert("owner invite workspace unknown", "owner_invites", "foreign key", "workspace_id", id(999)),
+
+		insert("lease name may not be empty", "leases", "check", "name", ""),
+		insert("lease name of 64", "leases", "ok", "name", long(64)),
+		insert("lease name of 65", "leases", "check", "name", long(65)),
+		insert("lease holder may not be empty", "leases", "check", "holder", ""),
+		insert("lease holder of 65", "leases", "check", "holder", long(65)),
+		insert("lease epoch starts at 1", "leases", "check", "epoch", 0),
+		insert("lease expiry missing", "leases", "not null", "expires_at", omit),
 	}
 	for _, table := range slices.Sorted(func(yield func(string) bool) {
 		for k := range valid {

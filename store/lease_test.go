@@ -379,7 +379,7 @@ func TestRunLeased_CleanStopReleasesForTheNextServerAtOnce(t *testing.T) {
 
 func TestRunLeased_AFailedRenewalStopsTheWork(t *testing.T) {
 	clock := testutil.NewClock(testEpoch)
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "admit.db"), Options{BindingKey: signupTestKey, Now: clock.Now})
+	db, err := openTestDB(t, filepath.Join(t.TempDir(), "admit.db"), Options{BindingKey: signupTestKey, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ const fileLeaseTTL = time.Hour
 // store.LeaseTTL at a time.
 func runLeased(ctx context.Context, db *store.DB, logger *slog.Logger) func(name string, work func(context.Context)) {
 	holder, ttl := store.NewLeaseHolder(), store.LeaseTTL
-	if db.Path != "" { // SQLite
+	if db.Engine() == store.SQLite {
 		ttl = fileLeaseTTL
 		if err := db.EndLeases(ctx); err != nil {
 			logger.Warn("ending a stopped server's leases failed: its background work waits for them to expire", "err", err)

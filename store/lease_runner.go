@@ -31,7 +31,7 @@ type LeasedJob struct {
 	After func(d time.Duration) <-chan time.Time
 }
 
-// run is one run of a LeasedJob's work, under one holding.
+// leasedRun is one run of a LeasedJob's work, under one holding.
 type leasedRun struct {
 	lease  Lease
 	ctx    context.Context
@@ -42,7 +42,7 @@ type leasedRun struct {
 // errLeaseStopped ends a run whose runner stops it (lost, failed or done).
 var errLeaseStopped = errors.New("lease runner stopped the work")
 
-// start runs work under l in its own goroutine.
+// startLeasedRun runs work under l in its own goroutine.
 func startLeasedRun(ctx context.Context, l Lease, work func(context.Context)) *leasedRun {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	r := &leasedRun{lease: l, cancel: cancel, done: make(chan struct{})}
@@ -56,9 +56,12 @@ func startLeasedRun(ctx context.Context, l Lease, work func(context.Context)) *l
 
 // stop ends the run and waits until its work has returned; it returns nil
 // so a caller can write run = run.stop(). A nil run is not running.
-func (r *leasedRun) stop() *leasedRun {
+func (r *leasedRun) stop() *leasedRun { return r.stopFor(errLeaseStopped) }
+
+// stopFor is stop with the cause the work's context reports.
+func (r *leasedRun) stopFor(cause error) *leasedRun {
 	if r != nil {
-		r.cancel(errLeaseStopped)
+		r.cancel(cause)
 		<-r.done
 	}
 	return nil
@@ -141,7 +144,13 @@ func (db *DB) stopLeased(ctx context.Context, run *leasedRun, log *slog.Logger) 
 	if run == nil {
 		return
 	}
-	run.stop()
+	// The run's context ends with ctx anyway; its cause is ctx's whichever
+	// cancellation reaches the run first.
+	cause := context.Cause(ctx)
+	if cause == nil {
+		cause = errLeaseStopped
+	}
+	run.stopFor(cause)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseReleaseTimeout)
 	defer cancel()
 	if err := db.ReleaseLease(rctx, run.lease); err != nil {

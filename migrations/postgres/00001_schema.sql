@@ -13,12 +13,13 @@
 -- +goose Up
 
 -- json_object_text is SQLite's json_valid(t) AND json_type(t) = 'object':
--- false, not an error, for text that is no JSON at all.
+-- false, not an error, for text that is no JSON at all. The json type
+-- checks the syntax only, as SQLite does (jsonb would also refuse \u0000).
 -- +goose StatementBegin
 CREATE FUNCTION json_object_text(t text) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE STRICT AS $$
 BEGIN
-  RETURN jsonb_typeof(t::jsonb) = 'object';
+  RETURN json_typeof(t::json) = 'object';
 EXCEPTION WHEN data_exception THEN
   RETURN false;
 END;

@@ -72,9 +72,11 @@ type kv []any
 func (r kv) with(changes ...any) kv {
 	out := slices.Clone(r)
 	for i := 0; i < len(changes); i += 2 {
-		j := slices.Index(out, changes[i])
-		for j >= 0 && j%2 == 1 {
-			j = -1 // a value equal to a column name
+		j := -1
+		for k := 0; k < len(out); k += 2 {
+			if out[k] == changes[i] {
+				j = k
+			}
 		}
 		switch {
 		case changes[i+1] == omit && j >= 0:

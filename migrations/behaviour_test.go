@@ -386,9 +386,9 @@ var unreachableChecks = map[string]string{
 }
 
 func TestSchema_SameRulesOnBothEngines(t *testing.T) {
-	for _, open := range []func(*testing.T, int64) *engine{newSQLite, newPostgres} {
-		e := open(t, 0)
-		t.Run(e.name, func(t *testing.T) {
+	for _, eng := range []namedEngine{onSQLite, onPostgres} {
+		t.Run(eng.name, func(t *testing.T) {
+			e := eng.open(t, 0)
 			for _, f := range fixture {
 				e.mustExec(t, f.q, f.args...)
 			}

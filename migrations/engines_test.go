@@ -100,6 +100,19 @@ func newPostgresICU(t *testing.T, version int64) *engine {
 	return e
 }
 
+// namedEngine opens a fresh database of one engine in a subtest of that
+// name, so a PostgreSQL test that skips leaves the SQLite one running.
+type namedEngine struct {
+	name string
+	open func(*testing.T, int64) *engine
+}
+
+var (
+	onSQLite      = namedEngine{"sqlite", newSQLite}
+	onPostgres    = namedEngine{"postgres", newPostgres}
+	onPostgresICU = namedEngine{"postgres-icu", newPostgresICU}
+)
+
 func (e *engine) provider(t *testing.T, opts ...goose.ProviderOption) *goose.Provider {
 	t.Helper()
 	dialect, set := goose.DialectSQLite3, fs.FS(migrations.FS)

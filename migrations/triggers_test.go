@@ -18,9 +18,9 @@ func TestSchema_TriggersKeepTheSameCountsOnBothEngines(t *testing.T) {
 		"invitation " + id(issuedInviteID) + " email <nil>",
 		"references left 0",
 	}, "\n")
-	for _, open := range []func(*testing.T, int64) *engine{newSQLite, newPostgres} {
-		e := open(t, 0)
-		t.Run(e.name, func(t *testing.T) {
+	for _, eng := range []namedEngine{onSQLite, onPostgres} {
+		t.Run(eng.name, func(t *testing.T) {
+			e := eng.open(t, 0)
 			for _, f := range fixture {
 				e.mustExec(t, f.q, f.args...)
 			}
@@ -114,9 +114,9 @@ func TestSchema_TextComparesBytesOnBothEngines(t *testing.T) {
 	addresses := []string{"zoe@x.test", "Zoe@x.test", "a-b@x.test", "ab@x.test", "_a@x.test", "\u00e9mile@x.test", "\u00c9mile@x.test", "a.b@x.test", "10@x.test", "9@x.test"}
 	want := "10@x.test 10@x.test|9@x.test 9@x.test|Zoe@x.test zoe@x.test|_a@x.test _a@x.test|a-b@x.test a-b@x.test|" +
 		"a.b@x.test a.b@x.test|ab@x.test ab@x.test|zoe@x.test zoe@x.test|\u00c9mile@x.test \u00c9mile@x.test|\u00e9mile@x.test \u00e9mile@x.test"
-	for _, open := range []func(*testing.T, int64) *engine{newSQLite, newPostgres, newPostgresICU} {
-		e := open(t, 0)
-		t.Run(e.name, func(t *testing.T) {
+	for _, eng := range []namedEngine{onSQLite, onPostgres, onPostgresICU} {
+		t.Run(eng.name, func(t *testing.T) {
+			e := eng.open(t, 0)
 			for _, f := range fixture[:5] {
 				e.mustExec(t, f.q, f.args...)
 			}

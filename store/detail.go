@@ -79,7 +79,7 @@ const eventColumns = `a.id, a.program_id, a.entry_id, a.actor_kind, a.event_type
 // membership ID history shows instead of the identity provider's user ID,
 // and the name the team knows now (docs/history.md#who-acted).
 const eventActorJoin = ` JOIN programs pr ON pr.id = a.program_id
-	LEFT JOIN staff_members s ON a.actor_kind = 'owner' AND s.workspace_id = pr.workspace_id AND s.user_id = a.actor_clerk_id`
+	LEFT JOIN staff_members s ON a.actor_kind = 'owner' AND s.workspace_id = pr.workspace_id AND s.user_id = a.actor_user_id`
 
 // EntryDetail returns an entry with the exact notice it joined under, its
 // invitations, grant and audit history.

@@ -50,9 +50,9 @@ func TestMigration17_RenamesTheAuditActorKeepingItsRules(t *testing.T) {
 				}
 			}
 
-			// Down and up again: an operator rolling back one version.
+			// Down to 16 and up again: an operator rolling back past 00017.
 			p := e.provider(t)
-			if _, err := p.Down(ctx); err != nil {
+			if _, err := p.DownTo(ctx, 16); err != nil {
 				t.Fatal(err)
 			}
 			if got := queryAll(t, e, `SELECT actor_clerk_id FROM audit_events`); len(got) != 1 || str(got[0][0]) != "user_2abc" {

@@ -115,20 +115,20 @@ func queueEvent(tx *Tx, programID, entryID string, a Actor, d EventDetails) erro
 
 // eventRow is one audit event, checked and encoded for its insert.
 type eventRow struct {
-	programID        string
-	entryID, actorID any // nil: NULL
-	kind, eventType  string
-	details          string
+	programID            string
+	entryID, actorUserID any // nil: NULL
+	kind, eventType      string
+	details              string
 }
 
 // appendValues appends the row's values to dst in eventRows' column
 // order, at tx.Now.
 func (r eventRow) appendValues(dst []any, tx *Tx) []any {
-	return append(dst, r.programID, r.entryID, r.kind, r.actorID, r.eventType, Millis(tx.Now), r.details)
+	return append(dst, r.programID, r.entryID, r.kind, r.actorUserID, r.eventType, Millis(tx.Now), r.details)
 }
 
 // eventRows inserts audit events, many a statement.
-var eventRows = newManyRows("audit_events", "program_id", "entry_id", "actor_kind", "actor_clerk_id", "event_type", "event_at", "details")
+var eventRows = newManyRows("audit_events", "program_id", "entry_id", "actor_kind", "actor_user_id", "event_type", "event_at", "details")
 
 // newEventRow checks an event's details against their rules and size
 // bound, and encodes them.
@@ -150,7 +150,7 @@ func newEventRow(programID, entryID string, a Actor, d EventDetails) (eventRow, 
 	}
 	row := eventRow{programID: programID, kind: string(kind), eventType: string(eventType), details: string(b)}
 	if a.UserID != "" && (kind == ActorOwner || kind == ActorRecipient) {
-		row.actorID = a.UserID
+		row.actorUserID = a.UserID
 	}
 	if entryID != "" {
 		row.entryID = entryID

@@ -79,7 +79,7 @@ const eventColumns = `a.id, a.program_id, a.entry_id, a.actor_kind, a.event_type
 // membership ID history shows instead of the identity provider's user ID,
 // and the name the team knows now (docs/history.md#who-acted).
 const eventActorJoin = ` JOIN programs pr ON pr.id = a.program_id
-	LEFT JOIN staff_members s ON a.actor_kind = 'owner' AND s.workspace_id = pr.workspace_id AND s.user_id = a.actor_clerk_id`
+	LEFT JOIN staff_members s ON a.actor_kind = 'owner' AND s.workspace_id = pr.workspace_id AND s.user_id = a.actor_user_id`
 
 // EntryDetail returns an entry with the exact notice it joined under, its
 // invitations, grant and audit history.
@@ -156,7 +156,8 @@ func caseTwins(ctx context.Context, tx *Tx, programID string, e *Entry) ([]CaseT
 		args = append(args, st)
 	}
 	args = append(args, strings.ToLower(e.Email), e.ID)
-	rows, err := tx.QueryContext(ctx, `SELECT id, email_key, state FROM entries INDEXED BY entries_state_search_idx
+	// PostgreSQL has no INDEXED BY: its planner picks the index itself.
+	rows, err := tx.QueryContext(ctx, `SELECT id, email_key, state FROM entries `+tx.engine.pick(`INDEXED BY entries_state_search_idx`, ``)+`
 		WHERE program_id = ? AND state IN (?`+strings.Repeat(", ?", len(EntryStates)-1)+`)
 		AND lower(email_key) = ? AND id <> ? AND erased_at IS NULL
 		ORDER BY email_key, id LIMIT 20`, args...)

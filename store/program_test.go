@@ -69,7 +69,7 @@ func TestCreateProgram_StartsClosedAndAuditsOnce(t *testing.T) {
 	var kind, actor, typ string
 	var at int64
 	err := db.View(ctx, func(tx *Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT actor_kind, actor_clerk_id, event_type, event_at FROM audit_events WHERE program_id = ?`,
+		return tx.QueryRowContext(ctx, `SELECT actor_kind, actor_user_id, event_type, event_at FROM audit_events WHERE program_id = ?`,
 			p.ID).Scan(&kind, &actor, &typ, &at)
 	})
 	if err != nil {
@@ -417,7 +417,7 @@ func TestProgramMutations_AuditOnceWithoutPersonalData(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 	}
-	if got, want := mustCount(t, db, `SELECT count(*) FROM audit_events WHERE actor_clerk_id = ?`, owner.UserID), len(steps); got != want {
+	if got, want := mustCount(t, db, `SELECT count(*) FROM audit_events WHERE actor_user_id = ?`, owner.UserID), len(steps); got != want {
 		t.Fatalf("events by the owner=%d, want %d", got, want)
 	}
 	if n := mustCount(t, db, `SELECT count(*) FROM audit_events WHERE details LIKE '%@%'`); n != 0 {

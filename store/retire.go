@@ -289,15 +289,21 @@ func (db *DB) RunRetirer(ctx context.Context, interval time.Duration, log *slog.
 // invitations and up to chunk of its active grants, at the retirement's
 // instant, and reports how many of each it revoked.
 func revokeRetiredChunk(ctx context.Context, tx *Tx, programID string, retiredAt int64, chunk int) (invites, grants int64, err error) {
-	res, err := tx.ExecContext(ctx, `UPDATE invitations SET state = 'revoked', terminal_at = ?
+	// The chunk is chosen by row ID: SQLite's rowid, PostgreSQL's ctid
+	// (both tables' keys would do, at the cost of their index).
+	res, err := tx.ExecContext(ctx, tx.engine.pick(`UPDATE invitations SET state = 'revoked', terminal_at = ?
 		WHERE rowid IN (SELECT rowid FROM invitations WHERE program_id = ? AND state = 'issued' LIMIT ?)`,
+		`UPDATE invitations SET state = 'revoked', terminal_at = ?
+		WHERE ctid = ANY (ARRAY(SELECT ctid FROM invitations WHERE program_id = ? AND state = 'issued' LIMIT ?))`),
 		retiredAt, programID, chunk)
 	if err != nil {
 		return 0, 0, fmt.Errorf("revoke invitations: %w", err)
 	}
 	invites, _ = res.RowsAffected()
-	res, err = tx.ExecContext(ctx, `UPDATE grants SET active = 0, revoked_at = ?
+	res, err = tx.ExecContext(ctx, tx.engine.pick(`UPDATE grants SET active = 0, revoked_at = ?
 		WHERE rowid IN (SELECT rowid FROM grants WHERE program_id = ? AND active = 1 LIMIT ?)`,
+		`UPDATE grants SET active = 0, revoked_at = ?
+		WHERE ctid = ANY (ARRAY(SELECT ctid FROM grants WHERE program_id = ? AND active = 1 LIMIT ?))`),
 		retiredAt, programID, chunk)
 	if err != nil {
 		return 0, 0, fmt.Errorf("revoke grants: %w", err)

@@ -105,7 +105,7 @@ func TestOpen_ABinaryWithoutAMigrationNamesTheOneItLacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mayMigrate := range []bool{true, false} {
-		err := checkSchemaAgainst(context.Background(), db.writer, path, mayMigrate, without)
+		err := checkSchemaAgainst(context.Background(), SQLite, db.writer, path, mayMigrate, without)
 		var tooNew *SchemaTooNewError
 		if !errors.As(err, &tooNew) || len(tooNew.Unknown) != 1 || tooNew.Unknown[0].Version != lacking {
 			t.Fatalf("mayMigrate %t: err=%v, want a refusal naming migration %d", mayMigrate, err, lacking)
@@ -127,7 +127,7 @@ func TestOpen_ABinaryWithoutAMigrationNamesTheOneItLacks(t *testing.T) {
 	// A binary that lacks it and the newest as well: the database is ahead,
 	// and both are named.
 	older := without[:len(without)-1]
-	err = checkSchemaAgainst(context.Background(), db.writer, path, true, older)
+	err = checkSchemaAgainst(context.Background(), SQLite, db.writer, path, true, older)
 	want := fmt.Sprintf("has schema version %d, but this admit knows versions only up to %d and does not have migrations %d (applied %s) and %d (applied %s): a newer admit migrated it",
 		newest, older[len(older)-1].Version, lacking, applied, newest, applied)
 	if err == nil || !strings.Contains(err.Error(), want) {

@@ -255,7 +255,7 @@ func TestQueueSearch_UsesAnIndexAt100kEntries(t *testing.T) {
 	}
 	for _, c := range cases {
 		c.f.Limit = DefaultPageSize
-		q, args, err := queueQuery(k.p.ID, c.f, func(string) (string, error) { return "seed-050000@example.test", nil })
+		q, args, err := queueQuery(k.db.Engine(), k.p.ID, c.f, func(string) (string, error) { return "seed-050000@example.test", nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -178,7 +178,7 @@ func (db *DB) EndProviderSession(ctx context.Context, sidDigest []byte, expiresA
 	// On a full disk it uses the reserve, as a deletion does.
 	return db.updateFreeingReserve(ctx, func(tx *Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO ended_sessions (sid_digest, expires_at) VALUES (?, ?)
-			ON CONFLICT (sid_digest) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)`,
+			ON CONFLICT (sid_digest) DO UPDATE SET expires_at = `+tx.engine.pick(`max`, `GREATEST`)+`(ended_sessions.expires_at, excluded.expires_at)`,
 			sidDigest, Millis(expiresAt)); err != nil {
 			return fmt.Errorf("end provider session: %w", err)
 		}

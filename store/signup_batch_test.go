@@ -368,7 +368,7 @@ func TestSignup_ABatchWritesItsEventsTogetherInSignupOrder(t *testing.T) {
 			}
 		}
 
-		rows, err := db.reader.QueryContext(ctx, `SELECT a.id, e.email_key, a.program_id, a.actor_kind, a.actor_clerk_id IS NULL,
+		rows, err := db.reader.QueryContext(ctx, `SELECT a.id, e.email_key, a.program_id, a.actor_kind, a.actor_user_id IS NULL,
 				a.event_type, a.event_at, a.details
 			FROM audit_events a JOIN entries e ON e.id = a.entry_id WHERE a.id > ? ORDER BY a.id`, lastID)
 		if err != nil {

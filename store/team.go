@@ -245,7 +245,7 @@ func (db *DB) WorkspaceTeam(ctx context.Context, a Actor, workspaceID string) (*
 		rows, err := tx.QueryContext(ctx, `SELECT s.id, s.workspace_id, s.user_id, s.role, s.active, s.created_at, s.updated_at,
 				coalesce(s.name, ''), coalesce(s.email, ''),
 				(SELECT max(a.event_at) FROM audit_events a JOIN programs p ON p.id = a.program_id
-					WHERE p.workspace_id = s.workspace_id AND a.actor_kind = 'owner' AND a.actor_clerk_id = s.user_id)
+					WHERE p.workspace_id = s.workspace_id AND a.actor_kind = 'owner' AND a.actor_user_id = s.user_id)
 			FROM staff_members s WHERE s.workspace_id = ? ORDER BY s.active DESC, s.created_at, s.id`, workspaceID)
 		if err != nil {
 			return fmt.Errorf("read team: %w", err)

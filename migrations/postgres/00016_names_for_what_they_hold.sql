@@ -1,0 +1,6 @@
+-- No change on PostgreSQL: its 00001 already holds what SQLite's 00016_names_for_what_they_hold.sql does
+-- (admit runs on PostgreSQL from schema version 16, so none is older).
+
+-- +goose Up
+
+-- +goose Down

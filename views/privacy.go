@@ -29,6 +29,9 @@ type PrivacyView struct {
 	SweepInterval     string
 	BackupConfigured  bool
 	BackupRetention   string
+	// PostgreSQL says the server keeps its data in PostgreSQL, whose
+	// erasure and backups differ from the SQLite file's (docs/erasure.md#postgresql).
+	PostgreSQL bool
 	RemovalEverywhere string
 	// ReceiptKept is how long a signup's receipt answers replays;
 	// ReceiptEverywhere is when it is gone from every copy.

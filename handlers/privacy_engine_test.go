@@ -46,7 +46,7 @@ func TestPrivacyPage_StatesErasureOnTheEngineInUse(t *testing.T) {
 		"no continuous backup configured"}
 	postgresOnly := []string{"keeps its data in a PostgreSQL database", "until its routine cleanup (vacuum) removes it",
 		"change log and its backups hold the earlier version until whoever runs this server rotates them out",
-		"Gone from the live database within", "backed up with the database&#39;s own tools"}
+		"Gone from the live database within", "database is backed up with the database"}
 	for _, s := range sqliteOnly {
 		if !strings.Contains(sqlitePage, s) {
 			t.Errorf("the page on SQLite lacks %q", s)

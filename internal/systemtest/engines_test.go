@@ -225,6 +225,11 @@ func TestContract_TheHTTPContractHoldsOnEachEngine(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "data")
 		p := MustStartAdmit(t, bin, dir, serveEnv(dir, data, e.env()...))
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("admit's log:\n%s", p.stderr)
+			}
+		})
 		base := p.URL
 		pub := newAPIClient()
 		version := demoNoticeVersion(t, pub.c, base)

@@ -58,7 +58,7 @@ func serve(ctx context.Context, env config.Environment, names []string, stdout, 
 	defer func() { closeStorage(db, repl, logger, &err) }()
 	if cfg.PostgreSQL() {
 		logger.Info("database: PostgreSQL; Litestream does not apply, back it up with the engine's own tools (docs/DEPLOY.md#backups-on-postgresql)",
-			"database", cfg.DatabaseShown())
+			"database", cfg.DatabaseLocation())
 	} else if repl, err = startReplication(ctx, backupCfg, cfg.DBPath(), cfg.Backup.DrillInterval, db.PauseWrites, logger); err != nil {
 		return err
 	}

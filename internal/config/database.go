@@ -59,3 +59,17 @@ func RedactDatabaseURL(raw string) string {
 	}
 	return u.Redacted()
 }
+
+// DatabaseLocation names the PostgreSQL database for the log: scheme, host
+// and database only, no user, password or parameters (a user@host would
+// read as an address to whoever scans logs for them). "" when unset.
+func (c *Config) DatabaseLocation() string {
+	if c.DatabaseURL == "" {
+		return ""
+	}
+	u, err := url.Parse(c.DatabaseURL)
+	if err != nil {
+		return hidden
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}

@@ -18,6 +18,9 @@ func TestLoadConfig_DatabaseURLSelectsPostgreSQL(t *testing.T) {
 		if !cfg.PostgreSQL() || cfg.DatabaseURL != tc.url {
 			t.Errorf("ADMIT_DATABASE_URL=%s: PostgreSQL()=%t DatabaseURL=%q", tc.url, cfg.PostgreSQL(), cfg.DatabaseURL)
 		}
+		if got := cfg.DatabaseLocation(); strings.ContainsAny(got, "@?") || !strings.HasPrefix(got, "postgres") {
+			t.Errorf("DatabaseLocation()=%q, want no user, password or parameters", got)
+		}
 		if got := cfg.DatabaseShown(); got != tc.shown {
 			t.Errorf("DatabaseShown()=%q, want %q", got, tc.shown)
 		}

@@ -65,6 +65,13 @@ func TestPostgres_CommandsNameTheEngineHideThePasswordAndLitestreamDoesNotApply(
 	if status.code != 0 || !strings.Contains(status.stdout, "database "+shown) || !strings.Contains(status.stdout, "up to date") {
 		t.Errorf("admit migrate -status: exit %d\n%s%s", status.code, status.stdout, status.stderr)
 	}
+	// The owner commands work on the database beside nothing but it.
+	if r := runAdmit(t, bin, dir, env, "owner", "add", "--workspace", "Acme", "--user", "user_pg"); r.code != 0 {
+		t.Errorf("admit owner add on PostgreSQL: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runAdmit(t, bin, dir, env, "owner", "list", "--workspace", "Acme"); r.code != 0 || ownerStatus(t, r.stdout, "user_pg") != "active" {
+		t.Errorf("admit owner list on PostgreSQL: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	for _, args := range [][]string{{"backup", "verify"}, {"restore", "-o", filepath.Join(dir, "restored.db")}} {
 		r := runAdmit(t, bin, dir, env, args...)
 		if r.code != 1 || !strings.Contains(r.stderr, "does not apply to PostgreSQL") || !strings.Contains(r.stderr, "Backups on PostgreSQL") {

@@ -30,6 +30,8 @@ var pgRun struct {
 	// dbs maps a test's database path to the PostgreSQL database standing
 	// in for it, so that two opens of one path share one database.
 	dbs sync.Map // string → string (URL)
+	// paths maps each open *DB to the path it was opened at.
+	paths sync.Map // *DB → string
 }
 
 // TestMain runs the package's tests on SQLite, then, when a PostgreSQL
@@ -131,9 +133,29 @@ func pgDatabase(tb testing.TB, path string) string {
 func openTestDB(tb testing.TB, path string, opt Options) (*DB, error) {
 	tb.Helper()
 	if testEngine == PostgreSQL {
-		return OpenPostgres(context.Background(), pgDatabase(tb, path), opt)
+		db, err := OpenPostgres(context.Background(), pgDatabase(tb, path), opt)
+		if err == nil {
+			pgRun.paths.Store(db, path)
+		}
+		return db, err
 	}
 	return Open(context.Background(), path, opt)
+}
+
+// testPath is the path db was opened at: db.Path on SQLite, and on
+// PostgreSQL the path its database stands in for, so that a second open of
+// it reaches the same database.
+func testPath(db *DB) string {
+	if p, ok := pgRun.paths.Load(db); ok {
+		return p.(string)
+	}
+	return db.Path
+}
+
+// jsonField is SQL for the text of a top-level field of an audit event's
+// details, on the run's engine.
+func jsonField(name string) string {
+	return testEngine.pick(`json_extract(details, '$.`+name+`')`, `(details::json->>'`+name+`')`)
 }
 
 // sqliteOnly skips a test about SQLite's files or behaviour on the

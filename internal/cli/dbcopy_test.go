@@ -167,6 +167,19 @@ func TestDBCopy_CopiesEveryTableAndTheCopyServesOnPostgreSQL(t *testing.T) {
 		NoticeVersion: n.Version, Permission: true}); err != nil {
 		t.Fatalf("a signup after the copy: %v", err)
 	}
+	// The signup's audit row took a number past the copied ones: the
+	// identity sequence was moved.
+	var audits, maxID int64
+	if err := dst.QueryRow(`SELECT count(*), max(id) FROM audit_events`).Scan(&audits, &maxID); err != nil {
+		t.Fatal(err)
+	}
+	if audits <= want["audit_events"] || maxID != audits {
+		t.Errorf("audit events after a signup on the copy: %d rows, largest id %d; want more than the %d copied, numbered on", audits, maxID, want["audit_events"])
+	}
+	own, err := pg.OwnEntries(ctx, []string{in.emails[3]})
+	if err != nil || len(own) != 1 {
+		t.Errorf("OwnEntries(%s) on PostgreSQL: %d entries, %v", in.emails[3], len(own), err)
+	}
 	events, err := pg.WorkspaceEvents(ctx, store.DemoWorkspace)
 	if err != nil || len(events) == 0 {
 		t.Fatalf("workspace events on PostgreSQL: %d, %v", len(events), err)

@@ -309,13 +309,23 @@ func queryStrings(ctx context.Context, q interface {
 }
 
 // checkTargetEmpty refuses a target whose schema holds anything but
-// admit's tables (and goose's), or any of admit's tables with a row: a copy
-// goes into an empty database only, never over data.
+// admit's tables (and goose's), whose other schemas hold any table, or
+// with any of admit's tables holding a row: a copy goes into an empty
+// database only, never over data.
 func checkTargetEmpty(ctx context.Context, dst *sql.DB, tables []copyTable) error {
 	present, err := queryStrings(ctx, dst, `SELECT table_name::text FROM information_schema.tables
 		WHERE table_schema = current_schema() ORDER BY table_name`)
 	if err != nil {
 		return fmt.Errorf("cannot be read: %w", err)
+	}
+	elsewhere, err := queryStrings(ctx, dst, `SELECT (table_schema || '.' || table_name)::text FROM information_schema.tables
+		WHERE table_schema <> current_schema() AND table_schema NOT IN ('pg_catalog', 'information_schema')
+			AND table_schema NOT LIKE 'pg\_%' ORDER BY 1`)
+	if err != nil {
+		return fmt.Errorf("cannot be read: %w", err)
+	}
+	if len(elsewhere) > 0 {
+		return fmt.Errorf("is not empty: another schema holds tables (%s); copy into a new, empty database", strings.Join(elsewhere, ", "))
 	}
 	admitTables := map[string]bool{"goose_db_version": true}
 	for _, t := range tables {

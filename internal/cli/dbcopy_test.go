@@ -192,6 +192,7 @@ func TestDBCopy_RefusesATargetThatIsNotEmpty(t *testing.T) {
 		name, prepare, want string
 	}{
 		{"a table of its own", `CREATE TABLE customers (id bigint)`, "not admit's (customers)"},
+		{"a table in another schema", `CREATE SCHEMA billing; CREATE TABLE billing.invoices (id bigint)`, "another schema holds tables (billing.invoices)"},
 		{"admit's tables with a row", "", "already holds admit data"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

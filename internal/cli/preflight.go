@@ -42,6 +42,9 @@ func preflight(ctx context.Context, env config.Environment) (*checked, error) {
 		errs = append(errs, fmt.Errorf("server keys (ADMIT_DATA=%s): %w", cfg.DataDir, err))
 	}
 	if cfg.PostgreSQL() {
+		if err := refuseOwnKeysOnSharedDatabase(ctx, cfg); err != nil {
+			errs = append(errs, err)
+		}
 		// Litestream and the SQLite file's schema do not apply; the
 		// database's schema is checked when it is opened.
 		if len(errs) > 0 {

@@ -23,6 +23,9 @@ func loadConfig(env config.Environment) (*config.Config, error) {
 // openStore loads the server keys from cfg's data directory and opens the
 // database with opt, the binding key and the retention policy.
 func openStore(ctx context.Context, cfg *config.Config, opt store.Options) (serverkeys.Keys, *store.DB, error) {
+	if err := refuseOwnKeysOnSharedDatabase(ctx, cfg); err != nil {
+		return serverkeys.Keys{}, nil, err
+	}
 	keys, err := serverkeys.Load(cfg.Secrets, cfg.DataDir)
 	if err != nil {
 		return serverkeys.Keys{}, nil, err

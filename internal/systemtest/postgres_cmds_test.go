@@ -84,3 +84,37 @@ func TestPostgres_CommandsNameTheEngineHideThePasswordAndLitestreamDoesNotApply(
 		}
 	}
 }
+
+// A second server on a PostgreSQL database admit already runs on, with
+// neither ADMIT_SECRET_* nor a secrets file, is refused before it makes
+// keys of its own; `admit config` refuses it alike; with the first
+// server's secrets file it starts, and a session made on the first works
+// on it.
+func TestPostgres_ASecondServerWithoutTheSharedKeysIsRefused(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	envOf := func(data string) map[string]string {
+		return map[string]string{"ADMIT_ADDR": "127.0.0.1:0", "ADMIT_DATA": data, "ADMIT_DATABASE_URL": dbURL}
+	}
+	dataA, dataB := t.TempDir(), t.TempDir()
+	a := MustRunServe(t, envOf(dataA))
+	for _, cmd := range []string{"serve", "config"} {
+		_, err := runCmd(t, hermetic(t, envOf(dataB)), cmd)
+		if err == nil || !strings.Contains(err.Error(), "ADMIT_SECRET_*") || !strings.Contains(err.Error(), filepath.Join(dataB, "secrets")) {
+			t.Fatalf("admit %s without the shared keys: err=%v, want a refusal naming ADMIT_SECRET_* and the secrets file", cmd, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dataB, "secrets")); !os.IsNotExist(err) {
+		t.Fatalf("the refused server made a secrets file (stat: %v)", err)
+	}
+	keys, err := os.ReadFile(filepath.Join(dataA, "secrets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataB, "secrets"), keys, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := MustRunServe(t, envOf(dataB))
+	owner := newAPIClient()
+	owner.signIn(t, a.URL, a.DevLink, "owner@example.test")
+	demoProgramID(t, owner, b.URL)
+}

@@ -87,9 +87,9 @@ func openBesideServer(ctx context.Context, env config.Environment, cmd string) (
 		return nil, nil, err
 	}
 	opt := store.Options{NoMigrate: len(schema.Pending) == 0}
-	if !opt.NoMigrate && cfg.PostgreSQL() {
-		// Several servers share a PostgreSQL database: a command never
-		// migrates it under them.
+	if !opt.NoMigrate && cfg.PostgreSQL() && schema.Version() > 0 {
+		// Several servers may share a PostgreSQL database: a command
+		// migrates only a new one, never one that servers may run on.
 		return nil, nil, fmt.Errorf("%s: the database needs migrations this admit applies: "+
 			"start admit serve (or run admit migrate) with this admit first, then run this command again", cmd)
 	}

@@ -29,6 +29,11 @@ func TestPostgres_CommandsNameTheEngineHideThePasswordAndLitestreamDoesNotApply(
 	env := append(binaryEnv(dir), "ADMIT_DATABASE_URL="+u.String())
 	shown := strings.Replace(u.String(), password, "xxxxx", 1)
 
+	// The first owner may be added before the first start: the command
+	// migrates a new database.
+	if r := runAdmit(t, bin, dir, env, "owner", "add", "--workspace", "Acme", "--user", "user_first"); r.code != 0 {
+		t.Fatalf("admit owner add on a new PostgreSQL database: exit %d\n%s", r.code, r.stderr)
+	}
 	cfg := runAdmit(t, bin, dir, env, "config")
 	if cfg.code != 0 || !strings.Contains(cfg.stdout, "database: PostgreSQL at "+shown) ||
 		!strings.Contains(cfg.stdout, "backup: Litestream does not apply to PostgreSQL") {

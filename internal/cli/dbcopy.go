@@ -113,7 +113,7 @@ func copyToPostgres(ctx context.Context, cfg *config.Config, target string, stdo
 	}
 	counts, err := copyTables(ctx, src, dst, tables)
 	if err != nil {
-		return fmt.Errorf("db copy: nothing was copied (the target is as it was): %w", err)
+		return fmt.Errorf("db copy: no row was copied (the target holds admit's tables, empty): %w", err)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "table\trows\tcount and digest")

@@ -271,7 +271,7 @@ func TestDBCopy_ADigestMismatchRollsTheCopyBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = runCmd(t, in.env, "db", "copy", "--to", target)
-	if err == nil || !strings.Contains(err.Error(), "notices: the contents differ") || !strings.Contains(err.Error(), "nothing was copied") {
+	if err == nil || !strings.Contains(err.Error(), "notices: the contents differ") || !strings.Contains(err.Error(), "no row was copied") {
 		t.Fatalf("db copy into an altering target: err=%v, want the notices' digests to differ", err)
 	}
 	for _, table := range []string{"workspaces", "programs", "notices", "entries", "audit_events"} {

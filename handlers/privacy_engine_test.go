@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,6 +69,30 @@ func TestPrivacyPage_StatesErasureOnTheEngineInUse(t *testing.T) {
 	for _, want := range []string{"30 days", "31 days"} {
 		if !strings.Contains(pgPage, want) {
 			t.Errorf("the page on PostgreSQL lacks %q", want)
+		}
+	}
+}
+
+// docs/erasure.md states for PostgreSQL the three facts the privacy page
+// states on it: the row at once, old row versions until vacuum, the change
+// log and backups until the operator rotates them.
+func TestErasureDoc_StatesPostgreSQLsFactsAsThePrivacyPage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "erasure.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## PostgreSQL\n")
+	if !ok {
+		t.Fatal("docs/erasure.md has no PostgreSQL section")
+	}
+	if i := strings.Index(section, "\n## "); i >= 0 {
+		section = section[:i]
+	}
+	section = strings.Join(strings.Fields(section), " ")
+	for _, fact := range []string{"**The row.**", "**Dead row versions.**", "until vacuum removes it", "**The WAL and backups.**",
+		"archived WAL and base backups are the operator's"} {
+		if !strings.Contains(section, fact) {
+			t.Errorf("docs/erasure.md's PostgreSQL section does not state %q", fact)
 		}
 	}
 }

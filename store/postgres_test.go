@@ -5,12 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"admit/internal/pgtest"
 	"admit/internal/testutil"
 )
 
@@ -285,5 +288,96 @@ func TestPostgres_ErrorsMapAsOnSQLite(t *testing.T) {
 	// The probe really writes, and clears the mark.
 	if err := db.Writable(ctx); err != nil || db.health.failing() {
 		t.Fatalf("the probe write: %v (failing %t), want writes to succeed again", err, db.health.failing())
+	}
+}
+
+// Servers starting together on an empty database migrate it once: goose's
+// session lock makes the second wait and then find nothing to do.
+func TestOpenPostgres_ServersStartingTogetherMigrateOnce(t *testing.T) {
+	postgresOnly(t)
+	u := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	const servers = 3
+	var wg sync.WaitGroup
+	dbs := make([]*DB, servers)
+	errs := make([]error, servers)
+	applied := make([][]Migration, servers)
+	for i := range servers {
+		wg.Go(func() {
+			dbs[i], errs[i] = OpenPostgres(ctx, u, Options{BindingKey: signupTestKey,
+				Migrated: func(m Migration) { applied[i] = append(applied[i], m) }})
+		})
+	}
+	wg.Wait()
+	for i, db := range dbs {
+		if errs[i] != nil {
+			t.Fatalf("server %d: %v", i, errs[i])
+		}
+		defer db.Close()
+	}
+	var total int
+	for _, a := range applied {
+		total += len(a)
+	}
+	if total != int(KnownVersion()) {
+		t.Fatalf("the servers applied %d migrations between them, want each of the %d once", total, KnownVersion())
+	}
+	if got := mustCount(t, dbs[0], `SELECT count(*) FROM goose_db_version WHERE version_id > 0`); got != int(KnownVersion()) {
+		t.Fatalf("goose recorded %d migrations, want %d", got, KnownVersion())
+	}
+	s, err := ReadSchemaPostgres(ctx, u)
+	if err != nil || len(s.Pending) != 0 || len(s.Unknown) != 0 || s.Version() != KnownVersion() {
+		t.Fatalf("schema %+v (%v): want every migration applied", s, err)
+	}
+}
+
+// What belongs to SQLite's files does nothing on PostgreSQL, and the
+// database's address is never quoted with its password.
+func TestOpenPostgres_FileOperationsDoNothing(t *testing.T) {
+	postgresOnly(t)
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	if db.Engine() != PostgreSQL || db.Path != "" {
+		t.Fatalf("engine %q, path %q; want postgres and no path", db.Engine(), db.Path)
+	}
+	if err := db.Checkpoint(ctx); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	if n, err := db.TrimWAL(ctx); n != 0 || err != nil {
+		t.Fatalf("trim WAL: %d, %v", n, err)
+	}
+	stop, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var flushes atomic.Int64
+	go func() {
+		db.RunEraser(stop, slog.New(slog.DiscardHandler), func(context.Context) error { flushes.Add(1); return nil })
+		close(done)
+	}()
+	a, w := mustOwner(t, db)
+	p := mustProgram(t, db, a, w, "no-files")
+	mustNotice(t, db, a, p.ID)
+	id := mustEntryVia(t, db, a, p.ID, StateWaiting)
+	if err := db.Update(ctx, func(tx *Tx) error {
+		return eraseEntry(ctx, tx, p.ID, id, Actor{Kind: ActorSystem}, "retention")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	if n := flushes.Load(); n != 0 {
+		t.Fatalf("the eraser flushed %d times on PostgreSQL, want never", n)
+	}
+
+	for _, u := range []string{"postgres://admit:s3cret-pw@db.internal:6543/admitdb?sslmode=disable", "host=db.internal port=6543 dbname=admitdb user=admit password=s3cret-pw"} {
+		if got := describePostgres(u); got != "postgres://db.internal:6543/admitdb" {
+			t.Errorf("describePostgres(%q)=%q", u, got)
+		}
+	}
+	_, err := OpenPostgres(ctx, "postgres://admit:s3cret-pw@127.0.0.1:1/admitdb?sslmode=disable&connect_timeout=5", Options{BindingKey: signupTestKey})
+	if err == nil || strings.Contains(err.Error(), "s3cret-pw") {
+		t.Fatalf("open on a closed port: err=%v, want an error without the password", err)
+	}
+	if _, err := OpenPostgres(ctx, pgDatabase(t, testPath(db)), Options{BindingKey: signupTestKey[:8]}); err == nil {
+		t.Fatal("a short binding key was accepted")
 	}
 }

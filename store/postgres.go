@@ -289,7 +289,12 @@ func retryable(engine Engine, err error, committing bool) bool {
 	case pgSerializationFailure, pgDeadlockDetected:
 		return true
 	}
-	return !committing && isLostConnection(err)
+	if committing {
+		// Only a commit that never left admit (the driver says nothing
+		// was sent) is known not to have happened.
+		return pgconn.SafeToRetry(err)
+	}
+	return isLostConnection(err)
 }
 
 // retryWait is the jittered pause before the attempt'th retry: up to

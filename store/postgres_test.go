@@ -340,6 +340,10 @@ func TestOpenPostgres_FileOperationsDoNothing(t *testing.T) {
 	if db.Engine() != PostgreSQL || db.Path != "" {
 		t.Fatalf("engine %q, path %q; want postgres and no path", db.Engine(), db.Path)
 	}
+	var lockTimeout string
+	if err := db.writer.QueryRowContext(ctx, `SHOW lock_timeout`).Scan(&lockTimeout); err != nil || lockTimeout != "10s" {
+		t.Fatalf("the writer's lock_timeout is %q (%v), want BusyTimeout, 10s", lockTimeout, err)
+	}
 	if err := db.Checkpoint(ctx); err != nil {
 		t.Fatalf("checkpoint: %v", err)
 	}

@@ -87,7 +87,7 @@ func ownEntriesQuery(engine Engine, emails int, oneProgram bool) string {
 			e.erase_after, p.retired_at IS NOT NULL
 		FROM programs p
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
-		`+engine.pick(`CROSS JOIN`, `JOIN`)+` entries e ON e.program_id = p.id
+		` + engine.pick(`CROSS JOIN`, `JOIN`) + ` entries e ON e.program_id = p.id
 		JOIN notices n ON n.id = e.notice_id AND n.program_id = e.program_id
 		WHERE `
 	if oneProgram {

@@ -112,7 +112,7 @@ func (db *DB) beginRetirement(ctx context.Context, a Actor, programID string, re
 		// revoke one: a retired program's entries are read-only).
 		var entries, invites, grants int64
 		if err := tx.QueryRowContext(ctx, `SELECT
-				(SELECT coalesce(sum(n), 0) FROM entry_state_counts WHERE program_id = ?1),
+				(SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM entry_state_counts WHERE program_id = ?1),
 				(SELECT count(*) FROM invitations WHERE program_id = ?1 AND state = 'issued'),
 				(SELECT count(*) FROM grants WHERE program_id = ?1 AND active = 1)`, p.ID).
 			Scan(&entries, &invites, &grants); err != nil {

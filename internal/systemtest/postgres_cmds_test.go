@@ -26,7 +26,14 @@ func TestPostgres_CommandsNameTheEngineHideThePasswordAndLitestreamDoesNotApply(
 	const password = "pa55-not-to-be-printed"
 	u.User = url.UserPassword(u.User.Username(), password) // the test server trusts loopback: any password does
 	bin, dir := MustBuildAdmit(t), t.TempDir()
-	env := append(binaryEnv(dir), "ADMIT_DATABASE_URL="+u.String())
+	// A litestream.yml naming a replica, as a SQLite installation moved to
+	// PostgreSQL may keep: it does not apply there.
+	yml := filepath.Join(dir, "litestream.yml")
+	replica := filepath.Join(dir, "replica")
+	if err := os.WriteFile(yml, []byte("dbs:\n  - path: "+filepath.Join(dir, "data", "admit.db")+"\n    replica:\n      type: file\n      path: "+replica+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(binaryEnv(dir), "ADMIT_DATABASE_URL="+u.String(), "ADMIT_LITESTREAM_CONFIG="+yml)
 	shown := strings.Replace(u.String(), password, "xxxxx", 1)
 
 	// The first owner may be added before the first start: the command
@@ -38,6 +45,9 @@ func TestPostgres_CommandsNameTheEngineHideThePasswordAndLitestreamDoesNotApply(
 	if cfg.code != 0 || !strings.Contains(cfg.stdout, "database: PostgreSQL at "+shown) ||
 		!strings.Contains(cfg.stdout, "backup: Litestream does not apply to PostgreSQL") {
 		t.Fatalf("admit config: exit %d\n%s%s", cfg.code, cfg.stdout, cfg.stderr)
+	}
+	if !strings.Contains(cfg.stdout, yml) {
+		t.Fatalf("admit config does not read %s:\n%s", yml, cfg.stdout)
 	}
 	if !strings.Contains(cfg.stdout, "ADMIT_DATABASE_URL") || !strings.Contains(cfg.stdout, "every server on this database needs the same keys") {
 		t.Errorf("admit config lists no ADMIT_DATABASE_URL, or does not say the servers share their keys:\n%s", cfg.stdout)
@@ -61,6 +71,9 @@ func TestPostgres_CommandsNameTheEngineHideThePasswordAndLitestreamDoesNotApply(
 		if _, err := os.Stat(filepath.Join(dir, "data", name)); !os.IsNotExist(err) {
 			t.Errorf("%s in ADMIT_DATA on PostgreSQL (stat: %v)", name, err)
 		}
+	}
+	if _, err := os.Stat(replica); !os.IsNotExist(err) {
+		t.Errorf("serve on PostgreSQL wrote a Litestream replica (stat: %v)", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "admit.lock")); err != nil {
 		t.Errorf("no data-directory lock file on PostgreSQL: %v", err)

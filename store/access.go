@@ -205,9 +205,13 @@ func (db *DB) ReadPrivateContent(ctx context.Context, slug, userID string, verif
 	c := &PrivateContent{}
 	var updated int64
 	var assets string
-	err := db.readRow(ctx, `SELECT p.id, p.public_slug, p.name, p.purpose, c.body, c.revision, c.updated_at,
-			(SELECT json_group_array(json_array(a.name, a.content_type, length(a.data), a.created_at) ORDER BY a.name)
-				FROM private_assets a WHERE a.program_id = p.id) `+
+	assetList := db.engine.pick(
+		`(SELECT json_group_array(json_array(a.name, a.content_type, length(a.data), a.created_at) ORDER BY a.name)
+				FROM private_assets a WHERE a.program_id = p.id) `,
+		// json_agg of no rows is NULL where SQLite's json_group_array is [].
+		`(SELECT coalesce(json_agg(json_build_array(a.name, a.content_type, octet_length(a.data), a.created_at) ORDER BY a.name), '[]')::text
+				FROM private_assets a WHERE a.program_id = p.id) `)
+	err := db.readRow(ctx, `SELECT p.id, p.public_slug, p.name, p.purpose, c.body, c.revision, c.updated_at, `+assetList+
 		accessGate(len(verifiedEmails)), gateArgs(userID, verifiedEmails, slug)...).
 		Scan(&c.ProgramID, &c.Slug, &c.Name, &c.Purpose, &c.Body, &c.Revision, &updated, &assets)
 	if errors.Is(err, sql.ErrNoRows) {

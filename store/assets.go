@@ -51,7 +51,7 @@ func decodeAssetInfos(list string) ([]AssetInfo, error) {
 }
 
 func assetInfos(ctx context.Context, tx *Tx, programID string) ([]AssetInfo, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT name, content_type, length(data), created_at FROM private_assets
+	rows, err := tx.QueryContext(ctx, `SELECT name, content_type, octet_length(data), created_at FROM private_assets
 		WHERE program_id = ? ORDER BY name`, programID)
 	if err != nil {
 		return nil, fmt.Errorf("list assets: %w", err)

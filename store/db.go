@@ -29,7 +29,10 @@ const BusyTimeout = 10 * time.Second
 // transaction with BEGIN IMMEDIATE, and a pool of read-only connections that
 // read WAL snapshots.
 type DB struct {
+	// Path is the SQLite database file; "" on PostgreSQL.
 	Path string
+	// engine is the database engine (Open or OpenPostgres).
+	engine Engine
 	// now is the clock (Options.Now), fixed at Open. Tx.Now is read from
 	// it once, after the write lock is held.
 	now func() time.Time
@@ -103,6 +106,9 @@ type Tx struct {
 	// retention is the database's retention policy, for the dates a read
 	// reports (Program.EntriesErasedBy).
 	retention Retention
+	// engine is the database's engine, for the statements whose SQL
+	// differs between engines.
+	engine Engine
 
 	// cache is the pool's statement cache; missed lists the queries this
 	// transaction ran unprepared, to prepare once it has ended; stmts holds
@@ -239,8 +245,8 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{Path: path, now: opt.Now, retention: opt.Retention,
-		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w), wgate: make(chan struct{}, 1),
+	db := &DB{Path: path, engine: SQLite, now: opt.Now, retention: opt.Retention,
+		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w, SQLite), wgate: make(chan struct{}, 1),
 		wslots: newSlots(opt.WriteReserve, DefaultWriteReserve), retireChunk: max(opt.RetireChunk, 0),
 		erasures: make(chan struct{}, 1), retirements: make(chan struct{}, 1), obs: observer(opt.Observer)}
 	if err := checkPragmas(ctx, w, false); err != nil {
@@ -256,7 +262,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	}
 	// rule: a database a newer admit migrated is never served or
 	// migrated by this one (docs/DEPLOY.md, "Upgrading and rolling back").
-	if err := checkSchema(ctx, w, path, !opt.NoMigrate); err != nil {
+	if err := checkSchemaOn(ctx, SQLite, w, path, !opt.NoMigrate); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -274,7 +280,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	db.reader = r
-	db.rstmts = newStmtCache(r)
+	db.rstmts = newStmtCache(r, SQLite)
 	if err := checkPragmas(ctx, r, true); err != nil {
 		db.Close()
 		return nil, err
@@ -317,6 +323,12 @@ func migrate(ctx context.Context, w *sql.DB, applied func(Migration)) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
+	return runMigrations(ctx, p, applied)
+}
+
+// runMigrations applies p's pending migrations and tells applied (when
+// not nil) each one that was applied.
+func runMigrations(ctx context.Context, p *goose.Provider, applied func(Migration)) error {
 	res, err := p.Up(ctx)
 	if partial := new(goose.PartialError); errors.As(err, &partial) {
 		res = partial.Applied // committed before the one that failed
@@ -362,6 +374,11 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 
 // update is Update; reserved says whether the write takes a slot of the
 // reserve (the signups' commits are bounded by their own queue instead).
+//
+// On PostgreSQL a transaction the server aborted for a reason a new attempt
+// removes (retryable) runs again from the start, with a fresh Tx, up to
+// maxWriteAttempts times in all; the write keeps its turn at the gate
+// meanwhile.
 func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) error {
 	if reserved {
 		if !db.wslots.take() {
@@ -383,15 +400,40 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 		}
 	}
 	defer func() { <-db.wgate }()
+	for attempt := 1; ; attempt++ {
+		err, again := db.attempt(ctx, asked, fn)
+		if !again || attempt == maxWriteAttempts {
+			return err
+		}
+		if serr := sleepCtx(ctx, retryWait(attempt)); serr != nil {
+			return err
+		}
+		asked = time.Now()
+	}
+}
+
+// attempt runs fn once in a write transaction of its own, for update, and
+// reports whether a failure may be retried.
+func (db *DB) attempt(ctx context.Context, asked time.Time, fn func(*Tx) error) (err error, again bool) {
 	sqlTx, err := db.writer.BeginTx(ctx, nil)
+	if err == nil && db.engine == PostgreSQL {
+		// rule (docs/ARCHITECTURE.md#one-writer-on-postgresql): every
+		// write transaction, from every server, holds this one lock from
+		// here to its end, so writes are serialised as on SQLite, where
+		// BEGIN IMMEDIATE takes the database's write lock.
+		if _, err = sqlTx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, writeLockKey); err != nil {
+			sqlTx.Rollback()
+		}
+	}
 	if err != nil {
 		db.health.noteWrite(err)
-		return noSpace(fmt.Errorf("begin immediate: %w", err))
+		return noSpace(fmt.Errorf("begin immediate: %w", err)), retryable(db.engine, err, false)
 	}
 	began := time.Now()
 	db.obs.WriteLockWait(began.Sub(asked))
-	tx := &Tx{Tx: sqlTx, Now: db.now().UTC(), cache: db.wstmts, retention: db.retention}
+	tx := &Tx{Tx: sqlTx, Now: db.now().UTC(), cache: db.wstmts, retention: db.retention, engine: db.engine}
 	var work time.Duration
+	committing := false
 	err = func() error {
 		defer sqlTx.Rollback()
 		err := fn(tx)
@@ -405,16 +447,18 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 		if err != nil {
 			return err
 		}
+		committing = true
 		err = sqlTx.Commit()
 		db.obs.WriteCommit(time.Since(began) - work)
 		return err
 	}()
+	again = retryable(db.engine, err, committing)
 	if err == nil && db.health.failing() {
 		// rule: a commit that wrote nothing (a replay, a refusal) proves
 		// nothing about the disk; while writes fail, only a write that
 		// reaches the WAL says they succeed again.
 		db.health.noteWrite(db.probeHeld())
-	} else {
+	} else if !again {
 		db.health.noteWrite(err)
 	}
 	err = noSpace(err)
@@ -430,16 +474,22 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 	if len(tx.missed) > 0 {
 		db.wstmts.prepare(ctx, tx.missed)
 	}
-	return err
+	return err, again
 }
 
-// View runs fn in a read-only transaction on a consistent snapshot.
+// View runs fn in a read-only transaction on a consistent snapshot: on
+// PostgreSQL, a REPEATABLE READ transaction, whose every statement reads
+// the snapshot its first one took.
 func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
-	sqlTx, err := db.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	opts := &sql.TxOptions{ReadOnly: true}
+	if db.engine == PostgreSQL {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	sqlTx, err := db.reader.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
-	tx := &Tx{Tx: sqlTx, Now: db.now().UTC(), cache: db.rstmts, retention: db.retention}
+	tx := &Tx{Tx: sqlTx, Now: db.now().UTC(), cache: db.rstmts, retention: db.retention, engine: db.engine}
 	err = func() error {
 		defer sqlTx.Rollback()
 		return fn(tx)
@@ -455,6 +505,7 @@ func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
 // and skipping BEGIN and ROLLBACK halves the cost of a short lookup made on
 // every page. Reads of more than one statement go through View.
 func (db *DB) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	args = engineArgs(db.engine, args)
 	s, known := db.rstmts.lookup(query)
 	if !known {
 		db.rstmts.prepare(ctx, []string{query}) // no reader connection is held here
@@ -463,7 +514,7 @@ func (db *DB) readRow(ctx context.Context, query string, args ...any) *sql.Row {
 	if s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}
-	return db.reader.QueryRowContext(ctx, query, args...)
+	return db.reader.QueryRowContext(ctx, db.rstmts.text(query), args...)
 }
 
 // Ping checks that both pools answer.
@@ -491,7 +542,12 @@ const checkpointBusyTimeout = 100 * time.Millisecond
 // if a reader keeps the WAL busy for longer than checkpointBusyTimeout. Not
 // while Litestream replicates the database: checkpoint through it then
 // (backup.Replicator.Checkpoint).
+//
+// On PostgreSQL it does nothing: the server manages its own log.
 func (db *DB) Checkpoint(ctx context.Context) error {
+	if db.engine == PostgreSQL {
+		return nil
+	}
 	select {
 	case db.wgate <- struct{}{}:
 	case <-ctx.Done():

@@ -156,7 +156,8 @@ func caseTwins(ctx context.Context, tx *Tx, programID string, e *Entry) ([]CaseT
 		args = append(args, st)
 	}
 	args = append(args, strings.ToLower(e.Email), e.ID)
-	rows, err := tx.QueryContext(ctx, `SELECT id, email_key, state FROM entries INDEXED BY entries_state_search_idx
+	// PostgreSQL has no INDEXED BY: its planner picks the index itself.
+	rows, err := tx.QueryContext(ctx, `SELECT id, email_key, state FROM entries `+tx.engine.pick(`INDEXED BY entries_state_search_idx`, ``)+`
 		WHERE program_id = ? AND state IN (?`+strings.Repeat(", ?", len(EntryStates)-1)+`)
 		AND lower(email_key) = ? AND id <> ? AND erased_at IS NULL
 		ORDER BY email_key, id LIMIT 20`, args...)
@@ -300,8 +301,10 @@ func (db *DB) EntryIDFor(ctx context.Context, a Actor, programID, idOrAddress st
 	return id, err
 }
 
-// exportCountSQL counts the rows an export of the program holds.
-const exportCountSQL = `SELECT coalesce(sum(n), 0) FROM entry_state_counts WHERE program_id = ?`
+// exportCountSQL counts the rows an export of the program holds. The sum
+// of BIGINTs is a numeric on PostgreSQL: the cast makes it an integer on
+// both engines.
+const exportCountSQL = `SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM entry_state_counts WHERE program_id = ?`
 
 // ExportQueue records the export as an audit event (holding only the row
 // count, no personal data) and then calls fn for every entry of the

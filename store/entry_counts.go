@@ -96,7 +96,7 @@ func (tx *Tx) applyEntryCounts(ctx context.Context) error {
 			n := c.states[state]
 			total += n
 			if _, err := tx.ExecContext(ctx, `INSERT INTO entry_state_counts (program_id, state, n) VALUES (?, ?, ?)
-				ON CONFLICT (program_id, state) DO UPDATE SET n = n + excluded.n`, id, state, n); err != nil {
+				ON CONFLICT (program_id, state) DO UPDATE SET n = entry_state_counts.n + excluded.n`, id, state, n); err != nil {
 				return fmt.Errorf("count entries by state: %w", err)
 			}
 		}
@@ -110,7 +110,7 @@ func (tx *Tx) applyEntryCounts(ctx context.Context) error {
 		}
 		for _, hour := range slices.Sorted(maps.Keys(c.intake)) {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO intake_hours (program_id, bucket_start, admitted_count) VALUES (?, ?, ?)
-				ON CONFLICT (program_id, bucket_start) DO UPDATE SET admitted_count = admitted_count + excluded.admitted_count`,
+				ON CONFLICT (program_id, bucket_start) DO UPDATE SET admitted_count = intake_hours.admitted_count + excluded.admitted_count`,
 				id, hour, c.intake[hour]); err != nil {
 				return fmt.Errorf("count the hour's intake: %w", err)
 			}

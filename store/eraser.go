@@ -55,7 +55,14 @@ func (db *DB) noteErasure() {
 // flushes once more, within eraserFinalTimeout, so that a clean stop leaves
 // no erased bytes behind until the next start: cancel ctx only once nothing
 // else can commit an erasure.
+//
+// On PostgreSQL there is no local log to flush: it calls flush never and
+// returns when ctx ends.
 func (db *DB) RunEraser(ctx context.Context, log *slog.Logger, flush func(context.Context) error) {
+	if db.engine == PostgreSQL {
+		<-ctx.Done()
+		return
+	}
 	db.runEraser(ctx, log, flush)
 	select {
 	case <-db.erasures:

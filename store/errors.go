@@ -68,7 +68,8 @@ func Errorf(code, format string, args ...any) *Error {
 }
 
 // ErrorCode returns the code of err: the code of a wrapped *Error, ECONFLICT
-// for a SQLite constraint failure, EINTERNAL otherwise (and "" for nil).
+// for a constraint failure, EUNAVAILABLE for a lost connection to the
+// database server, EINTERNAL otherwise (and "" for nil).
 func ErrorCode(err error) string {
 	if err == nil {
 		return ""
@@ -79,6 +80,9 @@ func ErrorCode(err error) string {
 	}
 	if isConstraint(err) {
 		return ECONFLICT
+	}
+	if isLostConnection(err) {
+		return EUNAVAILABLE
 	}
 	return EINTERNAL
 }
@@ -93,13 +97,21 @@ func ErrorMessage(err error) string {
 	if isConstraint(err) {
 		return "The change conflicts with the current state."
 	}
+	if isLostConnection(err) {
+		return "The server cannot reach its database right now. Please try again later."
+	}
 	return "Something went wrong on our side."
 }
 
 // isConstraint reports a row refused by one of the schema's own rules (a
 // unique key, a check, a foreign key, a NOT NULL column, a trigger's
-// RAISE(ABORT)), recognised by SQLite's extended result code.
+// RAISE(ABORT)), recognised by SQLite's extended result code or by
+// PostgreSQL's SQLSTATE (a trigger function's RAISE EXCEPTION is P0001).
 func isConstraint(err error) bool {
+	switch pgCode(err) {
+	case pgUniqueViolation, pgForeignKeyViolation, pgCheckViolation, pgNotNullViolation, pgRaiseException:
+		return true
+	}
 	var e *sqlite.Error
 	if !errors.As(err, &e) {
 		return false

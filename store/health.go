@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -65,6 +67,9 @@ func isNoSpace(err error) bool {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		return true
 	}
+	if pgCode(err) == pgDiskFull {
+		return true
+	}
 	var e *sqlite.Error
 	if !errors.As(err, &e) {
 		return false
@@ -84,7 +89,20 @@ func noSpace(err error) error {
 
 // isStorageError reports a SQLite error that says the database file cannot
 // be written, as opposed to a refused statement or a busy lock.
+//
+// On PostgreSQL: a full disk or another insufficient-resources error
+// (class 53), a system or I/O error (class 58), a database that takes only
+// reads (a standby), or a lost connection to the server.
 func isStorageError(err error) bool {
+	if c := pgCode(err); c != "" {
+		switch {
+		case strings.HasPrefix(c, "53"), strings.HasPrefix(c, "58"), c == pgReadOnlyTransaction:
+			return true
+		}
+	}
+	if isLostConnection(err) {
+		return true
+	}
 	var e *sqlite.Error
 	if !errors.As(err, &e) {
 		return false
@@ -142,15 +160,29 @@ func (db *DB) Writable(ctx context.Context) error {
 	return Errorf(EUNAVAILABLE, "database writes are failing since %s", st.FailingSince.Format(time.RFC3339))
 }
 
-// probeWrite writes the database header's user_version, unchanged: SQLite
-// writes page 1 to the WAL at commit either way.
+// probeWrite writes without changing anything. On SQLite it writes the
+// database header's user_version, unchanged: SQLite writes page 1 to the
+// WAL at commit either way. On PostgreSQL it updates the newest row of
+// goose's version table to itself: a new row version, written to the
+// table and the server's log at commit.
 func probeWrite(tx *Tx) error {
-	ctx := context.Background()
+	return probeOn(context.Background(), tx.engine, tx.Tx)
+}
+
+// probeOn runs the probe's statements in sqlTx, on engine.
+func probeOn(ctx context.Context, engine Engine, sqlTx *sql.Tx) error {
+	if engine == PostgreSQL {
+		if _, err := sqlTx.ExecContext(ctx, `UPDATE goose_db_version SET tstamp = tstamp
+			WHERE id = (SELECT max(id) FROM goose_db_version)`); err != nil {
+			return fmt.Errorf("rewrite the schema version: %w", err)
+		}
+		return nil
+	}
 	var v int64
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+	if err := sqlTx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
 		return fmt.Errorf("read user_version: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
+	if _, err := sqlTx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
 		return fmt.Errorf("write user_version: %w", err)
 	}
 	return nil
@@ -165,11 +197,12 @@ func (db *DB) probeHeld() error {
 		return err
 	}
 	defer sqlTx.Rollback()
-	var v int64
-	if err := sqlTx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
-		return err
+	if db.engine == PostgreSQL {
+		if _, err := sqlTx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, writeLockKey); err != nil {
+			return err
+		}
 	}
-	if _, err := sqlTx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
+	if err := probeOn(ctx, db.engine, sqlTx); err != nil {
 		return err
 	}
 	return sqlTx.Commit()

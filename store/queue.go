@@ -292,7 +292,7 @@ func (db *DB) Queue(ctx context.Context, a Actor, programID string, f QueueFilte
 		if _, err := ownedProgram(ctx, tx, a, programID); err != nil {
 			return err
 		}
-		q, args, err := queueQuery(programID, f, func(entryID string) (string, error) {
+		q, args, err := queueQuery(tx.engine, programID, f, func(entryID string) (string, error) {
 			return searchKeyOf(ctx, tx, programID, entryID)
 		})
 		if err != nil {
@@ -371,13 +371,13 @@ func searchKeyOf(ctx context.Context, tx *Tx, programID, entryID string) (string
 // never matches. A search's pages are in address order, by the lowercased
 // address and then the ID; every other page is in join order. keyOf
 // resolves a search cursor's entry to its place in address order.
-func queueQuery(programID string, f QueueFilter, keyOf func(entryID string) (string, error)) (string, []any, error) {
+func queueQuery(engine Engine, programID string, f QueueFilter, keyOf func(entryID string) (string, error)) (string, []any, error) {
 	term, mode, err := f.search()
 	if err != nil {
 		return "", nil, err
 	}
 	if term != "" {
-		return searchQuery(programID, f, term, mode, keyOf)
+		return searchQuery(engine, programID, f, term, mode, keyOf)
 	}
 	q := `SELECT ` + entryColumns + entryFrom + `WHERE e.program_id = ?`
 	args := []any{programID}
@@ -429,7 +429,7 @@ func joinTimeRange(f QueueFilter, args *[]any) string {
 // would cost each signup one more randomly placed page (migration 00010,
 // docs/PERFORMANCE.md#cpu-per-signup). Each row carries its lowercased address
 // as one more column, the merge's key (see scanSearchEntry).
-func searchQuery(programID string, f QueueFilter, term string, mode searchMode, keyOf func(entryID string) (string, error)) (string, []any, error) {
+func searchQuery(engine Engine, programID string, f QueueFilter, term string, mode searchMode, keyOf func(entryID string) (string, error)) (string, []any, error) {
 	// A range of lowercased addresses, read in address order from one
 	// state's part of the index; domain, when set, keeps only the
 	// addresses at exactly that domain.
@@ -498,13 +498,14 @@ func searchQuery(programID string, f QueueFilter, term string, mode searchMode, 
 	for _, sp := range spans {
 		for _, st := range states {
 			arm := `SELECT ` + entryColumns + `, lower(e.email_key) AS search_key
-			FROM entries e INDEXED BY entries_state_search_idx
+			FROM entries e ` + engine.pick(`INDEXED BY entries_state_search_idx`, ``) + `
 			JOIN notices n ON n.id = e.notice_id AND n.program_id = e.program_id
 			WHERE e.program_id = ? AND e.state = ?` + after +
 				` AND lower(e.email_key) ` + sp.loOp + ` ? AND lower(e.email_key) ` + sp.hiOp + ` ? AND e.erased_at IS NULL`
 			args = append(append(append(args, programID, st), afterArgs...), sp.lo, sp.hi)
 			if sp.domain != "" {
-				arm += ` AND substr(e.email_key, instr(e.email_key, '@') + 1) = ?`
+				arm += engine.pick(` AND substr(e.email_key, instr(e.email_key, '@') + 1) = ?`,
+					` AND split_part(e.email_key, '@', 2) = ?`)
 				args = append(args, sp.domain)
 			}
 			arms = append(arms, arm+joinTimeRange(f, &args))

@@ -13,7 +13,8 @@ import (
 // even to delete, so admit keeps a small file of zeros next to the
 // database, the reserve, and frees it to let the write that ends a session
 // through when the disk is full. The reserve is made again at the next
-// such write once writes succeed.
+// such write once writes succeed. On PostgreSQL the server's disk is not
+// admit's to manage: there is no reserve.
 
 // reserveSize is the size of the reserve: room for the WAL frames of a
 // few session deletions (one writes three or four 4 KiB pages), small
@@ -26,7 +27,7 @@ func (db *DB) reservePath() string { return db.Path + "-reserve" }
 // keepReserve makes the reserve if it is missing and writes succeed. It is
 // best effort: without room for it, the deletion goes on without one.
 func (db *DB) keepReserve() {
-	if db.health.failing() {
+	if db.engine == PostgreSQL || db.health.failing() {
 		return
 	}
 	path := db.reservePath()
@@ -49,6 +50,9 @@ func (db *DB) keepReserve() {
 
 // freeReserve removes the reserve and reports whether there was one.
 func (db *DB) freeReserve() bool {
+	if db.engine == PostgreSQL {
+		return false
+	}
 	return os.Remove(db.reservePath()) == nil
 }
 

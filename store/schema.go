@@ -66,8 +66,16 @@ func KnownVersion() int64 {
 
 // knownMigrations lists the embedded migrations by version, read from the
 // same files goose applies, so a new file needs no change here.
-func knownMigrations() ([]Migration, error) {
-	names, err := fs.Glob(migrations.FS, "*.sql")
+func knownMigrations() ([]Migration, error) { return knownMigrationsOn(SQLite) }
+
+// knownMigrationsOn lists the migrations embedded for engine, by version.
+// Both engines' sets have the same versions.
+func knownMigrationsOn(engine Engine) ([]Migration, error) {
+	var fsys fs.FS = migrations.FS
+	if engine == PostgreSQL {
+		fsys = migrations.Postgres
+	}
+	names, err := fs.Glob(fsys, "*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("list migrations: %w", err)
 	}
@@ -168,7 +176,7 @@ func ReadSchema(ctx context.Context, path string) (*Schema, error) {
 		return nil, err
 	}
 	defer db.Close()
-	return readSchema(ctx, db)
+	return readSchemaOn(ctx, SQLite, db)
 }
 
 // querier is what readSchema reads through: a pool or a transaction.
@@ -177,29 +185,45 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// readSchema reads goose's version table (absent on a fresh database) and
-// compares it with the embedded migrations.
-func readSchema(ctx context.Context, q querier) (*Schema, error) {
-	known, err := knownMigrations()
+// readSchemaOn reads goose's version table (absent on a fresh database) of
+// a database on engine and compares it with the embedded migrations.
+func readSchemaOn(ctx context.Context, engine Engine, q querier) (*Schema, error) {
+	known, err := knownMigrationsOn(engine)
 	if err != nil {
 		return nil, err
 	}
-	return readSchemaAgainst(ctx, q, known)
+	return readSchemaAgainst(ctx, engine, q, known)
 }
+
+// Reading goose's version table, by engine: whether it exists, and each
+// applied version with when it was applied (RFC 3339, or "").
+var (
+	gooseTableSQL = map[Engine]string{
+		SQLite:     `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'goose_db_version'`,
+		PostgreSQL: `SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'goose_db_version' AND schemaname = current_schema()`,
+	}
+	gooseVersionsSQL = map[Engine]string{
+		SQLite: `SELECT version_id, max(coalesce(strftime('%Y-%m-%dT%H:%M:%SZ', tstamp), ''))
+		FROM goose_db_version WHERE version_id > 0 GROUP BY version_id ORDER BY version_id`,
+		// goose's tstamp is a timestamp without time zone, written in the
+		// server's zone (now()).
+		PostgreSQL: `SELECT version_id, coalesce(to_char(max(tstamp)::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), '')
+		FROM goose_db_version WHERE version_id > 0 GROUP BY version_id ORDER BY version_id`,
+	}
+)
 
 // readSchemaAgainst is readSchema against the migrations known, by
 // version. goose deletes a row when it takes a migration down, so every
 // row above version 0 is applied.
-func readSchemaAgainst(ctx context.Context, q querier, known []Migration) (*Schema, error) {
+func readSchemaAgainst(ctx context.Context, engine Engine, q querier, known []Migration) (*Schema, error) {
 	var tables int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'goose_db_version'`).Scan(&tables); err != nil {
+	if err := q.QueryRowContext(ctx, gooseTableSQL[engine]).Scan(&tables); err != nil {
 		return nil, fmt.Errorf("read schema version: %w", err)
 	}
 	if tables == 0 {
 		return compareMigrations(known, nil), nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT version_id, max(coalesce(strftime('%Y-%m-%dT%H:%M:%SZ', tstamp), ''))
-		FROM goose_db_version WHERE version_id > 0 GROUP BY version_id ORDER BY version_id`)
+	rows, err := q.QueryContext(ctx, gooseVersionsSQL[engine])
 	if err != nil {
 		return nil, fmt.Errorf("read schema version: %w", err)
 	}
@@ -255,21 +279,21 @@ func compareMigrations(known, applied []Migration) *Schema {
 	return s
 }
 
-// checkSchema refuses a database this binary must not open: one with
-// migrations it does not know, or, when it may not migrate, one with
-// migrations pending.
-func checkSchema(ctx context.Context, q querier, path string, mayMigrate bool) error {
-	known, err := knownMigrations()
+// checkSchemaOn refuses a database on engine that this binary must not
+// open: one with migrations it does not know, or, when it may not migrate,
+// one with migrations pending. path names the database in the error.
+func checkSchemaOn(ctx context.Context, engine Engine, q querier, path string, mayMigrate bool) error {
+	known, err := knownMigrationsOn(engine)
 	if err != nil {
 		return err
 	}
-	return checkSchemaAgainst(ctx, q, path, mayMigrate, known)
+	return checkSchemaAgainst(ctx, engine, q, path, mayMigrate, known)
 }
 
 // checkSchemaAgainst is checkSchema against the migrations known, by
 // version.
-func checkSchemaAgainst(ctx context.Context, q querier, path string, mayMigrate bool, known []Migration) error {
-	s, err := readSchemaAgainst(ctx, q, known)
+func checkSchemaAgainst(ctx context.Context, engine Engine, q querier, path string, mayMigrate bool, known []Migration) error {
+	s, err := readSchemaAgainst(ctx, engine, q, known)
 	if err != nil {
 		return err
 	}

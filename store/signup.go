@@ -428,7 +428,7 @@ func (db *DB) countAttempt(ctx context.Context, tx *Tx, keyFor func(hour time.Ti
 	// dropped on every call, which cost more than the upsert itself
 	// (docs/PERFORMANCE.md#cpu-per-signup).
 	res, err := tx.ExecContext(ctx, `INSERT INTO network_counters (key, attempts, expires_at) VALUES (?, 1, ?)
-		ON CONFLICT (key) DO UPDATE SET attempts = attempts + 1 WHERE attempts < ?`,
+		ON CONFLICT (key) DO UPDATE SET attempts = network_counters.attempts + 1 WHERE network_counters.attempts < ?`,
 		key, Millis(hour.Add(NetworkCounterLifetime)), limit)
 	var counted int64
 	if err == nil {

@@ -27,14 +27,25 @@ const maxCachedStatements = 256
 // or drain them first, as every loop in this package does).
 type stmtCache struct {
 	pool *sql.DB
-	mu   sync.Mutex
+	// engine is the pool's engine: on PostgreSQL each text is prepared in
+	// its rebound form (rebind), still cached under the text as written.
+	engine Engine
+	mu     sync.Mutex
 	// stmts maps SQL text to its statement, or to nil when it cannot be
 	// prepared on its own (it then always runs unprepared).
 	stmts map[string]*sql.Stmt
 }
 
-func newStmtCache(pool *sql.DB) *stmtCache {
-	return &stmtCache{pool: pool, stmts: map[string]*sql.Stmt{}}
+func newStmtCache(pool *sql.DB, engine Engine) *stmtCache {
+	return &stmtCache{pool: pool, engine: engine, stmts: map[string]*sql.Stmt{}}
+}
+
+// text returns query as the pool's engine runs it.
+func (c *stmtCache) text(query string) string {
+	if c != nil && c.engine == PostgreSQL {
+		return rebind(query)
+	}
+	return query
 }
 
 // lookup returns the prepared statement for query, and whether the query
@@ -56,7 +67,7 @@ func (c *stmtCache) prepare(ctx context.Context, queries []string) {
 		if _, known := c.lookup(q); known {
 			continue
 		}
-		s, err := c.pool.PrepareContext(ctx, q)
+		s, err := c.pool.PrepareContext(ctx, c.text(q))
 		if err != nil && ctx.Err() != nil {
 			return // try again after a later transaction
 		}
@@ -109,26 +120,71 @@ func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
 // ExecContext runs a statement in the transaction, prepared once per
 // connection when it can be.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	args = tx.args(args)
 	if s := tx.stmt(ctx, query); s != nil {
 		return s.ExecContext(ctx, args...)
 	}
-	return tx.Tx.ExecContext(ctx, query, args...)
+	return tx.Tx.ExecContext(ctx, tx.text(query), args...)
 }
 
 // QueryContext runs a query in the transaction, prepared once per
 // connection when it can be.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	args = tx.args(args)
 	if s := tx.stmt(ctx, query); s != nil {
 		return s.QueryContext(ctx, args...)
 	}
-	return tx.Tx.QueryContext(ctx, query, args...)
+	return tx.Tx.QueryContext(ctx, tx.text(query), args...)
 }
 
 // QueryRowContext runs a single-row query in the transaction, prepared
 // once per connection when it can be.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	args = tx.args(args)
 	if s := tx.stmt(ctx, query); s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}
-	return tx.Tx.QueryRowContext(ctx, query, args...)
+	return tx.Tx.QueryRowContext(ctx, tx.text(query), args...)
+}
+
+// text returns query as the transaction's engine runs it: on PostgreSQL
+// with its ? placeholders numbered (rebind).
+func (tx *Tx) text(query string) string {
+	if tx.engine == PostgreSQL {
+		return rebind(query)
+	}
+	return query
+}
+
+// args returns a statement's arguments as the transaction's engine takes
+// them: on PostgreSQL a Go bool becomes 1 or 0, as SQLite's driver stores
+// it, since the schema keeps flags as 0/1 integers on both engines.
+func (tx *Tx) args(args []any) []any { return engineArgs(tx.engine, args) }
+
+// engineArgs is Tx.args for engine. The caller's slice is left as it was.
+func engineArgs(engine Engine, args []any) []any {
+	if engine != PostgreSQL {
+		return args
+	}
+	var out []any
+	for i, a := range args {
+		if b, ok := a.(bool); ok {
+			if out == nil {
+				out = append([]any(nil), args...)
+			}
+			out[i] = boolInt(b)
+		}
+	}
+	if out == nil {
+		return args
+	}
+	return out
+}
+
+// boolInt is 1 for true and 0 for false.
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -15,8 +15,9 @@ import (
 // timestamps are predictable.
 var testEpoch = time.Date(2025, time.March, 10, 9, 0, 0, 0, time.UTC)
 
-// MustOpenDB opens a fresh database in a temp file (never :memory:) with its
-// clock stopped at testEpoch, and closes it when the test ends.
+// MustOpenDB opens a fresh database in a temp file (never :memory:), or on
+// the PostgreSQL run a database of the test's own, with its clock stopped at
+// testEpoch, and closes it when the test ends.
 func MustOpenDB(tb testing.TB) *DB {
 	tb.Helper()
 	db, _ := mustOpenDBWithClock(tb)
@@ -42,7 +43,7 @@ func mustOpenAt(tb testing.TB, path string, clock *testutil.Clock) *DB {
 // closes it when the test ends.
 func mustOpenWith(tb testing.TB, path string, opt Options) *DB {
 	tb.Helper()
-	db, err := Open(context.Background(), path, opt)
+	db, err := openTestDB(tb, path, opt)
 	if err != nil {
 		tb.Fatalf("open %s: %v", path, err)
 	}
@@ -147,7 +148,8 @@ func mustColumn[T any](tb testing.TB, db *DB, query string, args ...any) []T {
 
 // tableNames lists the database's own tables (SQLite's internal ones left out).
 func tableNames(ctx context.Context, tx *Tx) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+	rows, err := tx.QueryContext(ctx, tx.engine.pick(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`,
+		`SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()`))
 	if err != nil {
 		return nil, err
 	}

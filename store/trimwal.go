@@ -48,7 +48,12 @@ var trimStep int64 = 8 << 20
 // lock (a write transaction that writes nothing) while it reads the frames
 // committed since and cuts the file, so no commit can append meanwhile. It
 // syncs the file after the last step, outside the lock.
+//
+// On PostgreSQL it does nothing: there is no WAL file of admit's.
 func (db *DB) TrimWAL(ctx context.Context) (removed int64, err error) {
+	if db.engine == PostgreSQL {
+		return 0, nil
+	}
 	path := db.Path + "-wal"
 	ahead, err := walCommittedEnd(path, nil)
 	if err != nil {

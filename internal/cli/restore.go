@@ -28,6 +28,9 @@ func restoreCmd(ctx context.Context, args []string, env config.Environment, stdo
 	if err != nil {
 		return err
 	}
+	if cfg.PostgreSQL() {
+		return errLitestreamOnPostgres("restore")
+	}
 	// rule: a restore into the live database's path holds the data
 	// directory's lock, so it is refused while a server runs and no server
 	// starts on a half-written file (docs/DEPLOY.md, "One server per data

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -63,7 +64,11 @@ func Take(ctx context.Context, q Querier) (Fingerprint, error) {
 }
 
 func tables(ctx context.Context, q Querier) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+	query := `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
+	if engineOf(q) == "postgres" {
+		query = `SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()`
+	}
+	rows, err := q.QueryContext(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
@@ -83,6 +88,16 @@ func tables(ctx context.Context, q Querier) ([]string, error) {
 		return nil, fmt.Errorf("list tables: the database has none")
 	}
 	return names, nil
+}
+
+// engineOf is the name of q's database engine when q reports one (a
+// store.Tx's Engine method, whose result is a string type), or "".
+func engineOf(q Querier) string {
+	m := reflect.ValueOf(q).MethodByName("Engine")
+	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 || m.Type().Out(0).Kind() != reflect.String {
+		return ""
+	}
+	return m.Call(nil)[0].String()
 }
 
 // tableDigest is "N rows sha256:…" over the table's rows, sorted.

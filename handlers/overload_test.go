@@ -287,7 +287,7 @@ func startFullServerOn(t *testing.T, app *testApp, clock *testutil.Clock, pacing
 // every in-progress place taken, 200 well-formed signups arrive at one
 // instant (the limiter's clock stands still). Each is refused 503 having
 // written nothing — no row of any table, no attempt on the network's
-// counter — and the refusals leave one per refusal interval (four answers
+// counter — and the refusals leave one per refusal interval (eight answers
 // at the floor's rate, 32 per mean target): the first at once, the k-th
 // held at least k intervals, up to the longest hold. Each held refusal's
 // request log line says so (held_ms), within its duration, which is the

@@ -183,6 +183,9 @@ func sqliteTables(ctx context.Context, src *sql.DB) ([]copyTable, error) {
 			}
 		}
 		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 		for i := 1; i <= len(pks); i++ {
 			t.pk = append(t.pk, pks[i])
 		}
@@ -209,6 +212,9 @@ func sqliteTables(ctx context.Context, src *sql.DB) ([]copyTable, error) {
 			}
 		}
 		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
 	deferred := map[*foreignKey]bool{}
 	for range len(keys) + 1 {

@@ -14,6 +14,7 @@ import (
 
 	"admit/handlers/admission"
 	"admit/handlers/reqlog"
+	"admit/handlers/secure"
 	"admit/internal/identity"
 	"admit/internal/serverkeys"
 	"admit/store"
@@ -86,13 +87,15 @@ type Server struct {
 	opts Options
 	db   *store.DB
 	id   identity.Identity
-	// sessions holds the codecs (current keys first) and options of
-	// admit's own cookies (session.go).
+	// cookieStore holds the codecs (current keys first) and options of
+	// admit's own cookies (cookiestate.go).
 	cookieStore *sessions.CookieStore
-	log         *slog.Logger
-	origin      string
-	clerkFAPI   string
-	handler     http.Handler
+	// csrf mints and verifies the tokens of signed-in writes.
+	csrf      secure.CSRF
+	log       *slog.Logger
+	origin    string
+	clerkFAPI string
+	handler   http.Handler
 	// mux is the route table, for finding the page behind a form's path.
 	mux *http.ServeMux
 	// patterns are the registered route patterns: the only route names
@@ -166,6 +169,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 		s.clerkFAPI = fapi
 	}
 	s.cookieStore = newCookieStore(opts)
+	s.csrf = secure.CSRF{Key: opts.Keys.CSRF, Previous: opts.Keys.PreviousCSRF}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -124,6 +124,9 @@ func resetDatabase(ctx context.Context, dbURL string) (bool, error) {
 		tables = append(tables, name)
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
 	// The history tables' triggers refuse TRUNCATE, as they should from
 	// admit; a replica session fires no trigger.
 	if _, err := conn.ExecContext(ctx, `SET session_replication_role = replica`); err != nil {

@@ -389,3 +389,57 @@ func TestOpenPostgres_FileOperationsDoNothing(t *testing.T) {
 		t.Fatal("a short binding key was accepted")
 	}
 }
+
+// A signup batch whose connection the server ends before the commit runs
+// again whole on a new connection: every signup is answered once, stored
+// once and counted once.
+func TestPostgres_ASignupBatchWhoseConnectionIsLostRunsAgain(t *testing.T) {
+	postgresOnly(t)
+	clock := testutil.NewClock(testEpoch)
+	db := mustOpenWith(t, filepath.Join(t.TempDir(), "admit.db"), Options{BindingKey: signupTestKey, Now: clock.Now})
+	sp := mustSignupProgram(t, db, "lost-batch", 100, 100)
+	ctx := context.Background()
+	var writerPID int
+	if err := db.writer.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&writerPID); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("pgx", pgDatabase(t, testPath(db)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	// Once, after the first batch's signups ran and before its queued
+	// events are written and it commits, the server ends the writer's
+	// session.
+	var ran, killed atomic.Int64
+	db.signupsRan = func() {
+		ran.Add(1)
+		if killed.Add(1) == 1 {
+			if _, err := other.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, writerPID); err != nil {
+				t.Errorf("end the writer's session: %v", err)
+			}
+		}
+	}
+	const n = 12
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = db.Signup(ctx, sp.signupReq(fmt.Sprintf("lost-%02d@example.com", i)))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("signups: %v", err)
+	}
+	if killed.Load() == 0 || ran.Load() < 2 {
+		t.Fatalf("the batch ran %d times and its session was ended %d times: the retry was not exercised", ran.Load(), killed.Load())
+	}
+	if got := mustCount(t, db, `SELECT count(*) FROM entries WHERE program_id = ?`, sp.Program.ID); got != n {
+		t.Fatalf("stored %d entries, want %d", got, n)
+	}
+	if got := mustCount(t, db, `SELECT count(*) FROM audit_events WHERE program_id = ? AND event_type = 'signup'`, sp.Program.ID); got != n {
+		t.Fatalf("recorded %d signup events, want %d", got, n)
+	}
+	mustCountersMatchEntries(t, db, sp.Program.ID, hourStart(testEpoch), n)
+}

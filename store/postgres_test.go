@@ -146,7 +146,12 @@ func TestPostgres_ADeadlockedWriteRunsAgainAndCommitsOnce(t *testing.T) {
 			go func() {
 				// Wait until this transaction waits for row 2, then take
 				// row 1 on the other connection: a cycle.
-				for {
+				for deadline := time.Now().Add(30 * time.Second); ; {
+					if time.Now().After(deadline) {
+						otherDone <- errors.New("the transaction never waited for row 2")
+						otherTx.Rollback()
+						return
+					}
 					var waiting bool
 					if err := other.QueryRowContext(ctx, `SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting); err != nil {
 						otherDone <- err

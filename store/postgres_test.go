@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"admit/internal/pgtest"
 	"admit/internal/testutil"
@@ -447,4 +451,70 @@ func TestPostgres_ASignupBatchWhoseConnectionIsLostRunsAgain(t *testing.T) {
 		t.Fatalf("recorded %d signup events, want %d", got, n)
 	}
 	mustCountersMatchEntries(t, db, sp.Program.ID, hourStart(testEpoch), n)
+}
+
+// actualRows matches the actual row count and loops of a plan node in
+// EXPLAIN ANALYZE's text.
+var actualRows = regexp.MustCompile(`actual time=[0-9.]+\.\.[0-9.]+ rows=([0-9]+) loops=([0-9]+)`)
+
+// On PostgreSQL a page of a search reads, from each state's range of the
+// search index, at most a page of entries, never the table nor the whole
+// range of a prefix that every entry matches.
+func TestQueueSearch_PostgresReadsAtMostAPagePerRange(t *testing.T) {
+	postgresOnly(t)
+	k := mustOwnerKit(t, "search-pg-plan", 5)
+	mustSeedEntries(t, k.db, k.p.ID, k.notice.ID, 20_000)
+	ctx := context.Background()
+	if _, err := k.db.writer.ExecContext(ctx, `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	cursor := encodeSearchCursor(uuid.NewString())
+	for _, f := range []QueueFilter{
+		{Query: "s"},
+		{Query: "seed-0001"},
+		{Query: "Seed-000042@example.test"},
+		{Query: "seed", Cursor: cursor},
+		{Query: "seed", Before: cursor},
+		{Query: "seed", State: StateWaiting},
+	} {
+		f.Limit = DefaultPageSize
+		q, args, err := queueQuery(PostgreSQL, k.p.ID, f, func(string) (string, error) { return "seed-010000@example.test", nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		mustUpdate(t, k.db, func(tx *Tx) error {
+			rows, err := tx.QueryContext(ctx, `EXPLAIN (ANALYZE) `+q, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					return err
+				}
+				plan = append(plan, line)
+			}
+			return rows.Err()
+		})
+		for _, line := range plan {
+			if !strings.Contains(line, " on entries ") {
+				continue
+			}
+			if !strings.Contains(line, "Index Scan using entries_state_search_idx") && !strings.Contains(line, "Index Scan Backward using entries_state_search_idx") {
+				t.Errorf("%+v reads entries otherwise than by the search index: %s", f, strings.TrimSpace(line))
+				continue
+			}
+			m := actualRows.FindStringSubmatch(line)
+			if m == nil {
+				continue // never executed
+			}
+			n, _ := strconv.Atoi(m[1])
+			loops, _ := strconv.Atoi(m[2])
+			if n*loops > f.Limit+1 {
+				t.Errorf("%+v reads %d entries from one range for a page of %d:\n%s", f, n*loops, f.Limit, strings.Join(plan, "\n"))
+			}
+		}
+	}
 }

@@ -103,18 +103,13 @@ type Server struct {
 	patterns map[string]bool
 	// quotes caches what the form's 202 page quotes from a notice.
 	quotes quoteCache
-	// signups bounds the signups in progress, from the request's arrival
-	// to its answer: at most the store's signup queue (ADMIT_WRITE_QUEUE).
-	signups *admission.Limiter
+	// intake is the front of the signup routes: their bodies read under a
+	// deadline, then the bound on signups in progress, from the request's
+	// arrival to its answer (at most the store's signup queue,
+	// ADMIT_WRITE_QUEUE), and the refusals for load.
+	intake *admission.Intake
 	// answers holds the signup routes' answers until their release.
 	answers *admission.Schedule
-	// busy and slowBody are the signup routes' refusals for load (503)
-	// and for a body too slow to arrive (408), prepared at start.
-	busy, slowBody *cannedAnswer
-	// afterHold calls f when a paced refusal's hold of d is over, unless
-	// stopped first: afterHoldTimer, which tests may replace to hold
-	// refusals until they let them go.
-	afterHold func(d time.Duration, f func()) (stop func() bool)
 }
 
 // New builds the server and its routes.
@@ -147,18 +142,10 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	if db != nil {
 		depth, _ = db.QueueBounds()
 	}
-	s.signups = admission.NewLimiter(depth, time.Now, admission.ProcessCPUMeter)
 	s.answers = admission.NewSchedule(opts.SignupAnswerDelay)
-	s.afterHold = afterHoldTimer
-	dev := id.Mode() == identity.ModeDev
 	var err error
-	if s.busy, err = newCannedAnswer(http.StatusServiceUnavailable, store.EUNAVAILABLE, busyTitle, busyMessage,
-		busyRetryWhen, busyRetryAfter, dev); err != nil {
-		return nil, fmt.Errorf("handlers: the busy page: %w", err)
-	}
-	if s.slowBody, err = newCannedAnswer(errSlowBody.status, errSlowBody.code, titles[errSlowBody.status],
-		errSlowBody.message, "", "", dev); err != nil {
-		return nil, fmt.Errorf("handlers: the slow-body page: %w", err)
+	if s.intake, err = s.newSignupIntake(depth, id.Mode() == identity.ModeDev); err != nil {
+		return nil, err
 	}
 	s.origin = opts.PublicURL.Scheme + "://" + opts.PublicURL.Host
 	if id.Mode() == identity.ModeClerk {

@@ -518,3 +518,29 @@ func TestQueueSearch_PostgresReadsAtMostAPagePerRange(t *testing.T) {
 		}
 	}
 }
+
+// A read transaction reads one snapshot: a write committed while it runs
+// is not seen by its later statements.
+func TestPostgres_AViewReadsOneSnapshot(t *testing.T) {
+	postgresOnly(t)
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	mustOwner(t, db)
+	var before, after int
+	err := db.View(ctx, func(tx *Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM workspaces`).Scan(&before); err != nil {
+			return err
+		}
+		mustOwner(t, db) // commits a new workspace meanwhile
+		return tx.QueryRowContext(ctx, `SELECT count(*) FROM workspaces`).Scan(&after)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != 1 || after != 1 {
+		t.Fatalf("the view read %d and then %d workspaces, want 1 both times", before, after)
+	}
+	if got := mustCount(t, db, `SELECT count(*) FROM workspaces`); got != 2 {
+		t.Fatalf("after the view: %d workspaces, want 2", got)
+	}
+}

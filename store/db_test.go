@@ -34,14 +34,7 @@ func mustSchemaSnapshot(t *testing.T, db *DB) schemaSnapshot {
 		// On PostgreSQL: every relation (table, index, sequence), trigger
 		// and function of the schema, each with its definition.
 		rows, err := tx.QueryContext(ctx, tx.engine.pick(`SELECT type, name, sql FROM sqlite_schema ORDER BY name`,
-			`SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'i' THEN 'index' ELSE c.relkind::text END, c.relname,
-				CASE c.relkind WHEN 'i' THEN pg_get_indexdef(c.oid) ELSE (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
-					FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) END
-			FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace
-			UNION ALL SELECT 'trigger', t.tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-				WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal
-			UNION ALL SELECT 'function', p.proname, pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace
-			ORDER BY 2, 1`))
+			pgSchemaSQL))
 		if err != nil {
 			return err
 		}

@@ -50,9 +50,6 @@ func (e Engine) pick(sqlite, postgres string) string {
 	return sqlite
 }
 
-// pg reports whether the transaction runs on PostgreSQL.
-func (tx *Tx) pg() bool { return tx.engine == PostgreSQL }
-
 // writeLockKey is the PostgreSQL advisory lock every write transaction
 // takes right after BEGIN (docs/ARCHITECTURE.md#one-writer-on-postgresql):
 // the ASCII of "admitwrt". It differs from goose's migration lock.

@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"admit/internal/pgtest"
 	"admit/internal/testutil"
@@ -146,7 +150,12 @@ func TestPostgres_ADeadlockedWriteRunsAgainAndCommitsOnce(t *testing.T) {
 			go func() {
 				// Wait until this transaction waits for row 2, then take
 				// row 1 on the other connection: a cycle.
-				for {
+				for deadline := time.Now().Add(30 * time.Second); ; {
+					if time.Now().After(deadline) {
+						otherDone <- errors.New("the transaction never waited for row 2")
+						otherTx.Rollback()
+						return
+					}
 					var waiting bool
 					if err := other.QueryRowContext(ctx, `SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting); err != nil {
 						otherDone <- err
@@ -315,15 +324,19 @@ func TestOpenPostgres_ServersStartingTogetherMigrateOnce(t *testing.T) {
 		}
 		defer db.Close()
 	}
+	known, err := knownMigrationsOn(PostgreSQL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var total int
 	for _, a := range applied {
 		total += len(a)
 	}
-	if total != int(KnownVersion()) {
-		t.Fatalf("the servers applied %d migrations between them, want each of the %d once", total, KnownVersion())
+	if total != len(known) {
+		t.Fatalf("the servers applied %d migrations between them, want each of the %d once", total, len(known))
 	}
-	if got := mustCount(t, dbs[0], `SELECT count(*) FROM goose_db_version WHERE version_id > 0`); got != int(KnownVersion()) {
-		t.Fatalf("goose recorded %d migrations, want %d", got, KnownVersion())
+	if got := mustCount(t, dbs[0], `SELECT count(*) FROM goose_db_version WHERE version_id > 0`); got != len(known) {
+		t.Fatalf("goose recorded %d migrations, want %d", got, len(known))
 	}
 	s, err := ReadSchemaPostgres(ctx, u)
 	if err != nil || len(s.Pending) != 0 || len(s.Unknown) != 0 || s.Version() != KnownVersion() {
@@ -383,5 +396,151 @@ func TestOpenPostgres_FileOperationsDoNothing(t *testing.T) {
 	}
 	if _, err := OpenPostgres(ctx, pgDatabase(t, testPath(db)), Options{BindingKey: signupTestKey[:8]}); err == nil {
 		t.Fatal("a short binding key was accepted")
+	}
+}
+
+// A signup batch whose connection the server ends before the commit runs
+// again whole on a new connection: every signup is answered once, stored
+// once and counted once.
+func TestPostgres_ASignupBatchWhoseConnectionIsLostRunsAgain(t *testing.T) {
+	postgresOnly(t)
+	clock := testutil.NewClock(testEpoch)
+	db := mustOpenWith(t, filepath.Join(t.TempDir(), "admit.db"), Options{BindingKey: signupTestKey, Now: clock.Now})
+	sp := mustSignupProgram(t, db, "lost-batch", 100, 100)
+	ctx := context.Background()
+	var writerPID int
+	if err := db.writer.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&writerPID); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("pgx", pgDatabase(t, testPath(db)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	// Once, after the first batch's signups ran and before its queued
+	// events are written and it commits, the server ends the writer's
+	// session.
+	var ran, killed atomic.Int64
+	db.signupsRan = func() {
+		ran.Add(1)
+		if killed.Add(1) == 1 {
+			if _, err := other.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, writerPID); err != nil {
+				t.Errorf("end the writer's session: %v", err)
+			}
+		}
+	}
+	const n = 12
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = db.Signup(ctx, sp.signupReq(fmt.Sprintf("lost-%02d@example.com", i)))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("signups: %v", err)
+	}
+	if killed.Load() == 0 || ran.Load() < 2 {
+		t.Fatalf("the batch ran %d times and its session was ended %d times: the retry was not exercised", ran.Load(), killed.Load())
+	}
+	if got := mustCount(t, db, `SELECT count(*) FROM entries WHERE program_id = ?`, sp.Program.ID); got != n {
+		t.Fatalf("stored %d entries, want %d", got, n)
+	}
+	if got := mustCount(t, db, `SELECT count(*) FROM audit_events WHERE program_id = ? AND event_type = 'signup'`, sp.Program.ID); got != n {
+		t.Fatalf("recorded %d signup events, want %d", got, n)
+	}
+	mustCountersMatchEntries(t, db, sp.Program.ID, hourStart(testEpoch), n)
+}
+
+// actualRows matches the actual row count and loops of a plan node in
+// EXPLAIN ANALYZE's text.
+var actualRows = regexp.MustCompile(`actual time=[0-9.]+\.\.[0-9.]+ rows=([0-9]+) loops=([0-9]+)`)
+
+// On PostgreSQL a page of a search reads, from each state's range of the
+// search index, at most a page of entries, never the table nor the whole
+// range of a prefix that every entry matches.
+func TestQueueSearch_PostgresReadsAtMostAPagePerRange(t *testing.T) {
+	postgresOnly(t)
+	k := mustOwnerKit(t, "search-pg-plan", 5)
+	mustSeedEntries(t, k.db, k.p.ID, k.notice.ID, 20_000)
+	ctx := context.Background()
+	if _, err := k.db.writer.ExecContext(ctx, `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	cursor := encodeSearchCursor(uuid.NewString())
+	for _, f := range []QueueFilter{
+		{Query: "s"},
+		{Query: "seed-0001"},
+		{Query: "Seed-000042@example.test"},
+		{Query: "seed", Cursor: cursor},
+		{Query: "seed", Before: cursor},
+		{Query: "seed", State: StateWaiting},
+	} {
+		f.Limit = DefaultPageSize
+		q, args, err := queueQuery(PostgreSQL, k.p.ID, f, func(string) (string, error) { return "seed-010000@example.test", nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		mustUpdate(t, k.db, func(tx *Tx) error {
+			rows, err := tx.QueryContext(ctx, `EXPLAIN (ANALYZE) `+q, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					return err
+				}
+				plan = append(plan, line)
+			}
+			return rows.Err()
+		})
+		for _, line := range plan {
+			if !strings.Contains(line, " on entries ") {
+				continue
+			}
+			if !strings.Contains(line, "Index Scan using entries_state_search_idx") && !strings.Contains(line, "Index Scan Backward using entries_state_search_idx") {
+				t.Errorf("%+v reads entries otherwise than by the search index: %s", f, strings.TrimSpace(line))
+				continue
+			}
+			m := actualRows.FindStringSubmatch(line)
+			if m == nil {
+				continue // never executed
+			}
+			n, _ := strconv.Atoi(m[1])
+			loops, _ := strconv.Atoi(m[2])
+			if n*loops > f.Limit+1 {
+				t.Errorf("%+v reads %d entries from one range for a page of %d:\n%s", f, n*loops, f.Limit, strings.Join(plan, "\n"))
+			}
+		}
+	}
+}
+
+// A read transaction reads one snapshot: a write committed while it runs
+// is not seen by its later statements.
+func TestPostgres_AViewReadsOneSnapshot(t *testing.T) {
+	postgresOnly(t)
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	mustOwner(t, db)
+	var before, after int
+	err := db.View(ctx, func(tx *Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM workspaces`).Scan(&before); err != nil {
+			return err
+		}
+		mustOwner(t, db) // commits a new workspace meanwhile
+		return tx.QueryRowContext(ctx, `SELECT count(*) FROM workspaces`).Scan(&after)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != 1 || after != 1 {
+		t.Fatalf("the view read %d and then %d workspaces, want 1 both times", before, after)
+	}
+	if got := mustCount(t, db, `SELECT count(*) FROM workspaces`); got != 2 {
+		t.Fatalf("after the view: %d workspaces, want 2", got)
 	}
 }

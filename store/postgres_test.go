@@ -274,6 +274,15 @@ func TestPostgres_ErrorsMapAsOnSQLite(t *testing.T) {
 		{"check", pgCheckViolation, ECONFLICT, exec(`UPDATE programs SET queue_cap = 0 WHERE id = ?`, p.ID)},
 		{"not null", pgNotNullViolation, ECONFLICT, exec(`UPDATE programs SET purpose = NULL WHERE id = ?`, p.ID)},
 		{"trigger", pgRaiseException, ECONFLICT, exec(`DELETE FROM notices WHERE program_id = ?`, p.ID)},
+		{"read only", pgReadOnlyTransaction, EUNAVAILABLE,
+			db.Update(ctx, func(tx *Tx) error {
+				// As on a standby: the transaction may only read.
+				if _, err := tx.ExecContext(ctx, `SET TRANSACTION READ ONLY`); err != nil {
+					return err
+				}
+				_, err := tx.ExecContext(ctx, `UPDATE programs SET queue_cap = 7 WHERE id = ?`, p.ID)
+				return err
+			})},
 		{"disk full", pgDiskFull, EUNAVAILABLE,
 			exec(`DO $$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = 'disk_full'; END $$`)},
 	} {

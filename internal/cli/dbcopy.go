@@ -161,61 +161,84 @@ func sqliteTables(ctx context.Context, src *sql.DB) ([]copyTable, error) {
 	tables := map[string]*copyTable{}
 	var keys []*foreignKey
 	for _, n := range names {
-		t := &copyTable{name: n}
+		t, notNull, err := sqliteColumns(ctx, src, n)
+		if err != nil {
+			return nil, err
+		}
 		tables[n] = t
-		notNull := map[string]bool{}
-		rows, err := src.QueryContext(ctx, `SELECT name, "notnull", pk FROM pragma_table_info(?) ORDER BY cid`, n)
+		fks, err := sqliteForeignKeys(ctx, src, n, notNull)
 		if err != nil {
 			return nil, err
 		}
-		pks := map[int]string{}
-		for rows.Next() {
-			var col string
-			var nn bool
-			var pk int
-			if err := rows.Scan(&col, &nn, &pk); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			t.columns, notNull[col] = append(t.columns, col), nn
-			if pk > 0 {
-				pks[pk] = col
-			}
+		keys = append(keys, fks...)
+	}
+	return copyOrder(names, tables, keys)
+}
+
+// sqliteColumns reads table n's columns, in the source's order, its
+// primary key and which columns are NOT NULL.
+func sqliteColumns(ctx context.Context, src *sql.DB, n string) (*copyTable, map[string]bool, error) {
+	t := &copyTable{name: n}
+	notNull := map[string]bool{}
+	rows, err := src.QueryContext(ctx, `SELECT name, "notnull", pk FROM pragma_table_info(?) ORDER BY cid`, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	pks := map[int]string{}
+	for rows.Next() {
+		var col string
+		var nn bool
+		var pk int
+		if err := rows.Scan(&col, &nn, &pk); err != nil {
+			return nil, nil, err
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		for i := 1; i <= len(pks); i++ {
-			t.pk = append(t.pk, pks[i])
-		}
-		rows, err = src.QueryContext(ctx, `SELECT id, "table", "from" FROM pragma_foreign_key_list(?) ORDER BY id, seq`, n)
-		if err != nil {
-			return nil, err
-		}
-		byID := map[int]*foreignKey{}
-		for rows.Next() {
-			var id int
-			var parent, from string
-			if err := rows.Scan(&id, &parent, &from); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			fk := byID[id]
-			if fk == nil {
-				fk = &foreignKey{child: n, parent: parent}
-				byID[id] = fk
-				keys = append(keys, fk)
-			}
-			if !notNull[from] {
-				fk.nullable = append(fk.nullable, from)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
+		t.columns, notNull[col] = append(t.columns, col), nn
+		if pk > 0 {
+			pks[pk] = col
 		}
 	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	for i := 1; i <= len(pks); i++ {
+		t.pk = append(t.pk, pks[i])
+	}
+	return t, notNull, nil
+}
+
+// sqliteForeignKeys reads table n's foreign keys, with the columns of each
+// that may be NULL.
+func sqliteForeignKeys(ctx context.Context, src *sql.DB, n string, notNull map[string]bool) ([]*foreignKey, error) {
+	rows, err := src.QueryContext(ctx, `SELECT id, "table", "from" FROM pragma_foreign_key_list(?) ORDER BY id, seq`, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []*foreignKey
+	byID := map[int]*foreignKey{}
+	for rows.Next() {
+		var id int
+		var parent, from string
+		if err := rows.Scan(&id, &parent, &from); err != nil {
+			return nil, err
+		}
+		fk := byID[id]
+		if fk == nil {
+			fk = &foreignKey{child: n, parent: parent}
+			byID[id] = fk
+			keys = append(keys, fk)
+		}
+		if !notNull[from] {
+			fk.nullable = append(fk.nullable, from)
+		}
+	}
+	return keys, rows.Err()
+}
+
+// copyOrder puts the tables in foreign-key order, parents first, breaking
+// a cycle at a key whose columns may be NULL.
+func copyOrder(names []string, tables map[string]*copyTable, keys []*foreignKey) ([]copyTable, error) {
 	deferred := map[*foreignKey]bool{}
 	for range len(keys) + 1 {
 		order, cycle := foreignKeyOrder(names, keys, deferred)

@@ -207,3 +207,66 @@ func TestDocs_PerformanceStaysAReference(t *testing.T) {
 		}
 	}
 }
+
+// TestArchitecture_RuleTablesPointAtCodeThatExists holds the tables of
+// docs/ARCHITECTURE.md ("Invariants and where each is enforced") to the
+// code: every file a rule names exists, and every name given after a file,
+// in the same clause, is a word of that file. The OpenID Connect table
+// keeps a row for each of the sign-in's checks.
+func TestArchitecture_RuleTablesPointAtCodeThatExists(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Invariants and where each is enforced\n")
+	if !ok {
+		t.Fatal("no Invariants section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	code := regexp.MustCompile("`([^`]+)`")
+	path := regexp.MustCompile(`^[a-z0-9_]+(/[a-z0-9_]+)*\.(go|sql)$`)
+	name := regexp.MustCompile(`^\(?\*?[A-Za-z_][A-Za-z0-9_]*\)?(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+	files, names := map[string]bool{}, 0
+	for line := range strings.Lines(section) {
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| rule ") {
+			continue
+		}
+		cells := strings.Split(strings.TrimSpace(line), " | ")
+		where := cells[len(cells)-1]
+		for _, clause := range strings.Split(where, ";") {
+			file := ""
+			for _, m := range code.FindAllStringSubmatch(clause, -1) {
+				span := m[1]
+				switch {
+				case path.MatchString(span):
+					b, err := os.ReadFile(filepath.FromSlash(span))
+					if err != nil {
+						t.Errorf("the rule table names %s: %v", span, err)
+						file = ""
+						continue
+					}
+					file, files[span] = string(b), true
+				case file != "" && name.MatchString(span):
+					parts := strings.Split(span, ".")
+					word := strings.Trim(parts[len(parts)-1], "()*")
+					if !regexp.MustCompile(`\b` + regexp.QuoteMeta(word) + `\b`).MatchString(file) {
+						t.Errorf("the rule table names %s in a file that has no %q:\n%s", span, word, clause)
+					}
+					names++
+				}
+			}
+		}
+	}
+	if len(files) < 30 || names < 100 {
+		t.Fatalf("read %d files and %d names from the rule tables: the tables were not read", len(files), names)
+	}
+	_, oidc, ok := strings.Cut(section, "\n### What OpenID Connect sign-in promises\n")
+	if !ok {
+		t.Fatal("no OpenID Connect rule table")
+	}
+	for _, check := range []string{"`state`", "`nonce`", "PKCE", "issuer", "subject"} {
+		if !strings.Contains(oidc, check) {
+			t.Errorf("the OpenID Connect rule table has no row for %s", check)
+		}
+	}
+}

@@ -177,3 +177,34 @@ func workspacesFrom(ctx context.Context) []store.Workspace {
 	ws, _ := ctx.Value(workspacesKey).([]store.Workspace)
 	return ws
 }
+
+// csrfToken returns the CSRF token bound to this browser's cookie state and
+// the principal's provider session, making the cookie state's secret if
+// needed.
+func (s *Server) csrfToken(r *http.Request, p *identity.Principal) string {
+	if p == nil {
+		return ""
+	}
+	return s.csrf.Token(s.cookieState(r).csrfSecret(), p.SessionID)
+}
+
+// checkCSRF verifies the token from the X-CSRF-Token header or the csrf form
+// field against this browser's cookie state and the provider session
+// (secure.CSRF): a token minted for another browser or sign-in is 403.
+func (s *Server) checkCSRF(r *http.Request, p *identity.Principal) error {
+	got := r.Header.Get("X-CSRF-Token")
+	if got == "" && mediaType(r) == "application/x-www-form-urlencoded" {
+		if err := parseForm(r); err != nil {
+			return err
+		}
+		v, err := formValue(r, "csrf")
+		if err != nil {
+			return err
+		}
+		got = v
+	}
+	if p == nil || !s.csrf.Verify(got, s.cookieState(r).CSRFSecret, p.SessionID) {
+		return errCSRF
+	}
+	return nil
+}

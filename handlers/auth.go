@@ -137,7 +137,7 @@ func (s *Server) handleSignOutEverywhere(w http.ResponseWriter, r *http.Request)
 	return s.signedOut(w, r, true, "", "You are signed out everywhere.")
 }
 
-// signedOut clears what this browser holds for the session and redirects
+// signedOut clears what this browser holds for the sign-in and redirects
 // to next, or home with the note.
 func (s *Server) signedOut(w http.ResponseWriter, r *http.Request, wasIn bool, next, note string) error {
 	// Clerk mode: the page's script signs out of Clerk first; clearing the
@@ -146,12 +146,12 @@ func (s *Server) signedOut(w http.ResponseWriter, r *http.Request, wasIn bool, n
 		http.SetCookie(w, &http.Cookie{Name: "__session", Value: "", Path: "/", MaxAge: -1, HttpOnly: false,
 			Secure: s.isHTTPS(), SameSite: http.SameSiteLaxMode})
 	}
-	// admit's own session starts over empty (no CSRF secret, no address),
+	// admit's own cookie state starts over empty (no CSRF secret, no address),
 	// holding only the confirmation.
-	sess := s.cookieState(r)
-	sess.signOut()
+	cs := s.cookieState(r)
+	cs.signOut()
 	if wasIn && next == "" {
-		sess.Note = note
+		cs.Note = note
 	}
 	noStore(w)
 	if next != "" {

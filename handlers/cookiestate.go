@@ -26,7 +26,7 @@ const stateCookie = "admit_session"
 // (docs/ARCHITECTURE.md#a-request-start-to-finish). No handler saves it.
 type cookieState struct {
 	// CSRFSecret is what this browser's CSRF tokens are minted from
-	// (csrf.go); a new identity gets a new one.
+	// (secure.CSRF); a new identity gets a new one.
 	CSRFSecret string
 	// Who caches the address the navigation shows for one provider
 	// session: looked up once per provider session rather than from the
@@ -49,7 +49,7 @@ type cookieState struct {
 	Received receipt
 	// unreadable is set when the browser sent an admit_session cookie that
 	// does not decode (old keys, tampering): read as empty, rewritten
-	// only when the session changes — or on sign-out, which clears it.
+	// only when the cookie state changes — or on sign-out, which clears it.
 	unreadable bool
 }
 
@@ -70,7 +70,7 @@ type receipt struct {
 	State receivedState
 }
 
-// csrfSecret returns the session's CSRF secret, making one on first need.
+// csrfSecret returns the browser's CSRF secret, making one on first need.
 func (s *cookieState) csrfSecret() string {
 	if s.CSRFSecret == "" {
 		b := make([]byte, 32)
@@ -86,7 +86,7 @@ func (s *cookieState) csrfSecret() string {
 // gets a new CSRF secret and shows its own address.
 func (s *cookieState) newIdentity() { s.CSRFSecret, s.Who = "", whoLine{} }
 
-// signOut starts the session over empty: no CSRF secret, no address, no
+// signOut starts the cookie state over empty: no CSRF secret, no address, no
 // code, no confirmation, and a cookie that could not be read is replaced.
 // The received signup, in its own cookie, stays.
 func (s *cookieState) signOut() { *s = cookieState{Received: s.Received} }
@@ -105,7 +105,7 @@ func (s *cookieState) takeFlash() string {
 	return f
 }
 
-// takeCode returns the invitation's code if the session still holds it,
+// takeCode returns the invitation's code if the cookie state still holds it,
 // and forgets it: a code is shown exactly once. The invitation is then
 // marked as the one whose code was shown.
 func (s *cookieState) takeCode(invitationID string) string {
@@ -146,8 +146,8 @@ func (s *cookieState) takeReceived(slug string) (st receivedState, ok bool) {
 }
 
 // cookieStateWire is admit_session's plaintext (JSON, then signed and
-// encrypted): the keys and shapes the session had as gorilla/sessions
-// values, so a cookie written before the typed session still reads. Keys
+// encrypted): the keys and shapes of the gorilla/sessions values it was
+// before it was typed, so a cookie written then still reads. Keys
 // are in alphabetical order, as a JSON map's were.
 type cookieStateWire struct {
 	Flashes    []string `json:"_flash,omitempty"`
@@ -159,7 +159,7 @@ type cookieStateWire struct {
 }
 
 // receivedWire is admit_received's plaintext: the receivedState as JSON
-// text under "signup", as before the typed session.
+// text under "signup", as before the cookie state was typed.
 type receivedWire struct {
 	Signup string `json:"signup"`
 }
@@ -220,8 +220,8 @@ type cookieStateKey struct{}
 func (s *Server) cookieState(r *http.Request) *cookieState {
 	rs, ok := r.Context().Value(cookieStateKey{}).(*requestCookieState)
 	if !ok {
-		sess := s.readCookieState(r)
-		return &sess
+		cs := s.readCookieState(r)
+		return &cs
 	}
 	if !rs.loaded {
 		rs.was, rs.loaded = s.readCookieState(r), true
@@ -233,25 +233,25 @@ func (s *Server) cookieState(r *http.Request) *cookieState {
 // readCookieState reads both of admit's cookies. A cookie that fails to decode
 // (old keys, tampering) starts an empty cookie state.
 func (s *Server) readCookieState(r *http.Request) cookieState {
-	var sess cookieState
+	var cs cookieState
 	if c, err := r.Cookie(stateCookie); err == nil && c.Value != "" {
 		var w cookieStateWire
 		if securecookie.DecodeMulti(stateCookie, c.Value, &w, s.cookieStore.Codecs...) == nil {
-			sess = w.state()
+			cs = w.state()
 		} else {
-			sess.unreadable = true
+			cs.unreadable = true
 		}
 	}
 	if c, err := r.Cookie(receivedCookie); err == nil && c.Value != "" {
-		sess.Received.Held = true
+		cs.Received.Held = true
 		var w receivedWire
 		if securecookie.DecodeMulti(receivedCookie, c.Value, &w, s.cookieStore.Codecs...) == nil {
-			if json.Unmarshal([]byte(w.Signup), &sess.Received.State) != nil {
-				sess.Received.State = receivedState{}
+			if json.Unmarshal([]byte(w.Signup), &cs.Received.State) != nil {
+				cs.Received.State = receivedState{}
 			}
 		}
 	}
-	return sess
+	return cs
 }
 
 // cookieStateCookies are the Set-Cookie values of what changed in rs: none

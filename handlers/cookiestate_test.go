@@ -26,7 +26,7 @@ func (r rawSerializer) Deserialize(src []byte, _ any) error {
 	return nil
 }
 
-func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
+func TestStateCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 	key := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 	keys := serverkeys.Keys{SessionHash: key(1), SessionBlock: key(2), CSRF: key(3), Binding: key(4), Counter: key(5)}
 	u, _ := url.Parse("http://127.0.0.1:8080")
@@ -44,7 +44,7 @@ func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 		t.Fatalf("new server: %v", err)
 	}
 
-	cookie := mustSessionCookie(t, s, cookieState{CSRFSecret: "secret", Flash: "Saved."})
+	cookie := mustStateCookie(t, s, cookieState{CSRFSecret: "secret", Flash: "Saved."})
 
 	var plain []byte
 	raw := securecookie.New(keys.SessionHash, keys.SessionBlock).SetSerializer(rawSerializer{&plain})
@@ -65,7 +65,7 @@ func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 		t.Fatalf("flash=%q, want Saved.", fl)
 	}
 
-	// A cookie written as gorilla/sessions values, before the session was
+	// A cookie written as gorilla/sessions values, before the cookie state was
 	// typed, reads into the same fields.
 	old := securecookie.New(keys.SessionHash, keys.SessionBlock).SetSerializer(securecookie.JSONEncoder{})
 	v, err := old.Encode(stateCookie, map[string]any{"csrf": "s1", "who": "sess_1 ada@example.com",
@@ -82,10 +82,10 @@ func TestSessionCookie_IsSignedEncryptedJSONAndCarriesFlashes(t *testing.T) {
 	}
 }
 
-// mustSessionCookie is the admit_session cookie s writes for sess.
-func mustSessionCookie(tb testing.TB, s *Server, sess cookieState) *http.Cookie {
+// mustStateCookie is the admit_session cookie s writes for state.
+func mustStateCookie(tb testing.TB, s *Server, state cookieState) *http.Cookie {
 	tb.Helper()
-	cookies, err := s.cookieStateCookies(&requestCookieState{loaded: true, now: sess})
+	cookies, err := s.cookieStateCookies(&requestCookieState{loaded: true, now: state})
 	if err != nil {
 		tb.Fatalf("save: %v", err)
 	}
@@ -94,7 +94,7 @@ func mustSessionCookie(tb testing.TB, s *Server, sess cookieState) *http.Cookie 
 			return c
 		}
 	}
-	tb.Fatal("no session cookie was set")
+	tb.Fatal("no state cookie was set")
 	return nil
 }
 
@@ -129,14 +129,14 @@ func TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted(t *testing.T) {
 		PreviousSessionHash: key(1), PreviousSessionBlock: key(2), PreviousCSRF: key(3)})
 	after := server(serverkeys.Keys{SessionHash: key(11), SessionBlock: key(12), CSRF: key(13)})
 
-	// A session and a form's token from before the rotation.
+	// A state cookie and a form's token from before the rotation.
 	p := &identity.Principal{UserID: "user_1", SessionID: "sess_1"}
-	saveSession := func(s *Server, csrf string) *http.Cookie {
+	saveState := func(s *Server, csrf string) *http.Cookie {
 		t.Helper()
-		return mustSessionCookie(t, s, cookieState{CSRFSecret: csrf})
+		return mustStateCookie(t, s, cookieState{CSRFSecret: csrf})
 	}
-	oldCookie := saveSession(before, "secret")
-	oldToken := before.mintCSRF("secret", p.SessionID)
+	oldCookie := saveState(before, "secret")
+	oldToken := before.csrf.Token("secret", p.SessionID)
 	post := func(cookie *http.Cookie, token string) *http.Request {
 		r := httptest.NewRequest(http.MethodPost, "/", nil)
 		r.AddCookie(cookie)
@@ -164,8 +164,8 @@ func TestKeyRotation_PreviousSessionAndCSRFKeysStillAccepted(t *testing.T) {
 	}
 
 	// What the server makes during the window needs no previous key.
-	newCookie := saveSession(during, "fresh")
-	newToken := during.mintCSRF("fresh", p.SessionID)
+	newCookie := saveState(during, "fresh")
+	newToken := during.csrf.Token("fresh", p.SessionID)
 	if err := after.checkCSRF(post(newCookie, newToken), p); err != nil {
 		t.Errorf("a cookie and token made during the window are refused after it: %v", err)
 	}

@@ -13,8 +13,9 @@ import (
 )
 
 // The handlers' tests run admit through the exported harness, apptest,
-// bound here to this package's server. The names below are the harness's,
-// under the names these tests have always used.
+// bound here to this package's server: the same binding as handlerstest's,
+// which these tests cannot import, as it imports handlers. The names below
+// are the harness's, under the names these tests have always used.
 
 func init() { apptest.Bind(harnessServer) }
 

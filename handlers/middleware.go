@@ -60,7 +60,7 @@ func (s *Server) withCookieState(next http.Handler) http.Handler {
 					w.Header().Set("X-Request-ID", id)
 				}
 				rs.now = rs.was
-				s.writeError(w, r, fmt.Errorf("save session: %w", err))
+				s.writeError(w, r, fmt.Errorf("save cookie state: %w", err))
 			})
 	})
 }

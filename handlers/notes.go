@@ -13,28 +13,28 @@ import (
 // fresh lookup (cached for next time). A lookup that fails shows no
 // address; it never fails the page.
 func (s *Server) signedInAs(r *http.Request, p *identity.Principal) whoLine {
-	sess := s.cookieState(r)
+	cs := s.cookieState(r)
 	if emails := emailsFrom(r.Context()); len(emails) > 0 {
-		sess.Who = whoLine{ProviderSession: p.SessionID, Address: emails[0]}
-		return sess.Who
+		cs.Who = whoLine{ProviderSession: p.SessionID, Address: emails[0]}
+		return cs.Who
 	}
 	if u := unverifiedFrom(r.Context()); u != "" {
-		sess.Who = whoLine{ProviderSession: p.SessionID, Address: u, Unverified: true}
-		return sess.Who
+		cs.Who = whoLine{ProviderSession: p.SessionID, Address: u, Unverified: true}
+		return cs.Who
 	}
-	if sess.Who.ProviderSession == p.SessionID && sess.Who.Address != "" {
-		return sess.Who
+	if cs.Who.ProviderSession == p.SessionID && cs.Who.Address != "" {
+		return cs.Who
 	}
 	emails, unverified, err := s.addresses(r.Context(), p)
 	switch {
 	case err != nil:
 		return whoLine{}
 	case len(emails) > 0:
-		sess.Who = whoLine{ProviderSession: p.SessionID, Address: emails[0]}
+		cs.Who = whoLine{ProviderSession: p.SessionID, Address: emails[0]}
 	case unverified != "":
-		sess.Who = whoLine{ProviderSession: p.SessionID, Address: unverified, Unverified: true}
+		cs.Who = whoLine{ProviderSession: p.SessionID, Address: unverified, Unverified: true}
 	default:
 		return whoLine{}
 	}
-	return sess.Who
+	return cs.Who
 }

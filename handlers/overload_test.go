@@ -147,7 +147,7 @@ func TestSignup_PastTheWriterQueueIs503WithRetryAfterAndChangesNothing(t *testin
 // TestSignupForm_PastTheBoundIsABusyPageAnsweredBeforeTheFormIsRead: past
 // the bound on signups in progress the form is refused once its bytes
 // have arrived but before they are parsed or the database is asked
-// anything (signupIntake), with a page of its own that
+// anything (admission.Intake), with a page of its own that
 // says admit is busy and when to try again. It stores nothing, so the
 // same form sent again later is admitted.
 func TestSignupForm_PastTheBoundIsABusyPageAnsweredBeforeTheFormIsRead(t *testing.T) {
@@ -264,10 +264,10 @@ func startFullServerOn(t *testing.T, app *testApp, clock *testutil.Clock, pacing
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.signups = admission.NewLimiter(admission.MinInProgress, clock.Now, idleCPU)
-	srv.signups.SetPacing(pacing)
+	srv.intake.Limiter = admission.NewLimiter(admission.MinInProgress, clock.Now, idleCPU)
+	srv.intake.Limiter.SetPacing(pacing)
 	for {
-		if _, ok := srv.signups.Start(); !ok {
+		if _, ok := srv.intake.Limiter.Start(); !ok {
 			break
 		}
 	}
@@ -287,7 +287,7 @@ func startFullServerOn(t *testing.T, app *testApp, clock *testutil.Clock, pacing
 // every in-progress place taken, 200 well-formed signups arrive at one
 // instant (the limiter's clock stands still). Each is refused 503 having
 // written nothing — no row of any table, no attempt on the network's
-// counter — and the refusals leave one per refusal interval (four answers
+// counter — and the refusals leave one per refusal interval (eight answers
 // at the floor's rate, 32 per mean target): the first at once, the k-th
 // held at least k intervals, up to the longest hold. Each held refusal's
 // request log line says so (held_ms), within its duration, which is the
@@ -329,7 +329,7 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 	if got := networkAttempts(t, app); got != attemptsBefore {
 		t.Fatalf("network attempts %d, want %d: a shed signup counts none", got, attemptsBefore)
 	}
-	if got := srv.signups.RefusalsHeld(); got != 0 {
+	if got := srv.intake.Limiter.RefusalsHeld(); got != 0 {
 		t.Fatalf("%d refusals still held after every answer", got)
 	}
 
@@ -352,7 +352,7 @@ func TestSignupBusy_ShedRefusalsArePacedLoggedAsHeldAndWriteNothing(t *testing.T
 		t.Fatalf("%d request lines, %d of them held; want %d and %d (all but the first)", len(lines), len(held), n, n-1)
 	}
 	slices.Sort(held)
-	interval := srv.signups.RefusalInterval()
+	interval := srv.intake.Limiter.RefusalInterval()
 	for k, h := range held {
 		// The log rounds to the microsecond.
 		if want := min(time.Duration(k+1)*interval, admission.MaxFloodHold) - time.Microsecond; h < want {
@@ -370,8 +370,8 @@ func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	ts, srv, logs := startFullServerOn(t, app, clock, true, true)
 	// A second's worth of refusals already paced: the next waits a second.
-	for range int(admission.MaxRefusalHold/srv.signups.RefusalInterval()) + 1 {
-		if rf := srv.signups.Refuse(nil); rf.Sent != nil {
+	for range int(admission.MaxRefusalHold/srv.intake.Limiter.RefusalInterval()) + 1 {
+		if rf := srv.intake.Limiter.Refuse(nil); rf.Sent != nil {
 			rf.Sent()
 		}
 	}
@@ -388,12 +388,12 @@ func TestSignupBusy_AHeldRefusalEndsWhenItsClientGoesAway(t *testing.T) {
 		}
 		errc <- err
 	}()
-	eventually(t, "the refusal to be held", func() bool { return srv.signups.RefusalsHeld() == 1 })
+	eventually(t, "the refusal to be held", func() bool { return srv.intake.Limiter.RefusalsHeld() == 1 })
 	cancel()
 	if err := <-errc; err == nil {
 		t.Fatal("the cancelled request was answered")
 	}
-	eventually(t, "the held refusal to end", func() bool { return srv.signups.RefusalsHeld() == 0 })
+	eventually(t, "the held refusal to end", func() bool { return srv.intake.Limiter.RefusalsHeld() == 0 })
 	var lines []map[string]any
 	eventually(t, "its request line", func() bool {
 		lines = logLines(t, logs.String(), "request")
@@ -419,7 +419,7 @@ func TestSignupBusy_AResendBeforeRetryAfterOnItsConnectionIsPaced(t *testing.T) 
 	app := MustStartApp(t, withNetworkLimit(100000))
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	ts, srv, logs := startFullServer(t, app, clock, false)
-	interval := srv.signups.RefusalInterval()
+	interval := srv.intake.Limiter.RefusalInterval()
 
 	keepAlive := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	newEach := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -478,7 +478,7 @@ func TestSignupBusy_AResendBeforeRetryAfterOnItsConnectionIsPaced(t *testing.T) 
 	// the same connection is not resending early.
 	clock.Add(3*interval + busyRetryWait)
 	wantHeld("a signup after the Retry-After", keepAlive, true, 0)
-	if got := srv.signups.RefusalsHeld(); got != 0 {
+	if got := srv.intake.Limiter.RefusalsHeld(); got != 0 {
 		t.Fatalf("%d refusals still held after every answer", got)
 	}
 }
@@ -511,7 +511,7 @@ func holdRefusalsUntilReleased(t *testing.T, srv *Server) (release func(), longe
 	// Registered after the server's start, so run before its close, which
 	// waits for the held connections.
 	t.Cleanup(release)
-	srv.afterHold = func(d time.Duration, f func()) (stop func() bool) {
+	srv.intake.AfterHold = func(d time.Duration, f func()) (stop func() bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		most = max(most, d)
@@ -640,16 +640,16 @@ func TestSignupBusy_HeldRefusalsPastTheOldCapAreParkedUpToTheirBound(t *testing.
 	var closed, open atomic.Int64
 	waitFirst := answerAll(t, "signup", sendRawSignups(t, ts, first, "held"), &closed, &open)
 	eventually(t, "all but the first refusal to be held", func() bool {
-		return srv.signups.RefusalsHeld() == first-1 && open.Load() == 1
+		return srv.intake.Limiter.RefusalsHeld() == first-1 && open.Load() == 1
 	})
 	// The first's connection is still served, idle; a held refusal would
 	// keep its own.
 	eventually(t, "the held refusals' connections to be parked", func() bool { return servingGoroutines() <= 1 })
-	srv.signups.SetMaxHeld(bound)
+	srv.intake.Limiter.SetMaxHeld(bound)
 	waitMore := answerAll(t, "signup past the first", sendRawSignups(t, ts, more, "past"), &closed, &open)
 	pastBound := int64(more - (bound - (first - 1)))
 	eventually(t, "the refusals past the bound to be answered", func() bool { return closed.Load() == pastBound })
-	if got, want := srv.signups.RefusalsHeld(), bound; got != want {
+	if got, want := srv.intake.Limiter.RefusalsHeld(), bound; got != want {
 		t.Fatalf("%d refusals held, want %d: the bound", got, want)
 	}
 	if got := open.Load(); got != 1 {
@@ -662,7 +662,7 @@ func TestSignupBusy_HeldRefusalsPastTheOldCapAreParkedUpToTheirBound(t *testing.
 	if got, want := closed.Load(), int64(first+more-1); got != want || open.Load() != 1 {
 		t.Fatalf("%d answers closed their connection, %d kept it; want %d and 1", got, open.Load(), want)
 	}
-	eventually(t, "every held refusal to be sent", func() bool { return srv.signups.RefusalsHeld() == 0 })
+	eventually(t, "every held refusal to be sent", func() bool { return srv.intake.Limiter.RefusalsHeld() == 0 })
 	if got := longest(); got <= admission.MaxRefusalHold || got > admission.MaxFloodHold {
 		t.Fatalf("the longest hold asked for was %v, want more than a resend's longest, %v, and at most %v",
 			got, admission.MaxRefusalHold, admission.MaxFloodHold)
@@ -709,7 +709,7 @@ func TestSignupBusy_AParkedFormRefusalIsTheBusyPageWithItsRequestID(t *testing.T
 		t.Fatalf("the first form signup: %v, %v; want a 503 at once", resp, err)
 	}
 	second := send()
-	eventually(t, "the second refusal to be held", func() bool { return srv.signups.RefusalsHeld() == 1 })
+	eventually(t, "the second refusal to be held", func() bool { return srv.intake.Limiter.RefusalsHeld() == 1 })
 	release()
 	resp, err := http.ReadResponse(second, nil)
 	if err != nil {

@@ -51,6 +51,9 @@ func (s *Server) ownerHomeView(r *http.Request) (*views.OwnerHomeView, error) {
 
 // backupView reports the continuous backup for the owner console.
 func (s *Server) backupView() views.BackupView {
+	if s.db.Engine() == store.PostgreSQL {
+		return views.BackupView{PostgreSQL: true}
+	}
 	if s.opts.BackupStatus == nil {
 		return views.BackupView{}
 	}

@@ -40,7 +40,7 @@ func readIssueForm(r *http.Request) (views.IssueForm, store.NewInvitation, error
 }
 
 // handleIssueInvitation is the issue form. The new code is kept in the
-// encrypted session cookie, never in a URL, and the answer is 303 to the
+// encrypted state cookie, never in a URL, and the answer is 303 to the
 // invitation's code page, which shows it once and forgets it; Back and
 // reload then never offer to send the form again
 // (docs/console.md#invitation-codes).
@@ -69,7 +69,7 @@ func (s *Server) handleIssueInvitation(w http.ResponseWriter, r *http.Request) e
 		return failed(err)
 	}
 	if res.Code != "" {
-		// The code waits in the encrypted session for the one page that
+		// The code waits in the encrypted cookie state for the one page that
 		// shows it.
 		s.cookieState(r).Code = heldCode{InvitationID: res.Invitation.ID, Code: res.Code}
 	}

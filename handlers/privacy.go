@@ -32,6 +32,7 @@ func (s *Server) privacyView() views.PrivacyView {
 		CounterLifetime:   views.Duration(store.NetworkCounterLifetime + store.SweepInterval),
 		SweepInterval:     views.Duration(store.SweepInterval),
 		BackupConfigured:  backup > 0,
+		PostgreSQL:        s.db.Engine() == store.PostgreSQL,
 		BackupRetention:   views.Duration(backup),
 		RemovalEverywhere: everywhere(0),
 		ReceiptKept:       views.Duration(store.ReceiptLifetime),

@@ -7,7 +7,7 @@ import (
 	"admit/views"
 )
 
-// receivedCookie carries a browser's accepted signup (session.Received)
+// receivedCookie carries a browser's accepted signup (cookieState.Received)
 // from its POST to the page that shows it (POST → 303 → GET, docs/API.md#html-routes): the
 // removal token rides server-sealed (signed and encrypted), never in a URL,
 // lives minutes, is scoped to the waitlist pages and is cleared by the one

@@ -161,7 +161,7 @@ func codeInMessage(text string) string {
 // no code and no private data. Signed out, it explains and links to sign-in
 // with a return to this page; signed in, it shows the form.
 func (s *Server) handleRedeem(w http.ResponseWriter, r *http.Request) error {
-	noStore(w) // the form carries the session's CSRF token
+	noStore(w) // the form carries the sign-in's CSRF token
 	c := s.chrome(r, "Redeem an invitation code")
 	return s.render(w, r, http.StatusOK, c, views.Redeem(c, views.RedeemView{SignInURL: signInURL("/redeem")}))
 }

@@ -15,7 +15,7 @@ import (
 
 // chrome builds the page shell's view model for this request. It
 // authenticates softly: a failure only means the visitor is shown as
-// signed out. It writes nothing: what it takes from the session (the
+// signed out. It writes nothing: what it takes from the cookie state (the
 // confirmation, the mark of a shown code) or adds to it (the CSRF secret,
 // the address shown) withCookieState saves.
 func (s *Server) chrome(r *http.Request, title string) views.Chrome {

@@ -48,14 +48,14 @@ func (s *Server) publicRoutes(mux routeMux) {
 	mux.Handle("GET /privacy", s.h(s.handlePrivacy))
 
 	// Signup. rule: the body is read under a deadline of its own before
-	// the signup may take an in-progress place (signupIntake), and the
+	// the signup may take an in-progress place (admission.Intake), and the
 	// answer leaves on a fixed schedule counted from then, so its timing
 	// does not tell a listed address from a new one (docs/signup.md).
 	mux.Handle("GET /waitlist/{slug}", s.h(s.handleWaitlist))
-	mux.Handle("POST /waitlist/{slug}", s.signupIntake(s.answers.OnSchedule(s.h(s.handleWaitlistPost))))
+	mux.Handle("POST /waitlist/{slug}", s.intake.Wrap(s.answers.OnSchedule(s.h(s.handleWaitlistPost))))
 	mux.Handle("GET /waitlist/{slug}/received", s.h(s.handleReceived))
 	mux.Handle("GET /api/public/programs/{slug}", s.h(s.handlePublicProgramAPI))
-	mux.Handle("POST /api/public/programs/{slug}/signups", s.signupIntake(s.answers.OnSchedule(s.h(s.handleSignupAPI))))
+	mux.Handle("POST /api/public/programs/{slug}/signups", s.intake.Wrap(s.answers.OnSchedule(s.h(s.handleSignupAPI))))
 
 	// Removal by the token a signup showed once.
 	mux.Handle("GET /manage/{$}", s.h(s.handleManage))

@@ -14,6 +14,7 @@ import (
 
 	"admit/handlers/admission"
 	"admit/handlers/reqlog"
+	"admit/handlers/secure"
 	"admit/internal/identity"
 	"admit/internal/serverkeys"
 	"admit/store"
@@ -86,13 +87,15 @@ type Server struct {
 	opts Options
 	db   *store.DB
 	id   identity.Identity
-	// sessions holds the codecs (current keys first) and options of
-	// admit's own cookies (session.go).
+	// cookieStore holds the codecs (current keys first) and options of
+	// admit's own cookies (cookiestate.go).
 	cookieStore *sessions.CookieStore
-	log         *slog.Logger
-	origin      string
-	clerkFAPI   string
-	handler     http.Handler
+	// csrf mints and verifies the tokens of signed-in writes.
+	csrf      secure.CSRF
+	log       *slog.Logger
+	origin    string
+	clerkFAPI string
+	handler   http.Handler
 	// mux is the route table, for finding the page behind a form's path.
 	mux *http.ServeMux
 	// patterns are the registered route patterns: the only route names
@@ -100,18 +103,13 @@ type Server struct {
 	patterns map[string]bool
 	// quotes caches what the form's 202 page quotes from a notice.
 	quotes quoteCache
-	// signups bounds the signups in progress, from the request's arrival
-	// to its answer: at most the store's signup queue (ADMIT_WRITE_QUEUE).
-	signups *admission.Limiter
+	// intake is the front of the signup routes: their bodies read under a
+	// deadline, then the bound on signups in progress, from the request's
+	// arrival to its answer (at most the store's signup queue,
+	// ADMIT_WRITE_QUEUE), and the refusals for load.
+	intake *admission.Intake
 	// answers holds the signup routes' answers until their release.
 	answers *admission.Schedule
-	// busy and slowBody are the signup routes' refusals for load (503)
-	// and for a body too slow to arrive (408), prepared at start.
-	busy, slowBody *cannedAnswer
-	// afterHold calls f when a paced refusal's hold of d is over, unless
-	// stopped first: afterHoldTimer, which tests may replace to hold
-	// refusals until they let them go.
-	afterHold func(d time.Duration, f func()) (stop func() bool)
 }
 
 // New builds the server and its routes.
@@ -144,18 +142,10 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 	if db != nil {
 		depth, _ = db.QueueBounds()
 	}
-	s.signups = admission.NewLimiter(depth, time.Now, admission.ProcessCPUMeter)
 	s.answers = admission.NewSchedule(opts.SignupAnswerDelay)
-	s.afterHold = afterHoldTimer
-	dev := id.Mode() == identity.ModeDev
 	var err error
-	if s.busy, err = newCannedAnswer(http.StatusServiceUnavailable, store.EUNAVAILABLE, busyTitle, busyMessage,
-		busyRetryWhen, busyRetryAfter, dev); err != nil {
-		return nil, fmt.Errorf("handlers: the busy page: %w", err)
-	}
-	if s.slowBody, err = newCannedAnswer(errSlowBody.status, errSlowBody.code, titles[errSlowBody.status],
-		errSlowBody.message, "", "", dev); err != nil {
-		return nil, fmt.Errorf("handlers: the slow-body page: %w", err)
+	if s.intake, err = s.newSignupIntake(depth, id.Mode() == identity.ModeDev); err != nil {
+		return nil, err
 	}
 	s.origin = opts.PublicURL.Scheme + "://" + opts.PublicURL.Host
 	if id.Mode() == identity.ModeClerk {
@@ -166,6 +156,7 @@ func New(opts Options, db *store.DB, id identity.Identity) (*Server, error) {
 		s.clerkFAPI = fapi
 	}
 	s.cookieStore = newCookieStore(opts)
+	s.csrf = secure.CSRF{Key: opts.Keys.CSRF, Previous: opts.Keys.PreviousCSRF}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -12,7 +12,7 @@ import (
 // end (its write failed even with the reserve that session endings keep,
 // docs/ARCHITECTURE.md#sessions): what this browser holds is cleared all
 // the same — the session cookie, which the identity cleared before
-// writing, Clerk's cookie and admit's own session — and a 503 page says
+// writing, Clerk's cookie and admit's own cookie state — and a 503 page says
 // plainly that the session did not end on the server.
 func (s *Server) signOutIncomplete(w http.ResponseWriter, r *http.Request, err error) error {
 	s.log.ErrorContext(r.Context(), "sign-out could not end the session", "method", r.Method, "route", r.Pattern, "err", err)

@@ -145,12 +145,8 @@ func readSignupForm(r *http.Request) (*signupForm, error) {
 	return form, f.err
 }
 
-// startSignup takes a place among the signups in progress (admission.Limiter),
-// or reports that there is none: admit then answers 503 at once.
-func (s *Server) startSignup() (done func(), ok bool) { return s.signups.Start() }
-
 // handleWaitlistPost is the no-JavaScript signup form. Its body was read,
-// and its in-progress place taken, by signupIntake.
+// and its in-progress place taken, by the intake (admission.Intake).
 func (s *Server) handleWaitlistPost(w http.ResponseWriter, r *http.Request) error {
 	slug := r.PathValue("slug")
 	f, err := readSignupForm(r)

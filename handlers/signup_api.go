@@ -22,7 +22,7 @@ type signupReceivedJSON struct {
 }
 
 // handleSignupAPI is the JSON signup. Its body was read, and its
-// in-progress place taken, by signupIntake.
+// in-progress place taken, by the intake (admission.Intake).
 func (s *Server) handleSignupAPI(w http.ResponseWriter, r *http.Request) error {
 	var body signupJSON
 	if err := decodeJSON(r, &body); err != nil {

@@ -102,7 +102,7 @@ func TestSlowBodies_NeverShutTheSignupFormAndAreAnswered408(t *testing.T) {
 	const deadline = 3 * time.Second
 	app := MustStartApp(t, withWriteQueues(admission.MinInProgress, 0), withNetworkLimit(100000),
 		withSignupBodyTimeout(deadline))
-	if got, want := srvOf(app).signups.Bound(), admission.MinInProgress; got != want {
+	if got, want := srvOf(app).intake.Limiter.Bound(), admission.MinInProgress; got != want {
 		t.Fatalf("the in-progress bound is %d, want its floor %d", got, want)
 	}
 
@@ -215,7 +215,7 @@ func TestSlowBodies_NeverShutTheSignupFormAndAreAnswered408(t *testing.T) {
 	if got := networkAttempts(t, app); got != accepted {
 		t.Fatalf("network attempts=%d, want %d: a slow body counts none", got, accepted)
 	}
-	if got := srvOf(app).signups.InProgress(); got != 0 {
+	if got := srvOf(app).intake.Limiter.InProgress(); got != 0 {
 		t.Fatalf("%d signups still in progress, want 0", got)
 	}
 	// The 408s are logged like any answer, and no body reaches the log.
@@ -249,7 +249,7 @@ func TestSignupBusy_RefusalIsPreparedAndReadsNoSession(t *testing.T) {
 			anon.SendJSON("POST", signupAPI, signupJSONBody(uuid.NewString(), fmt.Sprintf("held%d@example.com", i), 1, true))
 		}()
 	}
-	eventually(t, "the places to be taken", func() bool { return srvOf(app).signups.InProgress() == depth })
+	eventually(t, "the places to be taken", func() bool { return srvOf(app).intake.Limiter.InProgress() == depth })
 
 	form := signupFormValues(uuid.NewString(), "someone@example.com", 1, true)
 	pages := map[string]*testResponse{"anyone": anon.PostForm(t, signupPath, form), "owner": owner.PostForm(t, signupPath, form)}
@@ -294,13 +294,13 @@ func TestSignupBusy_RefusalIsPreparedAndReadsNoSession(t *testing.T) {
 func BenchmarkSignupRefusal(b *testing.B) {
 	app := MustStartApp(b, withWriteQueues(admission.MinInProgress, 0))
 	for {
-		if _, ok := srvOf(app).signups.Start(); !ok {
+		if _, ok := srvOf(app).intake.Limiter.Start(); !ok {
 			break
 		}
 	}
 	// As many refusals held as may be: each refusal leaves at once, so the
 	// benchmark times a refusal's work, not the pace that holds it.
-	srvOf(app).signups.SetHeld(admission.MaxRefusalsHeld)
+	srvOf(app).intake.Limiter.SetHeld(admission.MaxRefusalsHeld)
 	jsonBody := signupJSONBody(uuid.NewString(), "someone@example.com", 1, true)
 	formBody := signupFormValues(uuid.NewString(), "someone@example.com", 1, true).Encode()
 	for _, bc := range []struct {
@@ -320,7 +320,7 @@ func BenchmarkSignupRefusal(b *testing.B) {
 		})
 	}
 	answers := map[string]func(http.ResponseWriter, *http.Request){
-		"answer/prepared": srvOf(app).busy.write,
+		"answer/prepared": func(w http.ResponseWriter, r *http.Request) { srvOf(app).intake.Busy.Write(w, r, answerForm(r)) },
 		"answer/rendered": func(w http.ResponseWriter, r *http.Request) { srvOf(app).writeError(w, r, store.ErrBusy) },
 	}
 	for _, name := range []string{"answer/prepared", "answer/rendered"} {

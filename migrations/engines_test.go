@@ -2,10 +2,13 @@ package migrations_test
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -59,6 +62,56 @@ func newPostgres(t *testing.T, version int64) *engine {
 	e.migrate(t, version)
 	return e
 }
+
+// newPostgresICU is newPostgres on a database whose default collation is
+// ICU's en-US, where text sorts by language rules and lower() folds every
+// letter: the schema must not depend on the database's locale.
+func newPostgresICU(t *testing.T, version int64) *engine {
+	t.Helper()
+	server := pgtest.Require(t)
+	admin, err := sql.Open("pgx", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	name := "admit_test_icu_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(`CREATE DATABASE ` + name + ` TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'`); err != nil {
+		t.Fatalf("create a database with an ICU collation: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	e := &engine{name: "postgres-icu", db: db, pg: true}
+	e.migrate(t, version)
+	return e
+}
+
+// namedEngine opens a fresh database of one engine in a subtest of that
+// name, so a PostgreSQL test that skips leaves the SQLite one running.
+type namedEngine struct {
+	name string
+	open func(*testing.T, int64) *engine
+}
+
+var (
+	onSQLite      = namedEngine{"sqlite", newSQLite}
+	onPostgres    = namedEngine{"postgres", newPostgres}
+	onPostgresICU = namedEngine{"postgres-icu", newPostgresICU}
+)
 
 func (e *engine) provider(t *testing.T, opts ...goose.ProviderOption) *goose.Provider {
 	t.Helper()

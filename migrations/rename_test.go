@@ -11,9 +11,9 @@ import (
 // column, and the column's check and the append-only triggers on
 // audit_events still refuse what they refused.
 func TestMigration17_RenamesTheAuditActorKeepingItsRules(t *testing.T) {
-	for _, open := range []func(*testing.T, int64) *engine{newSQLite, newPostgres} {
-		e := open(t, 16)
-		t.Run(e.name, func(t *testing.T) {
+	for _, eng := range []namedEngine{onSQLite, onPostgres} {
+		t.Run(eng.name, func(t *testing.T) {
+			e := eng.open(t, 16)
 			ctx := context.Background()
 			for _, f := range fixture[:3] { // a workspace, its owner and a program
 				e.mustExec(t, f.q, f.args...)
@@ -50,7 +50,7 @@ func TestMigration17_RenamesTheAuditActorKeepingItsRules(t *testing.T) {
 				}
 			}
 
-			// Down to 16 and up again: an operator rolling 00017 back.
+			// Down to 16 and up again: an operator rolling back past 00017.
 			p := e.provider(t)
 			if _, err := p.DownTo(ctx, 16); err != nil {
 				t.Fatal(err)

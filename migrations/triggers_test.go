@@ -18,9 +18,9 @@ func TestSchema_TriggersKeepTheSameCountsOnBothEngines(t *testing.T) {
 		"invitation " + id(issuedInviteID) + " email <nil>",
 		"references left 0",
 	}, "\n")
-	for _, open := range []func(*testing.T, int64) *engine{newSQLite, newPostgres} {
-		e := open(t, 0)
-		t.Run(e.name, func(t *testing.T) {
+	for _, eng := range []namedEngine{onSQLite, onPostgres} {
+		t.Run(eng.name, func(t *testing.T) {
+			e := eng.open(t, 0)
 			for _, f := range fixture {
 				e.mustExec(t, f.q, f.args...)
 			}
@@ -104,5 +104,37 @@ func TestSchema_PostgresHistoryRefusesTruncate(t *testing.T) {
 	}
 	if got := outcome(e.tryInTx(context.Background(), `TRUNCATE network_counters`)); got != "ok" {
 		t.Errorf("TRUNCATE of a table that is no history: %s", got)
+	}
+}
+
+// Text compares by byte on both engines (SQLite's BINARY, PostgreSQL's
+// COLLATE "C"), whatever the database's locale, and lower() folds ASCII
+// letters only: the queue's order and its search by address agree.
+func TestSchema_TextComparesBytesOnBothEngines(t *testing.T) {
+	addresses := []string{"zoe@x.test", "Zoe@x.test", "a-b@x.test", "ab@x.test", "_a@x.test", "\u00e9mile@x.test", "\u00c9mile@x.test", "a.b@x.test", "10@x.test", "9@x.test"}
+	want := "10@x.test 10@x.test|9@x.test 9@x.test|Zoe@x.test zoe@x.test|_a@x.test _a@x.test|a-b@x.test a-b@x.test|" +
+		"a.b@x.test a.b@x.test|ab@x.test ab@x.test|zoe@x.test zoe@x.test|\u00c9mile@x.test \u00c9mile@x.test|\u00e9mile@x.test \u00e9mile@x.test"
+	for _, eng := range []namedEngine{onSQLite, onPostgres, onPostgresICU} {
+		t.Run(eng.name, func(t *testing.T) {
+			e := eng.open(t, 0)
+			for _, f := range fixture[:5] {
+				e.mustExec(t, f.q, f.args...)
+			}
+			for i, a := range addresses {
+				e.mustExec(t, `INSERT INTO entries (id, program_id, email_key, notice_id, permission_at, state, created_at, updated_at)
+					VALUES (?, ?, ?, ?, 1, 'waiting', 1, 1)`, id(300+i), id(programID), a, id(noticeID))
+			}
+			var got []string
+			for _, r := range queryAll(t, e, `SELECT email_key, lower(email_key) FROM entries WHERE program_id = ? ORDER BY email_key`, id(programID)) {
+				got = append(got, str(r[0])+" "+str(r[1]))
+			}
+			if strings.Join(got, "|") != want {
+				t.Errorf("addresses in order:\n%s\nwant:\n%s", strings.Join(got, "|"), want)
+			}
+			r := queryAll(t, e, `SELECT count(*) FROM entries WHERE program_id = ? AND state = 'waiting' AND lower(email_key) >= 'zoe@' AND lower(email_key) < 'zoe@x.tesu'`, id(programID))
+			if num(r[0][0]) != 2 {
+				t.Errorf("a search by the lowercased address finds %d, want both Zoe and zoe", num(r[0][0]))
+			}
+		})
 	}
 }

@@ -47,6 +47,7 @@ func fileSize(t *testing.T, path string) int64 {
 // database file: only an explicit checkpoint (Litestream's, while it
 // replicates) does. Without it, SQLite checkpoints on its own.
 func TestOpen_NoAutoCheckpointLeavesTheWALToItsReplicator(t *testing.T) {
+	sqliteOnly(t, "checkpoints of the WAL file")
 	ctx := context.Background()
 	for _, tc := range []struct {
 		opt        Options

@@ -1,5 +1,6 @@
-// Package store holds admit's domain types and every operation on the SQLite
-// database. Each exported operation is one transaction.
+// Package store holds admit's domain types and every operation on the
+// database: a SQLite file (Open) or a PostgreSQL database (OpenPostgres).
+// Each exported operation is one transaction.
 package store
 
 import (
@@ -26,8 +27,8 @@ import (
 const BusyTimeout = 10 * time.Second
 
 // DB is admit's database: one writer connection that serializes every write
-// transaction with BEGIN IMMEDIATE, and a pool of read-only connections that
-// read WAL snapshots.
+// transaction with BEGIN IMMEDIATE (on PostgreSQL, an advisory lock taken
+// after BEGIN), and a pool of read-only connections that read snapshots.
 type DB struct {
 	// Path is the SQLite database file; "" on PostgreSQL.
 	Path string
@@ -401,7 +402,7 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 	}
 	defer func() { <-db.wgate }()
 	for attempt := 1; ; attempt++ {
-		err, again := db.attempt(ctx, asked, fn)
+		again, err := db.attempt(ctx, asked, fn)
 		if !again || attempt == maxWriteAttempts {
 			return err
 		}
@@ -414,7 +415,7 @@ func (db *DB) update(ctx context.Context, reserved bool, fn func(*Tx) error) err
 
 // attempt runs fn once in a write transaction of its own, for update, and
 // reports whether a failure may be retried.
-func (db *DB) attempt(ctx context.Context, asked time.Time, fn func(*Tx) error) (err error, again bool) {
+func (db *DB) attempt(ctx context.Context, asked time.Time, fn func(*Tx) error) (again bool, err error) {
 	sqlTx, err := db.writer.BeginTx(ctx, nil)
 	if err == nil && db.engine == PostgreSQL {
 		// rule (docs/ARCHITECTURE.md#one-writer-on-postgresql): every
@@ -427,7 +428,7 @@ func (db *DB) attempt(ctx context.Context, asked time.Time, fn func(*Tx) error) 
 	}
 	if err != nil {
 		db.health.noteWrite(err)
-		return noSpace(fmt.Errorf("begin immediate: %w", err)), retryable(db.engine, err, false)
+		return retryable(db.engine, err, false), noSpace(fmt.Errorf("begin immediate: %w", err))
 	}
 	began := time.Now()
 	db.obs.WriteLockWait(began.Sub(asked))
@@ -474,7 +475,7 @@ func (db *DB) attempt(ctx context.Context, asked time.Time, fn func(*Tx) error) 
 	if len(tx.missed) > 0 {
 		db.wstmts.prepare(ctx, tx.missed)
 	}
-	return err, again
+	return again, err
 }
 
 // View runs fn in a read-only transaction on a consistent snapshot: on

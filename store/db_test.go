@@ -31,7 +31,10 @@ func mustSchemaSnapshot(t *testing.T, db *DB) schemaSnapshot {
 	ctx := context.Background()
 	var s schemaSnapshot
 	err := db.View(ctx, func(tx *Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT type, name, sql FROM sqlite_schema ORDER BY name`)
+		// On PostgreSQL: every relation (table, index, sequence), trigger
+		// and function of the schema, each with its definition.
+		rows, err := tx.QueryContext(ctx, tx.engine.pick(`SELECT type, name, sql FROM sqlite_schema ORDER BY name`,
+			pgSchemaSQL))
 		if err != nil {
 			return err
 		}
@@ -73,7 +76,7 @@ func TestOpen_MigrationsApplyTwiceWithoutChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "admit.db")
 	clock := testutil.NewClock(testEpoch)
 
-	first, err := Open(context.Background(), path, Options{BindingKey: signupTestKey, Now: clock.Now})
+	first, err := openTestDB(t, path, Options{BindingKey: signupTestKey, Now: clock.Now})
 	if err != nil {
 		t.Fatalf("first open: %v", err)
 	}
@@ -125,6 +128,7 @@ func TestSchema_ReferenceRowsAreAppendOnly(t *testing.T) {
 }
 
 func TestOpen_PragmasReadBackOnBothPools(t *testing.T) {
+	sqliteOnly(t, "pragmas")
 	db := MustOpenDB(t)
 	ctx := context.Background()
 	want := map[string]string{
@@ -188,6 +192,7 @@ func TestOpen_PragmasReadBackOnBothPools(t *testing.T) {
 }
 
 func TestCheckPragmas_RefusesPoolWithoutRequiredPragma(t *testing.T) {
+	sqliteOnly(t, "pragmas")
 	ctx := context.Background()
 	without := func(readOnly bool, drop string, add ...string) string {
 		d := dsn("PATH", readOnly)
@@ -273,7 +278,7 @@ func holdWriteLock(t *testing.T, db *DB, name string) (release func(), done <-ch
 
 func TestUpdate_SecondWriterBlocksOnBeginImmediate(t *testing.T) {
 	db1, clock := mustOpenDBWithClock(t)
-	db2 := mustOpenAt(t, db1.Path, clock)
+	db2 := mustOpenAt(t, testPath(db1), clock)
 	ctx := context.Background()
 
 	release, db1Done, _ := holdWriteLock(t, db1, "held by db1")
@@ -433,10 +438,27 @@ func execRaw(db *DB, query string, args ...any) error {
 	})
 }
 
+// postgresSchemaErrors is, for each SQLite error a schema test expects,
+// the SQLSTATE PostgreSQL answers the same statement with.
+var postgresSchemaErrors = map[string]string{
+	"CHECK constraint failed":                   pgCheckViolation,
+	"UNIQUE constraint failed":                  pgUniqueViolation,
+	"FOREIGN KEY constraint failed":             pgForeignKeyViolation,
+	"cannot store TEXT value in INTEGER column": "22P02", // invalid text representation
+}
+
+// wantSchemaError fails the test unless err is the schema's refusal
+// named by fragment (SQLite's words), or on PostgreSQL its SQLSTATE.
 func wantSchemaError(t *testing.T, what string, err error, fragment string) {
 	t.Helper()
 	if err == nil {
 		t.Errorf("%s: succeeded, want a constraint error", what)
+		return
+	}
+	if testEngine == PostgreSQL {
+		if want, ok := postgresSchemaErrors[fragment]; !ok || pgCode(err) != want {
+			t.Errorf("%s: err=%v, want SQLSTATE %s (%s)", what, err, want, fragment)
+		}
 		return
 	}
 	if !strings.Contains(err.Error(), fragment) {
@@ -723,6 +745,7 @@ func TestOpen_RefusesABindingKeyOfTheWrongLengthBeforeTouchingTheDisk(t *testing
 // Page caches cost twice their size in resident memory under modernc's
 // allocator, so no connection gets more than SQLite's default (see dsnWith).
 func TestOpen_EveryConnectionKeepsTheDefaultPageCache(t *testing.T) {
+	sqliteOnly(t, "pragmas")
 	db := MustOpenDB(t)
 	ctx := context.Background()
 	cacheSize := func(run func(context.Context, func(*Tx) error) error) int {

@@ -301,8 +301,10 @@ func (db *DB) EntryIDFor(ctx context.Context, a Actor, programID, idOrAddress st
 	return id, err
 }
 
-// exportCountSQL counts the rows an export of the program holds.
-const exportCountSQL = `SELECT coalesce(sum(n), 0) FROM entry_state_counts WHERE program_id = ?`
+// exportCountSQL counts the rows an export of the program holds. The sum
+// of BIGINTs is a numeric on PostgreSQL: the cast makes it an integer on
+// both engines.
+const exportCountSQL = `SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM entry_state_counts WHERE program_id = ?`
 
 // ExportQueue records the export as an audit event (holding only the row
 // count, no personal data) and then calls fn for every entry of the

@@ -75,7 +75,9 @@ func (db *DB) OwnEntry(ctx context.Context, slug string, verifiedEmails []string
 // and address, whatever the number of entries. There is no index on the
 // address alone (migration 00010). The order's unary plus keeps the join
 // time index, which would read the whole program in order, out of it.
-func ownEntriesQuery(emails int, oneProgram bool) string {
+// PostgreSQL has neither form (no CROSS JOIN … ON, no unary plus on text):
+// its planner chooses the order of the join and the index itself.
+func ownEntriesQuery(engine Engine, emails int, oneProgram bool) string {
 	q := `SELECT p.id, p.public_slug, p.name, p.purpose, p.access_enabled,
 			CASE WHEN p.retired_at IS NULL THEN e.state WHEN e.state = 'invited' THEN 'selected'
 				WHEN e.state = 'active' THEN 'revoked' ELSE e.state END,
@@ -85,13 +87,14 @@ func ownEntriesQuery(emails int, oneProgram bool) string {
 			e.erase_after, p.retired_at IS NOT NULL
 		FROM programs p
 		JOIN workspaces w ON w.id = p.workspace_id AND w.active = 1
-		CROSS JOIN entries e ON e.program_id = p.id
+		` + engine.pick(`CROSS JOIN`, `JOIN`) + ` entries e ON e.program_id = p.id
 		JOIN notices n ON n.id = e.notice_id AND n.program_id = e.program_id
 		WHERE `
 	if oneProgram {
 		q += `p.public_slug = ? AND `
 	}
-	return q + `e.email_key IN (` + placeholders(emails) + `) AND e.erased_at IS NULL ORDER BY +e.created_at, +e.id`
+	return q + `e.email_key IN (` + placeholders(emails) + `) AND e.erased_at IS NULL ORDER BY ` +
+		engine.pick(`+e.created_at, +e.id`, `e.created_at, e.id`)
 }
 
 func (db *DB) ownEntries(ctx context.Context, slug string, emails []string) ([]OwnEntry, error) {
@@ -100,7 +103,7 @@ func (db *DB) ownEntries(ctx context.Context, slug string, emails []string) ([]O
 	}
 	// An entry of a retired program reads as retirement leaves it, also
 	// while the retirement's steps have not reached it yet (retire.go).
-	q := ownEntriesQuery(len(emails), slug != "")
+	q := ownEntriesQuery(db.engine, len(emails), slug != "")
 	args := make([]any, 0, len(emails)+1)
 	if slug != "" {
 		args = append(args, slug)

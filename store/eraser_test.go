@@ -63,6 +63,7 @@ func startGatedEraser(t *testing.T, db *DB, g *gatedFlush) {
 }
 
 func TestRunEraser_ABurstOfErasuresSharesOneFlushAfterItsLastCommit(t *testing.T) {
+	sqliteOnly(t, "flushing erased bytes out of the WAL file")
 	f := newLifecycleFixture(t)
 	ctx := context.Background()
 	var tokens []string
@@ -103,6 +104,7 @@ func TestRunEraser_ABurstOfErasuresSharesOneFlushAfterItsLastCommit(t *testing.T
 }
 
 func TestRunEraser_RetriesAFailedFlushUntilItSucceeds(t *testing.T) {
+	sqliteOnly(t, "flushing erased bytes out of the WAL file")
 	f := newLifecycleFixture(t)
 	g := newGatedFlush()
 	close(g.release)
@@ -121,6 +123,7 @@ func TestRunEraser_RetriesAFailedFlushUntilItSucceeds(t *testing.T) {
 }
 
 func TestCheckpoint_GivesUpOnALongReaderAndKeepsTheWritersBusyTimeout(t *testing.T) {
+	sqliteOnly(t, "flushing erased bytes out of the WAL file")
 	f := newLifecycleFixture(t)
 	ctx := context.Background()
 	f.join(t, "first@example.com")
@@ -160,6 +163,7 @@ func TestCheckpoint_GivesUpOnALongReaderAndKeepsTheWritersBusyTimeout(t *testing
 // An erasure committed just before the eraser is stopped is flushed on the
 // way out; with none pending, stopping flushes nothing.
 func TestRunEraser_StoppingFlushesAnErasureStillPending(t *testing.T) {
+	sqliteOnly(t, "flushing erased bytes out of the WAL file")
 	for _, erase := range []bool{true, false} {
 		f := newLifecycleFixture(t)
 		_, tok := f.join(t, "late@example.com")

@@ -69,7 +69,8 @@ func Errorf(code, format string, args ...any) *Error {
 
 // ErrorCode returns the code of err: the code of a wrapped *Error, ECONFLICT
 // for a constraint failure, EUNAVAILABLE for a lost connection to the
-// database server, EINTERNAL otherwise (and "" for nil).
+// database server or a PostgreSQL server that takes only reads, EINTERNAL
+// otherwise (and "" for nil).
 func ErrorCode(err error) string {
 	if err == nil {
 		return ""
@@ -81,7 +82,7 @@ func ErrorCode(err error) string {
 	if isConstraint(err) {
 		return ECONFLICT
 	}
-	if isLostConnection(err) {
+	if isLostConnection(err) || pgCode(err) == pgReadOnlyTransaction {
 		return EUNAVAILABLE
 	}
 	return EINTERNAL
@@ -99,6 +100,11 @@ func ErrorMessage(err error) string {
 	}
 	if isLostConnection(err) {
 		return "The server cannot reach its database right now. Please try again later."
+	}
+	if pgCode(err) == pgReadOnlyTransaction {
+		// A standby that takes only reads: after a failover, until the
+		// address points at the new primary (docs/DEPLOY.md).
+		return "The database takes no changes right now. Please try again later."
 	}
 	return "Something went wrong on our side."
 }

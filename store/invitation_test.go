@@ -89,6 +89,7 @@ func TestIssueInvitation_TwoConcurrentIssuesForTheLastSeatExactlyOneSucceeds(t *
 }
 
 func TestIssueInvitation_NeitherTheCodeNorItsBytesReachTheDatabaseFiles(t *testing.T) {
+	sqliteOnly(t, "the database files")
 	k := mustOwnerKit(t, "digest-only", 5)
 	e := k.entry(t, StateSelected)
 	res := k.mustIssueOK(t, e, k.clock.Now().Add(time.Hour))

@@ -17,8 +17,9 @@ import (
 
 	"admit/migrations"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" driver
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 )
@@ -49,9 +50,6 @@ func (e Engine) pick(sqlite, postgres string) string {
 	return sqlite
 }
 
-// pg reports whether the transaction runs on PostgreSQL.
-func (tx *Tx) pg() bool { return tx.engine == PostgreSQL }
-
 // writeLockKey is the PostgreSQL advisory lock every write transaction
 // takes right after BEGIN (docs/ARCHITECTURE.md#one-writer-on-postgresql):
 // the ASCII of "admitwrt". It differs from goose's migration lock.
@@ -81,10 +79,14 @@ func OpenPostgres(ctx context.Context, dbURL string, opt Options) (*DB, error) {
 		opt.Now = time.Now
 	}
 	name := describePostgres(dbURL)
-	w, err := sql.Open("pgx", dbURL)
+	cfg, err := pgx.ParseConfig(dbURL)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", name, err)
+		return nil, fmt.Errorf("open %s: the address does not parse", name)
 	}
+	// The writer waits at most BusyTimeout for a lock, the write lock
+	// among them, as SQLite's busy_timeout bounds BEGIN IMMEDIATE.
+	cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(BusyTimeout.Milliseconds(), 10)
+	w := stdlib.OpenDB(*cfg)
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -289,7 +291,12 @@ func retryable(engine Engine, err error, committing bool) bool {
 	case pgSerializationFailure, pgDeadlockDetected:
 		return true
 	}
-	return !committing && isLostConnection(err)
+	if committing {
+		// Only a commit that never left admit (the driver says nothing
+		// was sent) is known not to have happened.
+		return pgconn.SafeToRetry(err)
+	}
+	return isLostConnection(err)
 }
 
 // retryWait is the jittered pause before the attempt'th retry: up to

@@ -329,7 +329,7 @@ func TestSelectEntries_AllOrNoneWithOneAuditEventEach(t *testing.T) {
 		t.Fatalf("read-back %+v", out)
 	}
 	if n := mustCount(t, k.db, `SELECT count(*) FROM audit_events WHERE event_type = 'selected'
-		AND json_extract(details, '$.reason') = 'priority_cohort' AND json_extract(details, '$.from') = 'waiting'`); n != 2 {
+		AND `+jsonField("reason")+` = 'priority_cohort' AND `+jsonField("from")+` = 'waiting'`); n != 2 {
 		t.Fatalf("selected events with reason and prior state=%d, want 2", n)
 	}
 	_, err := k.db.SelectEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: nil, Reason: "meets_policy"})
@@ -452,6 +452,7 @@ func TestExportQueue_RowCountFromTheCountersMatchesTheRowsStreamed(t *testing.T)
 	if streamed != 6 || details != `{"rows":6}` {
 		t.Errorf("streamed %d rows, recorded %s; want 6 and {\"rows\":6}", streamed, details)
 	}
+	sqliteOnly(t, "SQLite's query plans")
 	plan := mustQueryPlan(t, k.db, exportCountSQL, k.p.ID)
 	for _, step := range plan {
 		if strings.Contains(step, "entries ") || strings.HasSuffix(step, "entries") {

@@ -107,6 +107,7 @@ func TestSignup_DenialAtACapStoresNothingButItsCountedAttempt(t *testing.T) {
 // new signup fails and nothing is acknowledged, but a replay of an
 // acknowledged signup key, and of owner action keys, still answers.
 func TestReplays_AnswerWhileEveryWriteFails(t *testing.T) {
+	sqliteOnly(t, "a full disk under the database file")
 	dir, fill := testutil.MustFullDisk(t)
 	db := mustOpenAt(t, filepath.Join(dir, "admit.db"), testutil.NewClock(testEpoch))
 	ctx := context.Background()

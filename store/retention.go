@@ -82,7 +82,7 @@ func (db *DB) setEntryState(ctx context.Context, tx *Tx, programID, entryID, sta
 	res, err := tx.ExecContext(ctx, `UPDATE entries SET state = ?, updated_at = ?,
 		erase_after = CASE
 			WHEN erased_at IS NOT NULL THEN NULL
-			WHEN ? AND erase_after IS NOT NULL AND (? IS NULL OR erase_after < ?) THEN erase_after
+			WHEN ? <> 0 AND erase_after IS NOT NULL AND (CAST(? AS BIGINT) IS NULL OR erase_after < ?) THEN erase_after
 			ELSE ? END
 		WHERE id = ? AND program_id = ?`, state, Millis(tx.Now), retired, erase, erase, erase, entryID, programID)
 	if err != nil {

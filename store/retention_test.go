@@ -309,6 +309,7 @@ func waitUntilNoFileHolds(t *testing.T, db *DB, needle, control string) {
 }
 
 func TestErasure_RemovalLeavesTheDatabaseAndWALFilesWithoutAManualCheckpoint(t *testing.T) {
+	sqliteOnly(t, "the database and WAL files")
 	f := newLifecycleFixture(t)
 	startEraser(t, f.db)
 	ctx := context.Background()
@@ -328,6 +329,7 @@ func TestErasure_RemovalLeavesTheDatabaseAndWALFilesWithoutAManualCheckpoint(t *
 }
 
 func TestErasure_SweepLeavesTheDatabaseAndWALFilesWithoutAManualCheckpoint(t *testing.T) {
+	sqliteOnly(t, "the database and WAL files")
 	f := newLifecycleFixture(t)
 	startEraser(t, f.db)
 	ctx := context.Background()

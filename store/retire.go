@@ -112,7 +112,7 @@ func (db *DB) beginRetirement(ctx context.Context, a Actor, programID string, re
 		// revoke one: a retired program's entries are read-only).
 		var entries, invites, grants int64
 		if err := tx.QueryRowContext(ctx, `SELECT
-				(SELECT coalesce(sum(n), 0) FROM entry_state_counts WHERE program_id = ?1),
+				(SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM entry_state_counts WHERE program_id = ?1),
 				(SELECT count(*) FROM invitations WHERE program_id = ?1 AND state = 'issued'),
 				(SELECT count(*) FROM grants WHERE program_id = ?1 AND active = 1)`, p.ID).
 			Scan(&entries, &invites, &grants); err != nil {
@@ -366,10 +366,13 @@ func (db *DB) retireStep(ctx context.Context, tx *Tx, programID string, chunk in
 	// again, an active one revoked (from the retirement's instant). Every
 	// entry keeps the earlier of its own erasure date and the
 	// retired-program date: retiring never postpones erasure.
+	// SQLite's scalar max and min are PostgreSQL's GREATEST and LEAST
+	// (which skip NULLs where SQLite's return NULL: no argument here is).
+	greatest, least := tx.engine.pick(`max`, `GREATEST`), tx.engine.pick(`min`, `LEAST`)
 	if _, err := tx.ExecContext(ctx, `UPDATE entries SET
 			state = CASE state WHEN 'invited' THEN 'selected' WHEN 'active' THEN 'revoked' ELSE state END,
-			updated_at = CASE WHEN state IN ('invited', 'active') THEN max(updated_at, ?1) ELSE updated_at END,
-			erase_after = min(coalesce(erase_after, ?2), ?2, CASE WHEN state = 'active' THEN ?3 ELSE ?2 END)
+			updated_at = CASE WHEN state IN ('invited', 'active') THEN `+greatest+`(updated_at, ?1) ELSE updated_at END,
+			erase_after = `+least+`(coalesce(erase_after, ?2), ?2, CASE WHEN state = 'active' THEN ?3 ELSE ?2 END)
 		WHERE program_id = ?4 AND erased_at IS NULL
 			AND (created_at, id) > (?5, ?6) AND (created_at, id) <= (?7, ?8)`,
 		retiredAt.Int64, retired, revoked, programID, fromAt, fromID, toAt, toID); err != nil {
@@ -387,7 +390,7 @@ func (db *DB) retireStep(ctx context.Context, tx *Tx, programID string, chunk in
 		_, err = tx.ExecContext(ctx, `UPDATE programs SET retire_done = retire_total WHERE id = ?`, programID)
 	default:
 		_, err = tx.ExecContext(ctx, `UPDATE programs SET retire_cursor_at = ?, retire_cursor_id = ?,
-			retire_done = min(retire_done + ?, retire_total) WHERE id = ?`, toAt, toID, chunk, programID)
+			retire_done = `+tx.engine.pick(`min`, `LEAST`)+`(retire_done + ?, retire_total) WHERE id = ?`, toAt, toID, chunk, programID)
 	}
 	if err != nil {
 		return false, fmt.Errorf("record retirement progress: %w", err)

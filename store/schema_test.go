@@ -37,11 +37,11 @@ func TestOpen_RefusesADatabaseMigratedByANewerAdmit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "admit.db")
 	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey})
 	mustUpdate(t, db, func(tx *Tx) error {
-		_, err := tx.ExecContext(context.Background(), `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)`)
+		_, err := tx.ExecContext(context.Background(), `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, `+tx.engine.pick(`1`, `true`)+`)`)
 		return err
 	})
 	for _, noMigrate := range []bool{false, true} {
-		_, err := Open(context.Background(), path, Options{BindingKey: signupTestKey, NoMigrate: noMigrate})
+		_, err := openTestDB(t, path, Options{BindingKey: signupTestKey, NoMigrate: noMigrate})
 		var tooNew *SchemaTooNewError
 		if !errors.As(err, &tooNew) || tooNew.Version != 99 || tooNew.Known != KnownVersion() {
 			t.Fatalf("Open (NoMigrate %t) on schema version 99: err=%v, want a SchemaTooNewError naming 99 and %d", noMigrate, err, KnownVersion())
@@ -52,7 +52,7 @@ func TestOpen_RefusesADatabaseMigratedByANewerAdmit(t *testing.T) {
 			}
 		}
 	}
-	s, err := ReadSchema(context.Background(), path)
+	s, err := readTestSchema(t, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +68,12 @@ func TestOpen_NoMigrateRefusesPendingMigrationsAndAppliesNone(t *testing.T) {
 		_, err := tx.ExecContext(context.Background(), `DELETE FROM goose_db_version WHERE version_id = ?`, KnownVersion())
 		return err
 	})
-	_, err := Open(context.Background(), path, Options{BindingKey: signupTestKey, NoMigrate: true})
+	_, err := openTestDB(t, path, Options{BindingKey: signupTestKey, NoMigrate: true})
 	var behind *SchemaBehindError
 	if !errors.As(err, &behind) || len(behind.Pending) != 1 || behind.Pending[0].Version != KnownVersion() {
 		t.Fatalf("Open with NoMigrate and one migration pending: err=%v, want a SchemaBehindError", err)
 	}
-	s, err := ReadSchema(context.Background(), path)
+	s, err := readTestSchema(t, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestOpen_NoMigrateRefusesPendingMigrationsAndAppliesNone(t *testing.T) {
 func TestOpen_ABinaryWithoutAMigrationNamesTheOneItLacks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "admit.db")
 	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey})
-	known, err := knownMigrations()
+	known, err := knownMigrationsOn(testEngine)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +101,12 @@ func TestOpen_ABinaryWithoutAMigrationNamesTheOneItLacks(t *testing.T) {
 		t.Fatalf("migration %d is not embedded below the newest (%d)", lacking, newest)
 	}
 	var applied string // the day goose recorded, as the message gives it
-	if err := db.writer.QueryRow(`SELECT strftime('%Y-%m-%d', tstamp) FROM goose_db_version WHERE version_id = ?`, lacking).Scan(&applied); err != nil {
+	if err := db.writer.QueryRow(db.wstmts.text(testEngine.pick(`SELECT strftime('%Y-%m-%d', tstamp) FROM goose_db_version WHERE version_id = ?`,
+		`SELECT to_char(tstamp::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD') FROM goose_db_version WHERE version_id = ?`)), lacking).Scan(&applied); err != nil {
 		t.Fatal(err)
 	}
 	for _, mayMigrate := range []bool{true, false} {
-		err := checkSchemaAgainst(context.Background(), SQLite, db.writer, path, mayMigrate, without)
+		err := checkSchemaAgainst(context.Background(), testEngine, db.writer, path, mayMigrate, without)
 		var tooNew *SchemaTooNewError
 		if !errors.As(err, &tooNew) || len(tooNew.Unknown) != 1 || tooNew.Unknown[0].Version != lacking {
 			t.Fatalf("mayMigrate %t: err=%v, want a refusal naming migration %d", mayMigrate, err, lacking)
@@ -127,10 +128,20 @@ func TestOpen_ABinaryWithoutAMigrationNamesTheOneItLacks(t *testing.T) {
 	// A binary that lacks it and the newest as well: the database is ahead,
 	// and both are named.
 	older := without[:len(without)-1]
-	err = checkSchemaAgainst(context.Background(), SQLite, db.writer, path, true, older)
+	err = checkSchemaAgainst(context.Background(), testEngine, db.writer, path, true, older)
 	want := fmt.Sprintf("has schema version %d, but this admit knows versions only up to %d and does not have migrations %d (applied %s) and %d (applied %s): a newer admit migrated it",
 		newest, older[len(older)-1].Version, lacking, applied, newest, applied)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err=%v, want it to contain %q", err, want)
 	}
+}
+
+// readTestSchema reads the schema of the test database at path, on the
+// run's engine, as ReadSchema does.
+func readTestSchema(tb testing.TB, path string) (*Schema, error) {
+	tb.Helper()
+	if testEngine == PostgreSQL {
+		return ReadSchemaPostgres(context.Background(), pgDatabase(tb, path))
+	}
+	return ReadSchema(context.Background(), path)
 }

@@ -229,6 +229,7 @@ func TestQueueSearch_NeverMatchesErasedEntries(t *testing.T) {
 // of the table or of the program's whole queue, with 100,000 entries in
 // the program.
 func TestQueueSearch_UsesAnIndexAt100kEntries(t *testing.T) {
+	sqliteOnly(t, "SQLite's query plans")
 	k := mustOwnerKit(t, "search-plan", 5)
 	mustSeedEntries(t, k.db, k.p.ID, k.notice.ID, 100_000)
 	cursor := encodeSearchCursor(uuid.NewString())
@@ -351,6 +352,7 @@ func mustQueryPlan(t *testing.T, db *DB, q string, args ...any) []string {
 // (program_id, email_key) index, with no scan of entries, with 100,000
 // entries in one program and none in another; and that they are found.
 func TestOwnEntries_SeeksEachProgramsIndexAt100kEntries(t *testing.T) {
+	sqliteOnly(t, "SQLite's query plans")
 	k := mustOwnerKit(t, "own-plan", 5)
 	mustSeedEntries(t, k.db, k.p.ID, k.notice.ID, 100_000)
 	other, err := k.db.CreateProgram(context.Background(), k.a, NewProgram{WorkspaceID: k.p.WorkspaceID, Slug: "own-plan-other",
@@ -365,7 +367,7 @@ func TestOwnEntries_SeeksEachProgramsIndexAt100kEntries(t *testing.T) {
 		if oneProgram {
 			args = append(args, "own-plan")
 		}
-		plan := mustQueryPlan(t, k.db, ownEntriesQuery(len(emails), oneProgram), append(args, emails[0], emails[1])...)
+		plan := mustQueryPlan(t, k.db, ownEntriesQuery(k.db.Engine(), len(emails), oneProgram), append(args, emails[0], emails[1])...)
 		var seeks int
 		for _, step := range plan {
 			if strings.HasPrefix(step, "SCAN e") || strings.HasPrefix(step, "SCAN entries") {
@@ -428,7 +430,7 @@ func TestDeclineEntries_AllOrNoneWithOneAuditEventEach(t *testing.T) {
 		}
 	}
 	if n := mustCount(t, k.db, `SELECT count(*) FROM audit_events WHERE event_type = 'declined'
-		AND json_extract(details, '$.reason') = 'not_eligible' AND json_extract(details, '$.batch') = 1`); n != 3 {
+		AND `+jsonField("reason")+` = 'not_eligible' AND `+testEngine.pick(`json_extract(details, '$.batch') = 1`, `(details::json->>'batch') = 'true'`)+``); n != 3 {
 		t.Fatalf("declined batch events with the reason=%d, want 3", n)
 	}
 	_, err := k.db.DeclineEntries(ctx, k.a, k.p.ID, Selection{EntryIDs: nil, Reason: "capacity"})

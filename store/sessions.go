@@ -98,7 +98,7 @@ func (db *DB) SessionByDigest(ctx context.Context, digest []byte) (*Session, err
 // has ended meanwhile is ENOTFOUND.
 func (db *DB) TouchSession(ctx context.Context, digest []byte) error {
 	return db.Update(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seen_at = max(last_seen_at, ?)
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seen_at = `+tx.engine.pick(`max`, `GREATEST`)+`(last_seen_at, ?)
 			WHERE id_digest = ? AND expires_at > ?`, Millis(tx.Now), digest, Millis(tx.Now))
 		return sessionChanged(res, err, "touch session")
 	})
@@ -112,7 +112,7 @@ func (db *DB) UpdateSessionSealed(ctx context.Context, digest, sealed []byte) er
 		return Errorf(EINVALID, "The session's sealed data is out of bounds.")
 	}
 	return db.Update(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET sealed = ?, last_seen_at = max(last_seen_at, ?)
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET sealed = ?, last_seen_at = `+tx.engine.pick(`max`, `GREATEST`)+`(last_seen_at, ?)
 			WHERE id_digest = ? AND expires_at > ?`, sealed, Millis(tx.Now), digest, Millis(tx.Now))
 		return sessionChanged(res, err, "update session")
 	})

@@ -227,6 +227,12 @@ func (b *signupBatcher) run(batch []*signupCall) {
 					continue
 				}
 				res, answer, err := b.db.admitOne(ctx, tx, c.req)
+				if retryable(b.db.engine, err, false) {
+					// PostgreSQL ended the transaction (a deadlock, a lost
+					// connection): the whole batch runs again, as any
+					// write transaction does.
+					return err
+				}
 				if err != nil {
 					failed = i
 					// A statement that met a full disk (a spilled page)

@@ -240,7 +240,7 @@ func mustCountersMatchEntries(tb testing.TB, db *DB, programID string, hour time
 			- (SELECT count(*) FROM entries WHERE program_id = ?1 AND state <> 'withdrawn')`,
 		"entries per state": `SELECT count(*) FROM (
 			SELECT state, count(*) AS n FROM entries WHERE program_id = ?1 GROUP BY state
-			EXCEPT SELECT state, n FROM entry_state_counts WHERE program_id = ?1 AND n > 0)`,
+			EXCEPT SELECT state, n FROM entry_state_counts WHERE program_id = ?1 AND n > 0) AS d`,
 		"states counted without entries": `SELECT count(*) FROM entry_state_counts c WHERE program_id = ?1
 			AND n <> (SELECT count(*) FROM entries e WHERE e.program_id = ?1 AND e.state = c.state)`,
 		"funnel joined": `SELECT (SELECT joined FROM program_funnel WHERE program_id = ?1)
@@ -368,9 +368,9 @@ func TestSignup_ABatchWritesItsEventsTogetherInSignupOrder(t *testing.T) {
 			}
 		}
 
-		rows, err := db.reader.QueryContext(ctx, `SELECT a.id, e.email_key, a.program_id, a.actor_kind, a.actor_user_id IS NULL,
+		rows, err := db.reader.QueryContext(ctx, db.rstmts.text(`SELECT a.id, e.email_key, a.program_id, a.actor_kind, a.actor_user_id IS NULL,
 				a.event_type, a.event_at, a.details
-			FROM audit_events a JOIN entries e ON e.id = a.entry_id WHERE a.id > ? ORDER BY a.id`, lastID)
+			FROM audit_events a JOIN entries e ON e.id = a.entry_id WHERE a.id > ? ORDER BY a.id`), lastID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,6 +41,7 @@ func mustExecAll(tb testing.TB, db *DB, stmts ...string) {
 // longer reads. TrimWAL must cut exactly those frames, and the database must
 // keep every committed row, through later writes and a reopen.
 func TestTrimWAL_CutsTheOlderFramesARestartLeftAndKeepsEveryCommit(t *testing.T) {
+	sqliteOnly(t, "the WAL file")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "admit.db")
 	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey, NoAutoCheckpoint: true})
@@ -152,6 +153,7 @@ func walFrames(tb testing.TB, other *sql.DB) int64 {
 // frames end, through commits of one page and of many, and after a restart
 // that left an older generation behind.
 func TestWALCommittedEnd_AgreesWithSQLitesOwnFrameCount(t *testing.T) {
+	sqliteOnly(t, "the WAL file")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "admit.db")
 	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey, NoAutoCheckpoint: true})
@@ -209,6 +211,7 @@ func TestWALCommittedEnd_AgreesWithSQLitesOwnFrameCount(t *testing.T) {
 // WriteWALFrames leaves at least n frames after the last restart, even when
 // its first write restarts the WAL.
 func TestWriteWALFrames_LeavesTheWALHoldingThatMany(t *testing.T) {
+	sqliteOnly(t, "the WAL file")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "admit.db")
 	db := mustOpenWith(t, path, Options{BindingKey: signupTestKey, NoAutoCheckpoint: true})
@@ -234,6 +237,7 @@ const otherProcessEnv = "ADMIT_STORE_TEST_OTHER_PROCESS_DB"
 // itself for the first, reset the index, and this process's next write would
 // fail on the index's memory.
 func TestTrimWAL_KeepsTheProcesssLocksForOtherProcesses(t *testing.T) {
+	sqliteOnly(t, "the WAL file")
 	if path := os.Getenv(otherProcessEnv); path != "" {
 		// SQLite's unix VFS holds a shared lock on byte 128 of the
 		// shared-memory file (after its eight lock bytes from offset 120)

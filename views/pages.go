@@ -185,6 +185,9 @@ type OwnerHomeView struct {
 type BackupView struct {
 	// Configured is false when litestream.yml names no replica.
 	Configured bool
+	// PostgreSQL says the database is PostgreSQL, which Litestream does
+	// not back up: its backups are the operator's.
+	PostgreSQL bool
 	Replica    string
 	// LastSync is the last successful sync; zero if none yet.
 	LastSync time.Time

@@ -22,13 +22,16 @@ type RetentionRow struct {
 // live configuration, never written by hand.
 type PrivacyView struct {
 	// Contacts say who answers privacy questions, per workspace.
-	Contacts          []PrivacyContact
-	Rows              []RetentionRow
-	RetiredProgram    string
-	CounterLifetime   string
-	SweepInterval     string
-	BackupConfigured  bool
-	BackupRetention   string
+	Contacts         []PrivacyContact
+	Rows             []RetentionRow
+	RetiredProgram   string
+	CounterLifetime  string
+	SweepInterval    string
+	BackupConfigured bool
+	BackupRetention  string
+	// PostgreSQL says the server keeps its data in PostgreSQL, whose
+	// erasure and backups differ from the SQLite file's (docs/erasure.md#postgresql).
+	PostgreSQL        bool
 	RemovalEverywhere string
 	// ReceiptKept is how long a signup's receipt answers replays;
 	// ReceiptEverywhere is when it is gone from every copy.

@@ -33,7 +33,10 @@ import (
 // first -warmup is the opening, when every client's first signup arrives
 // together: the accepted p99 of the attempts begun then is shown, not
 // judged. What is judged is the -duration after it, the overload's steady
-// state. Each attempt's ID, which the admit started here logs as its
+// state: goodput is the 202s answered within it, whenever their attempt
+// began, over its length. A refusal admit still holds at the level's end
+// comes back after it (up to admit's longest hold later); that tail, in
+// which no client sends again, is neither in the rate nor in the CPU. Each attempt's ID, which the admit started here logs as its
 // request ID, says its level and whether it belongs to the opening, so
 // admit's log is read for exactly the attempts measured.
 // admit is pinned to one core and this program to another (taskset), so
@@ -56,7 +59,10 @@ const (
 // GoodputResult is one level of the goodput scenario.
 type GoodputResult struct {
 	Clients int
-	Elapsed time.Duration
+	// Elapsed is the measured window; InWindow the 202s answered within
+	// it.
+	Elapsed  time.Duration
+	InWindow int
 	// Accepted is the 202s' latencies (the accepted attempt's own),
 	// Refused the 503s' as the clients saw them; both sorted.
 	Accepted, Refused []time.Duration
@@ -81,12 +87,21 @@ type GoodputResult struct {
 	attempts string
 }
 
-// Goodput is accepted signups a second.
+// Goodput is accepted signups a second: the 202s answered within the
+// measured window over its length.
 func (g *GoodputResult) Goodput() float64 {
 	if g.Elapsed <= 0 {
 		return 0
 	}
-	return float64(len(g.Accepted)) / g.Elapsed.Seconds()
+	return float64(g.InWindow) / g.Elapsed.Seconds()
+}
+
+// answered counts an answer that arrived at at, when it is a 202 within
+// the measured window [from, to].
+func (g *GoodputResult) answered(at time.Time, status int, from, to time.Time) {
+	if status == http.StatusAccepted && !at.Before(from) && !at.After(to) {
+		g.InWindow++
+	}
 }
 
 // recordOpening adds the outcome of an attempt begun in the opening: its
@@ -205,6 +220,7 @@ func (r *runner) goodputSignup(ctx context.Context, p *program, res *GoodputResu
 			return // cut by the level's end: neither answer nor error
 		}
 		mu.Lock()
+		res.answered(t0.Add(lat), status, measureFrom, deadline)
 		if measured {
 			res.record(lat, status, err)
 		} else {
@@ -241,6 +257,21 @@ func (r *runner) goodputLevel(ctx context.Context, p *program, clients int, atte
 		cpu0, cpuErr = processCPU(pid)
 		close(opened)
 	})
+	// The window closes at the deadline, or earlier if every client has
+	// stopped (-max-requests): its end and admit's CPU time then.
+	var (
+		closeOnce sync.Once
+		end       time.Time
+		cpu1      time.Duration
+		cpu1Err   error
+	)
+	closeWindow := func() {
+		closeOnce.Do(func() {
+			end = time.Now()
+			cpu1, cpu1Err = processCPU(pid)
+		})
+	}
+	atDeadline := time.AfterFunc(time.Until(deadline), closeWindow)
 	lctx, stop := context.WithDeadline(ctx, deadline.Add(10*time.Second))
 	defer stop()
 	for range clients {
@@ -253,9 +284,11 @@ func (r *runner) goodputLevel(ctx context.Context, p *program, clients int, atte
 		}()
 	}
 	wg.Wait()
+	closeWindow()
+	atDeadline.Stop()
 	<-opened
-	res.Elapsed = time.Since(measureFrom)
-	if cpu1, err := processCPU(pid); err == nil && cpuErr == nil {
+	res.Elapsed = end.Sub(measureFrom)
+	if cpu1Err == nil && cpuErr == nil {
 		res.CPU = cpu1 - cpu0
 	}
 	if rss, err := readPeakRSS(pid); err == nil && rssErr == nil {
@@ -281,7 +314,7 @@ func (r *runner) goodput(ctx context.Context) error {
 		res := r.goodputLevel(ctx, p, clients, fmt.Sprintf("goodput%d-", i+1), r.cfg.Warmup, r.cfg.Duration)
 		<-profDone
 		r.progress("  accepted %d (%.0f/s, p99 %s ms; opening p99 %s ms), refused %d (client p99 %s ms), errors %d, load %s",
-			len(res.Accepted), res.Goodput(), ms(percentile(res.Accepted, 99)), ms(percentile(res.Opening, 99)), len(res.Refused),
+			res.InWindow, res.Goodput(), ms(percentile(res.Accepted, 99)), ms(percentile(res.Opening, 99)), len(res.Refused),
 			ms(percentile(res.Refused, 99)), res.Errors, res.LoadAvg)
 		for _, e := range res.ErrorSamples {
 			r.progress("  error: %s", e)
@@ -426,14 +459,14 @@ func writeGoodputReport(w io.Writer, levels []*GoodputResult, pin pinning) {
 	base := levels[0]
 	for _, g := range levels {
 		cpu := time.Duration(0)
-		if len(g.Accepted) > 0 {
-			cpu = g.CPU / time.Duration(len(g.Accepted))
+		if g.InWindow > 0 {
+			cpu = g.CPU / time.Duration(g.InWindow)
 		}
 		rss := "—"
 		if g.PeakRSS > 0 {
 			rss = mib(g.PeakRSS)
 		}
-		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s | %s, %s | %s | %d | %s | %s | %s | %s |\n", g.Clients, len(g.Accepted), g.Goodput(),
+		fmt.Fprintf(w, "| %d | %d | %.0f | %s | %s | %s | %s | %d | %s | %s, %s | %s | %d | %s | %s | %s | %s |\n", g.Clients, g.InWindow, g.Goodput(),
 			ratioCell(g.Goodput(), base.Goodput()), ms(percentile(g.Accepted, 99)),
 			ratioCell(float64(percentile(g.Accepted, 99)), float64(percentile(base.Accepted, 99))),
 			ms(percentile(g.AcceptedInAdmit, 99)), len(g.Refused), ms(percentile(g.RefusedInAdmit, 99)),

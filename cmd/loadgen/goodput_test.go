@@ -17,7 +17,7 @@ import (
 // goodputAt builds a level of accepted signups over one second, with
 // the given accepted p99 (all accepted take it) and refusals in admit.
 func goodputAt(clients, accepted int, p99 time.Duration, inAdmit []time.Duration) *GoodputResult {
-	return &GoodputResult{Clients: clients, Elapsed: time.Second, Accepted: sameLatency(p99, accepted),
+	return &GoodputResult{Clients: clients, Elapsed: time.Second, InWindow: accepted, Accepted: sameLatency(p99, accepted),
 		Refused: sameLatency(time.Millisecond, len(inAdmit)), RefusedInAdmit: inAdmit}
 }
 
@@ -121,15 +121,26 @@ func TestGoodputResult_RecordsAcceptedRefusedAndErrors(t *testing.T) {
 	g.recordOpening(9*time.Millisecond, http.StatusAccepted, nil)
 	g.recordOpening(time.Millisecond, http.StatusServiceUnavailable, nil)
 	g.recordOpening(time.Millisecond, 0, errors.New("connection refused"))
-	g.Elapsed = 500 * time.Millisecond
+	// Goodput counts the 202s answered within the window, whichever part
+	// of the level their attempt began in: not a 503, nor a 202 answered
+	// before the window opened or after it closed (a client held past the
+	// level's end).
+	from := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	to := from.Add(500 * time.Millisecond)
+	g.answered(from, http.StatusAccepted, from, to)
+	g.answered(to, http.StatusAccepted, from, to)
+	g.answered(from.Add(time.Millisecond), http.StatusServiceUnavailable, from, to)
+	g.answered(from.Add(-time.Nanosecond), http.StatusAccepted, from, to)
+	g.answered(to.Add(time.Nanosecond), http.StatusAccepted, from, to)
+	g.Elapsed = to.Sub(from)
 	if len(g.Accepted) != 1 || len(g.Refused) != 1 || g.Errors != 3 || len(g.ErrorSamples) != 3 {
 		t.Fatalf("accepted %d, refused %d, errors %d: want 1, 1, 3", len(g.Accepted), len(g.Refused), g.Errors)
 	}
 	if !slices.Equal(g.Opening, []time.Duration{9 * time.Millisecond}) {
 		t.Fatalf("the opening's accepted latencies %v, want 9ms", g.Opening)
 	}
-	if got := g.Goodput(); got != 2 {
-		t.Fatalf("goodput %v, want 2 a second", got)
+	if got := g.Goodput(); g.InWindow != 2 || got != 4 {
+		t.Fatalf("%d answered in the window, goodput %v; want 2, 4 a second", g.InWindow, got)
 	}
 }
 

@@ -281,6 +281,7 @@ func (c *Config) wants(name string) bool { return slices.Contains(c.Scenarios, n
 
 func main() {
 	runShedProbeIfAsked()
+	runEnginesIfAsked()
 	os.Exit(loadgen())
 }
 

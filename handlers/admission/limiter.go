@@ -95,7 +95,7 @@ const (
 	// MaxFloodHold the longest a refusal is held while refusals overall
 	// are paced: long enough that the pace, not the longest hold, sets
 	// how often a few thousand clients resending at once are refused
-	// (4,096 of them at one refusal every 1.3 ms wait 5.5 s), and well
+	// (4,096 of them at one refusal every 2 ms wait 8 s), and well
 	// within the minute proxies wait for an answer. MaxRefusalsHeld is how
 	// many may be held at once. A refusal held in its handler keeps what
 	// net/http keeps of a request while its handler runs, about 8 KB (6
@@ -109,15 +109,18 @@ const (
 	MaxFloodHold    = 10 * time.Second
 	MaxRefusalsHeld = 8192
 	// answersPerRefusal paces the refusals for load: one may leave per
-	// four answers at the recent answer rate. A refusal costs
-	// admit about a third of an accepted signup's CPU (75 against 212 µs,
-	// docs/PERFORMANCE.md#overload-figures), so at this pace refusals
-	// take at most about a tenth as much again as the accepted work.
-	answersPerRefusal = 4
+	// eight answers at the recent answer rate. A parked refusal costs
+	// admit about two thirds of an accepted signup's CPU once its
+	// connection's accept, request and close are counted (about 145
+	// against 215 µs at 2,048 clients resending at once), so at this pace
+	// refusals take at most about a tenth as much again as the accepted
+	// work; at one per four they took 12% of admit's core and goodput
+	// 0.86–0.88 of 32 clients' (docs/PERFORMANCE.md#overload-figures).
+	answersPerRefusal = 8
 	// Refusals are paced from a window in which they outnumbered the
 	// answers pacingFrom times — clients resending at once, not clients
-	// waiting their Retry-After — until they have been fewer than an
-	// eighth of the answers (refused * pacingUntil < answers), below the
+	// waiting their Retry-After — until they have been fewer than a
+	// sixteenth of the answers (refused * pacingUntil < answers), below the
 	// pace itself, for calmWindows windows in a row: longer than the
 	// longest hold, so that clients still held do not switch it off.
 	pacingFrom  = 2

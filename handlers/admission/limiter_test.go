@@ -256,8 +256,8 @@ func TestSignupLimiter_RefusalsLeaveAtTheAnswerRateAndNeverWaitPastTheLongestHol
 			capped++
 		}
 	}
-	// 3,000 at once against one every 4.17 ms: from the 2,400th on
-	// (10 s / 4.17 ms) they would wait ten seconds or more, so they wait
+	// 3,000 at once against one every 8.33 ms: from the 1,200th on
+	// (10 s / 8.33 ms) they would wait ten seconds or more, so they wait
 	// exactly that.
 	if want := n - int((MaxFloodHold+slow.RefusalInterval()-1)/slow.RefusalInterval()); capped != want || want < 500 {
 		t.Fatalf("%d refusals held the longest hold, want %d", capped, want)
@@ -377,11 +377,11 @@ func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 		t.Fatalf("two refusals at once while pacing held %v, want the second held one interval", holds)
 	}
 	sents[0]()
-	// Paced clients come back at the pace, a quarter of the answers or
-	// more: still paced, and at 13 (13 × 8 ≥ 100) too. Fewer than an
-	// eighth (12) stops it only after calmWindows such windows in a row,
+	// Paced clients come back at the pace, an eighth of the answers or
+	// more: still paced, and at 7 (7 × 16 ≥ 100) too. Fewer than a
+	// sixteenth (6) stops it only after calmWindows such windows in a row,
 	// longer than the longest hold: clients still held do not count.
-	for _, refusals := range []int{25, 13, 0, 0, 0, 0, 13} {
+	for _, refusals := range []int{13, 7, 0, 0, 0, 0, 7} {
 		window(l, clock, 100, refusals)
 		if !pacing() {
 			t.Fatalf("%d refusals against 100 answers stopped pacing", refusals)
@@ -391,7 +391,7 @@ func TestSignupLimiter_PacesOnlyWhileRefusalsFarOutnumberAnswers(t *testing.T) {
 		t.Fatalf("calmWindows=%d, want 41 (ten seconds and a window)", calmWindows)
 	}
 	for i := range calmWindows {
-		window(l, clock, 100, 12)
+		window(l, clock, 100, 6)
 		if got, want := pacing(), i < calmWindows-1; got != want {
 			t.Fatalf("after %d calm windows pacing=%v, want %v", i+1, got, want)
 		}
@@ -429,7 +429,7 @@ func refuseEach(l *Limiter, conns []*Conn) (holds []time.Duration, sents []func(
 func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 	l := NewLimiter(1000, clock.Now, idleCPU)
-	answerAt(l, clock, 4000, 4000) // the bound at 133, a refusal interval of about 1 ms
+	answerAt(l, clock, 4000, 4000) // the bound at 133, a refusal interval of 2 ms
 	interval := l.RefusalInterval()
 	const n = 100
 	conns := make([]*Conn, n)
@@ -500,13 +500,13 @@ func TestSignupLimiter_PacesResendsOnTheirConnectionBeforeTheirRetryAfter(t *tes
 }
 
 // TestSignupLimiter_AResendAloneWaitsAtMostItsRetryAfterAFloodLonger:
-// 2,000 connections resend at one instant, each before its Retry-After,
-// while refusals overall are not paced: at one every 4.17 ms (the
-// floor's pace) the later ones would wait up to 8 s, but a resend alone
+// 1,000 connections resend at one instant, each before its Retry-After,
+// while refusals overall are not paced: at one every 8.33 ms (the
+// floor's pace) the later ones would wait up to 8.3 s, but a resend alone
 // waits at most its Retry-After. Once refusals overall are paced, the
-// same burst waits as the pace says, up to MaxFloodHold.
+// same burst waits as the pace says, within MaxFloodHold.
 func TestSignupLimiter_AResendAloneWaitsAtMostItsRetryAfterAFloodLonger(t *testing.T) {
-	const n = 2000
+	const n = 1000
 	for _, flood := range []bool{false, true} {
 		clock := testutil.NewClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
 		l := NewLimiter(MinInProgress, clock.Now, idleCPU)

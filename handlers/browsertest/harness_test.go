@@ -1,45 +1,22 @@
 package browsertest
 
 import (
-	"net/http"
-
-	"admit/handlers"
-	"admit/handlers/admission"
+	"admit/handlers/handlerstest"
 	"admit/internal/apptest"
 )
 
-// The browser tests run admit through the exported harness, apptest, bound
-// here to the handlers package's server. The names below are the
-// harness's, under the names these tests had in the handlers package.
+// The browser tests run admit through the exported harness, apptest,
+// bound to the handlers package's server (handlerstest). The names below
+// are the harness's, under the names these tests had in the handlers
+// package.
 
-func init() { apptest.Bind(harnessServer) }
-
-// harnessServer builds the handlers package's Server for the harness.
-var harnessServer = apptest.Server{
-	New: func(s apptest.Setup) (http.Handler, error) {
-		opts := handlers.Options{PublicURL: s.PublicURL, NetworkHourlyLimit: s.NetworkHourlyLimit,
-			ClientIPHeader: s.ClientIPHeader, ClerkPublishableKey: s.ClerkPublishableKey, Keys: s.Keys,
-			SignupAnswerDelay: s.SignupAnswerDelay, SignupBodyTimeout: s.SignupBodyTimeout,
-			DevSignInKey: s.DevSignInKey, Logger: s.Logger, Ready: s.Ready}
-		if s.Options != nil {
-			s.Options(&opts)
-		}
-		return handlers.New(opts, s.DB, s.Identity)
-	},
-	ConnContext:     admission.ConnContext,
-	NewDevSignInKey: handlers.NewDevSignInKey,
-	DevSignInLink:   handlers.DevSignInLink,
-	DevKeyCookie:    handlers.DevKeyCookie,
-}
+func init() { handlerstest.Bind() }
 
 // withServerOptions changes the server's options before it is built.
-func withServerOptions(f func(*handlers.Options)) appOption {
-	return func(c *apptest.Config) { c.Options = func(o any) { f(o.(*handlers.Options)) } }
-}
+var withServerOptions = handlerstest.WithServerOptions
 
 type (
 	testApp   = apptest.App
-	appOption = apptest.Option
 	accessKit = apptest.AccessKit
 )
 

@@ -156,23 +156,10 @@ func Start(tb testing.TB, opts ...Option) *App {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ctx := context.Background()
 	if cfg.DataDir == "" {
 		cfg.DataDir = tb.TempDir()
 	}
-	clock := testutil.NewClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	if cfg.OIDC != nil {
-		// The provider stamps its tokens with the real time.
-		clock = testutil.NewClock(time.Now().UTC().Truncate(time.Second))
-	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "admit.db"),
-		store.Options{BindingKey: Key(120), Retention: cfg.Retention, Now: clock.Now,
-			SignupQueue: cfg.SignupQueue, WriteReserve: cfg.WriteReserve, RetireChunk: cfg.RetireChunk})
-	if err != nil {
-		tb.Fatalf("open db: %v", err)
-	}
-	tb.Cleanup(func() { db.Close() })
-
+	db, clock := mustOpenDB(tb, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("listen: %v", err)
@@ -183,59 +170,8 @@ func Start(tb testing.TB, opts ...Option) *App {
 
 	keys := serverkeys.Keys{SessionHash: Key(1), SessionBlock: Key(40), CSRF: Key(80), Binding: Key(120), Counter: Key(160),
 		SessionTokens: Key(200)}
-	var id identity.Identity
-	var publishable string
-	if cfg.OIDC != nil {
-		app.OIDC = cfg.OIDC
-		app.OIDC.AllowRedirect(base+"/auth/callback", base+"/")
-		oc := identity.OIDCConfig{Issuer: app.OIDC.Issuer, ClientID: app.OIDC.ClientID,
-			ClientSecret: app.OIDC.ClientSecret, Scopes: []string{"openid", "email", "offline_access"},
-			TrustEmail: cfg.OIDCTrust, Name: "Test ID", RedirectURL: base + "/auth/callback", PostLogoutURL: base + "/",
-			DB: db, TokenKey: keys.SessionTokens, Now: clock.Now}
-		if cfg.OIDCSettings != nil {
-			cfg.OIDCSettings(&oc)
-		}
-		oi, err := identity.NewOIDCIdentity(oc)
-		if err != nil {
-			tb.Fatalf("oidc identity: %v", err)
-		}
-		if !cfg.OIDCNoDiscovery {
-			if err := oi.Discover(ctx); err != nil {
-				tb.Fatalf("oidc discovery: %v", err)
-			}
-		}
-		app.OIDCId, id = oi, oi
-		app.OwnerID = identity.OIDCUserID(app.OIDC.Issuer, OIDCSub("owner@example.test"))
-	} else if cfg.Clerk {
-		app.Clerk = clerkfake.New(tb)
-		app.Clerk.SetAuthorizedParty(base)
-		ci, err := identity.NewClerkIdentity(identity.ClerkConfig{SecretKey: app.Clerk.SecretKey(), APIURL: app.Clerk.URL(),
-			Issuer: app.Clerk.Issuer(), AuthorizedParties: []string{base}, DB: db})
-		if err != nil {
-			tb.Fatalf("clerk identity: %v", err)
-		}
-		id = ci
-		publishable = "pk_test_" + base64.RawStdEncoding.EncodeToString([]byte("clerk.admit.test$"))
-		app.OwnerID = "user_owner"
-		app.Clerk.SetUser(app.OwnerID, clerkfake.Email{Address: "owner@example.test", Verified: true})
-	} else {
-		if app.Dev, err = identity.NewDevIdentity(db, keys.SessionTokens, false); err != nil {
-			tb.Fatalf("dev identity: %v", err)
-		}
-		id = app.Dev
-		app.OwnerID = identity.DevUserID("owner@example.test")
-		if app.DevKey, err = bound.NewDevSignInKey(); err != nil {
-			tb.Fatalf("dev sign-in key: %v", err)
-		}
-	}
-	if _, err := db.SeedDemo(ctx, app.OwnerID); err != nil {
-		tb.Fatalf("seed: %v", err)
-	}
-	ps, err := db.OwnerPrograms(ctx, store.Actor{Kind: store.ActorOwner, UserID: app.OwnerID})
-	if err != nil || len(ps) != 1 {
-		tb.Fatalf("demo program: %v %d", err, len(ps))
-	}
-	app.Demo = &ps[0]
+	id, publishable := startIdentity(tb, cfg, app, keys)
+	mustSeedDemo(tb, app)
 
 	var ready func(context.Context) error
 	if app.OIDCId != nil {
@@ -255,9 +191,116 @@ func Start(tb testing.TB, opts ...Option) *App {
 	if cfg.Server != nil {
 		cfg.Server(srv)
 	}
+	serve(tb, app, ln)
+	return app
+}
+
+// mustOpenDB opens the app's database in cfg's data directory, on the
+// test clock, closed when the test ends.
+func mustOpenDB(tb testing.TB, cfg Config) (*store.DB, *testutil.Clock) {
+	tb.Helper()
+	clock := testutil.NewClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	if cfg.OIDC != nil {
+		// The provider stamps its tokens with the real time.
+		clock = testutil.NewClock(time.Now().UTC().Truncate(time.Second))
+	}
+	db, err := store.Open(context.Background(), filepath.Join(cfg.DataDir, "admit.db"),
+		store.Options{BindingKey: Key(120), Retention: cfg.Retention, Now: clock.Now,
+			SignupQueue: cfg.SignupQueue, WriteReserve: cfg.WriteReserve, RetireChunk: cfg.RetireChunk})
+	if err != nil {
+		tb.Fatalf("open db: %v", err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db, clock
+}
+
+// startIdentity makes the identity cfg asks for — OpenID Connect, Clerk
+// against its fake, or the development sign-in — and sets the app's owner
+// ID; publishable is Clerk's publishable key, "" in the other modes.
+func startIdentity(tb testing.TB, cfg Config, app *App, keys serverkeys.Keys) (id identity.Identity, publishable string) {
+	tb.Helper()
+	switch {
+	case cfg.OIDC != nil:
+		return startOIDC(tb, cfg, app, keys), ""
+	case cfg.Clerk:
+		return startClerk(tb, app)
+	}
+	var err error
+	if app.Dev, err = identity.NewDevIdentity(app.DB, keys.SessionTokens, false); err != nil {
+		tb.Fatalf("dev identity: %v", err)
+	}
+	app.OwnerID = identity.DevUserID("owner@example.test")
+	if app.DevKey, err = bound.NewDevSignInKey(); err != nil {
+		tb.Fatalf("dev sign-in key: %v", err)
+	}
+	return app.Dev, ""
+}
+
+// startOIDC makes the OpenID Connect identity against cfg.OIDC, discovered
+// unless cfg says the test discovers it.
+func startOIDC(tb testing.TB, cfg Config, app *App, keys serverkeys.Keys) identity.Identity {
+	tb.Helper()
+	base := app.URL
+	app.OIDC = cfg.OIDC
+	app.OIDC.AllowRedirect(base+"/auth/callback", base+"/")
+	oc := identity.OIDCConfig{Issuer: app.OIDC.Issuer, ClientID: app.OIDC.ClientID,
+		ClientSecret: app.OIDC.ClientSecret, Scopes: []string{"openid", "email", "offline_access"},
+		TrustEmail: cfg.OIDCTrust, Name: "Test ID", RedirectURL: base + "/auth/callback", PostLogoutURL: base + "/",
+		DB: app.DB, TokenKey: keys.SessionTokens, Now: app.Clock.Now}
+	if cfg.OIDCSettings != nil {
+		cfg.OIDCSettings(&oc)
+	}
+	oi, err := identity.NewOIDCIdentity(oc)
+	if err != nil {
+		tb.Fatalf("oidc identity: %v", err)
+	}
+	if !cfg.OIDCNoDiscovery {
+		if err := oi.Discover(context.Background()); err != nil {
+			tb.Fatalf("oidc discovery: %v", err)
+		}
+	}
+	app.OIDCId = oi
+	app.OwnerID = identity.OIDCUserID(app.OIDC.Issuer, OIDCSub("owner@example.test"))
+	return oi
+}
+
+// startClerk starts the fake Clerk Backend API, with the owner as a user,
+// and makes the Clerk identity against it.
+func startClerk(tb testing.TB, app *App) (identity.Identity, string) {
+	tb.Helper()
+	base := app.URL
+	app.Clerk = clerkfake.New(tb)
+	app.Clerk.SetAuthorizedParty(base)
+	ci, err := identity.NewClerkIdentity(identity.ClerkConfig{SecretKey: app.Clerk.SecretKey(), APIURL: app.Clerk.URL(),
+		Issuer: app.Clerk.Issuer(), AuthorizedParties: []string{base}, DB: app.DB})
+	if err != nil {
+		tb.Fatalf("clerk identity: %v", err)
+	}
+	app.OwnerID = "user_owner"
+	app.Clerk.SetUser(app.OwnerID, clerkfake.Email{Address: "owner@example.test", Verified: true})
+	return ci, "pk_test_" + base64.RawStdEncoding.EncodeToString([]byte("clerk.admit.test$"))
+}
+
+// mustSeedDemo seeds the demo workspace and program for the app's owner.
+func mustSeedDemo(tb testing.TB, app *App) {
+	tb.Helper()
+	ctx := context.Background()
+	if _, err := app.DB.SeedDemo(ctx, app.OwnerID); err != nil {
+		tb.Fatalf("seed: %v", err)
+	}
+	ps, err := app.DB.OwnerPrograms(ctx, store.Actor{Kind: store.ActorOwner, UserID: app.OwnerID})
+	if err != nil || len(ps) != 1 {
+		tb.Fatalf("demo program: %v %d", err, len(ps))
+	}
+	app.Demo = &ps[0]
+}
+
+// serve serves the app's server on ln, counting the requests that reach
+// it, until the test ends.
+func serve(tb testing.TB, app *App, ln net.Listener) {
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		app.Arrived.Add(1)
-		srv.ServeHTTP(w, r)
+		app.Srv.ServeHTTP(w, r)
 	}), ReadHeaderTimeout: 5 * time.Second, ConnContext: bound.ConnContext}
 	go hs.Serve(ln)
 	tb.Cleanup(func() {
@@ -265,7 +308,6 @@ func Start(tb testing.TB, opts ...Option) *App {
 		defer cancel()
 		hs.Shutdown(ctx)
 	})
-	return app
 }
 
 // Client is a browser-like client: a cookie jar, no redirect following.

@@ -53,6 +53,15 @@ func startReplication(ctx context.Context, bc *backup.Config, dbPath string, dri
 	return repl, nil
 }
 
+// errLitestreamOnPostgres is the answer of a Litestream command (cmd) on
+// PostgreSQL: it does not apply there, and the engine's own tools do the work.
+func errLitestreamOnPostgres(cmd string) error {
+	return fmt.Errorf("%s does not apply to PostgreSQL: Litestream backs up admit's SQLite file only, and this admit "+
+		"uses the PostgreSQL database of ADMIT_DATABASE_URL. Back it up and check its backups with PostgreSQL's own tools: "+
+		"base backups and WAL archiving (pg_basebackup, pgBackRest, Barman, WAL-G) or your managed service's backups, "+
+		"and test a restore into a new database (docs/DEPLOY.md, \"Backups on PostgreSQL\")", cmd)
+}
+
 // backupCmd is `admit backup verify`: the restore drill.
 func backupCmd(ctx context.Context, args []string, env config.Environment, stdout io.Writer) error {
 	if len(args) != 1 || args[0] != "verify" {
@@ -61,6 +70,9 @@ func backupCmd(ctx context.Context, args []string, env config.Environment, stdou
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
+	}
+	if cfg.PostgreSQL() {
+		return errLitestreamOnPostgres("backup verify")
 	}
 	bc, err := loadBackupConfig(cfg)
 	if err != nil {

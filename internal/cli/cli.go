@@ -1,6 +1,6 @@
 // Package cli is admit's command line: Main runs one command, each in a
 // file of its own — serve.go, owner.go, migrate.go, restore.go, backup.go
-// (backup verify), version.go and config.go — on the configuration
+// (backup verify), version.go, config.go and dbcopy.go (db copy) — on the configuration
 // internal/config reads. The wiring serve shares lives beside them: the
 // logger (logger.go), GC tuning (gc.go), the metrics collector
 // (metrics.go), profiling (pprof.go), the store (store.go), the identity
@@ -76,6 +76,8 @@ func run(ctx context.Context, args []string, env config.Environment, names []str
 		return backupCmd(ctx, args, env, stdout)
 	case "config":
 		return configCmd(ctx, args, env, names, stdout, stderr)
+	case "db":
+		return dbCmd(ctx, args, env, stdout)
 	case "version", "-version", "--version":
 		return versionCmd(stdout)
 	case "help", "-h", "--help":
@@ -104,6 +106,8 @@ const usage = `usage: admit [--env-file FILE]... [COMMAND]
                                                          its per-table row counts with the live database
   admit config                                           print the effective configuration (secrets hidden)
                                                          and check it as admit serve does
+  admit db copy --to postgres://…                        copy this stopped SQLite installation into an empty
+                                                         PostgreSQL database, checking each table's rows
 
 Continuous backup: admit serve replicates the database with Litestream when
 litestream.yml ($ADMIT_LITESTREAM_CONFIG, default ./litestream.yml) names a replica.

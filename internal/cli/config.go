@@ -40,9 +40,9 @@ func configCmd(ctx context.Context, args []string, env config.Environment, names
 	}
 	fmt.Fprintln(stdout)
 	fmt.Fprintf(stdout, "identity: %s\n", identityMode(cfg))
-	fmt.Fprintf(stdout, "database: %s\n", cfg.DBPath())
+	fmt.Fprintf(stdout, "database: %s\n", databaseSummary(cfg))
 	fmt.Fprintf(stdout, "server keys: %s\n", keysSource(cfg))
-	fmt.Fprintf(stdout, "backup: %s\n", backupSummary(bc, replica))
+	fmt.Fprintf(stdout, "backup: %s\n", backupSummary(cfg, bc, replica))
 	return nil
 }
 
@@ -62,6 +62,15 @@ func keysSource(cfg *config.Config) string {
 	if len(cfg.Secrets.Env) > 0 {
 		return "the environment (ADMIT_SECRET_*)"
 	}
+	if cfg.PostgreSQL() {
+		// rule: servers sharing one database share their keys (docs/DEPLOY.md#server-keys-on-postgresql)
+		return keysFileSource(cfg) + "; every server on this database needs the same keys"
+	}
+	return keysFileSource(cfg)
+}
+
+// keysFileSource says which secrets file serve reads the keys from.
+func keysFileSource(cfg *config.Config) string {
 	if cfg.Secrets.CredentialsDir != "" {
 		return "the systemd credential " + filepath.Join(cfg.Secrets.CredentialsDir, "secrets") +
 			" if present, else " + filepath.Join(cfg.DataDir, "secrets")
@@ -69,9 +78,21 @@ func keysSource(cfg *config.Config) string {
 	return filepath.Join(cfg.DataDir, "secrets") + " (generated on first start)"
 }
 
+// databaseSummary names the engine in use and where its data is, a
+// PostgreSQL URL without its password.
+func databaseSummary(cfg *config.Config) string {
+	if cfg.PostgreSQL() {
+		return "PostgreSQL at " + cfg.DatabaseShown() + " (ADMIT_DATABASE_URL; nothing is stored in a SQLite file)"
+	}
+	return "SQLite at " + cfg.DBPath()
+}
+
 // backupSummary says whether and where serve replicates.
-func backupSummary(bc *backup.Config, replica *backup.ReplicaConfig) string {
+func backupSummary(cfg *config.Config, bc *backup.Config, replica *backup.ReplicaConfig) string {
 	switch {
+	case cfg.PostgreSQL():
+		return "Litestream does not apply to PostgreSQL: back up with the engine's own tools " +
+			"(base backups and WAL archiving, or a managed service; docs/DEPLOY.md#postgresql)"
 	case !bc.Exists:
 		return "off: no " + bc.File
 	case replica == nil:

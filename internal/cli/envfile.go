@@ -25,38 +25,8 @@ type EnvVar struct{ Name, Value string }
 // UTF-8, is skipped, as systemd skips it; a backslash ending a comment
 // does not make the next line a comment (systemd 254 and later).
 func ReadEnvFile(r io.Reader) ([]EnvVar, error) {
-	const (
-		preKey = iota
-		key
-		preValue
-		value
-		valueEscape
-		singleQuote
-		doubleQuote
-		doubleQuoteEscape
-		comment
-		commentEscape
-	)
-	var (
-		out       []EnvVar
-		k, v      strings.Builder
-		keyTrim   int // k's length without its trailing blanks
-		valueTrim int // v's length without its unescaped trailing blanks
-	)
-	push := func(trim bool) {
-		name, val := k.String()[:keyTrim], v.String()
-		if trim {
-			val = val[:valueTrim]
-		}
-		if validEnvName(name) && utf8.ValidString(val) {
-			out = append(out, EnvVar{name, val})
-		}
-		k.Reset()
-		v.Reset()
-		keyTrim, valueTrim = 0, 0
-	}
+	var p envParser
 	br := bufio.NewReader(r)
-	state := preKey
 	for {
 		c, err := br.ReadByte()
 		if errors.Is(err, io.EOF) {
@@ -65,117 +35,195 @@ func ReadEnvFile(r io.Reader) ([]EnvVar, error) {
 		if err != nil {
 			return nil, err
 		}
-		blank, newline := c == ' ' || c == '\t', c == '\n' || c == '\r'
-		switch state {
-		case preKey:
-			switch {
-			case c == '#' || c == ';':
-				state = comment
-			case blank || newline:
-			default:
-				state = key
-				k.WriteByte(c)
-				keyTrim = k.Len()
-			}
-		case key:
-			switch {
-			case newline: // a name without = assigns nothing
-				state = preKey
-				k.Reset()
-				keyTrim = 0
-			case c == '=':
-				state = preValue
-			default:
-				k.WriteByte(c)
-				if !blank {
-					keyTrim = k.Len()
-				}
-			}
-		case preValue:
-			switch {
-			case newline:
-				state = preKey
-				push(false)
-			case c == '\'':
-				state = singleQuote
-			case c == '"':
-				state = doubleQuote
-			case c == '\\':
-				state = valueEscape
-			case blank:
-			default:
-				state = value
-				v.WriteByte(c)
-				valueTrim = v.Len()
-			}
-		case value:
-			switch {
-			case newline:
-				state = preKey
-				push(true)
-			case c == '\\':
-				state = valueEscape
-			default:
-				v.WriteByte(c)
-				if !blank {
-					valueTrim = v.Len()
-				}
-			}
-		case valueEscape:
-			state = value
-			if c != '\n' {
-				v.WriteByte(c)
-				valueTrim = v.Len()
-			}
-		case singleQuote:
-			if c == '\'' {
-				state = preValue
-			} else {
-				v.WriteByte(c)
-			}
-			valueTrim = v.Len()
-		case doubleQuote:
-			switch c {
-			case '"':
-				state = preValue
-			case '\\':
-				state = doubleQuoteEscape
-			default:
-				v.WriteByte(c)
-			}
-			valueTrim = v.Len()
-		case doubleQuoteEscape:
-			state = doubleQuote
-			switch {
-			case strings.IndexByte("\"\\`$", c) >= 0:
-				v.WriteByte(c)
-			case c == '\n':
-			default:
-				v.WriteByte('\\')
-				v.WriteByte(c)
-			}
-			valueTrim = v.Len()
-		case comment:
-			switch {
-			case c == '\\':
-				state = commentEscape
-			case newline:
-				state = preKey
-			}
-		case commentEscape: // a backslash does not carry a comment onto the next line
-			state = comment
-			if newline {
-				state = preKey
-			}
+		p.step(c)
+	}
+	p.end()
+	return p.out, nil
+}
+
+// envState is where ReadEnvFile is in a line.
+type envState int
+
+const (
+	envPreKey envState = iota
+	envKey
+	envPreValue
+	envValue
+	envValueEscape
+	envSingleQuote
+	envDoubleQuote
+	envDoubleQuoteEscape
+	envComment
+	envCommentEscape
+)
+
+// envParser reads an environment file a byte at a time.
+type envParser struct {
+	state     envState
+	out       []EnvVar
+	k, v      strings.Builder
+	keyTrim   int // k's length without its trailing blanks
+	valueTrim int // v's length without its unescaped trailing blanks
+}
+
+// push ends an assignment, its value's trailing blanks dropped if trim:
+// kept if the name is valid and the value UTF-8, as systemd keeps it.
+func (p *envParser) push(trim bool) {
+	name, val := p.k.String()[:p.keyTrim], p.v.String()
+	if trim {
+		val = val[:p.valueTrim]
+	}
+	if validEnvName(name) && utf8.ValidString(val) {
+		p.out = append(p.out, EnvVar{name, val})
+	}
+	p.k.Reset()
+	p.v.Reset()
+	p.keyTrim, p.valueTrim = 0, 0
+}
+
+// end ends the file: an assignment the last line left open is kept.
+func (p *envParser) end() {
+	switch p.state {
+	case envPreValue, envSingleQuote, envDoubleQuote, envDoubleQuoteEscape:
+		p.push(false)
+	case envValue, envValueEscape:
+		p.push(true)
+	}
+}
+
+// step reads one byte.
+func (p *envParser) step(c byte) {
+	blank, newline := c == ' ' || c == '\t', c == '\n' || c == '\r'
+	switch p.state {
+	case envPreKey, envKey:
+		p.key(c, blank, newline)
+	case envPreValue, envValue, envValueEscape:
+		p.value(c, blank, newline)
+	case envSingleQuote, envDoubleQuote, envDoubleQuoteEscape:
+		p.quoted(c)
+	case envComment, envCommentEscape:
+		p.comment(c, newline)
+	}
+}
+
+// key reads a byte before the =: a comment, blanks or the name.
+func (p *envParser) key(c byte, blank, newline bool) {
+	if p.state == envPreKey {
+		switch {
+		case c == '#' || c == ';':
+			p.state = envComment
+		case blank || newline:
+		default:
+			p.state = envKey
+			p.k.WriteByte(c)
+			p.keyTrim = p.k.Len()
+		}
+		return
+	}
+	switch {
+	case newline: // a name without = assigns nothing
+		p.state = envPreKey
+		p.k.Reset()
+		p.keyTrim = 0
+	case c == '=':
+		p.state = envPreValue
+	default:
+		p.k.WriteByte(c)
+		if !blank {
+			p.keyTrim = p.k.Len()
 		}
 	}
-	switch state {
-	case preValue, singleQuote, doubleQuote, doubleQuoteEscape:
-		push(false)
-	case value, valueEscape:
-		push(true)
+}
+
+// value reads a byte of an unquoted value, or before the value starts.
+func (p *envParser) value(c byte, blank, newline bool) {
+	switch p.state {
+	case envPreValue:
+		switch {
+		case newline:
+			p.state = envPreKey
+			p.push(false)
+		case c == '\'':
+			p.state = envSingleQuote
+		case c == '"':
+			p.state = envDoubleQuote
+		case c == '\\':
+			p.state = envValueEscape
+		case blank:
+		default:
+			p.state = envValue
+			p.v.WriteByte(c)
+			p.valueTrim = p.v.Len()
+		}
+	case envValue:
+		switch {
+		case newline:
+			p.state = envPreKey
+			p.push(true)
+		case c == '\\':
+			p.state = envValueEscape
+		default:
+			p.v.WriteByte(c)
+			if !blank {
+				p.valueTrim = p.v.Len()
+			}
+		}
+	case envValueEscape:
+		p.state = envValue
+		if c != '\n' {
+			p.v.WriteByte(c)
+			p.valueTrim = p.v.Len()
+		}
 	}
-	return out, nil
+}
+
+// quoted reads a byte inside quotes.
+func (p *envParser) quoted(c byte) {
+	switch p.state {
+	case envSingleQuote:
+		if c == '\'' {
+			p.state = envPreValue
+		} else {
+			p.v.WriteByte(c)
+		}
+	case envDoubleQuote:
+		switch c {
+		case '"':
+			p.state = envPreValue
+		case '\\':
+			p.state = envDoubleQuoteEscape
+		default:
+			p.v.WriteByte(c)
+		}
+	case envDoubleQuoteEscape:
+		p.state = envDoubleQuote
+		switch {
+		case strings.IndexByte("\"\\`$", c) >= 0:
+			p.v.WriteByte(c)
+		case c == '\n':
+		default:
+			p.v.WriteByte('\\')
+			p.v.WriteByte(c)
+		}
+	}
+	p.valueTrim = p.v.Len()
+}
+
+// comment reads a byte of a comment, which a line break ends.
+func (p *envParser) comment(c byte, newline bool) {
+	if p.state == envCommentEscape { // a backslash does not carry a comment onto the next line
+		p.state = envComment
+		if newline {
+			p.state = envPreKey
+		}
+		return
+	}
+	switch {
+	case c == '\\':
+		p.state = envCommentEscape
+	case newline:
+		p.state = envPreKey
+	}
 }
 
 // validEnvName says whether name can be an environment variable's name:

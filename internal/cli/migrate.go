@@ -30,7 +30,12 @@ func migrateCmd(ctx context.Context, args []string, env config.Environment, stdo
 		return err
 	}
 	if *status {
-		return printSchemaStatus(ctx, cfg.DBPath(), stdout)
+		return printSchemaStatus(ctx, cfg, stdout)
+	}
+	if cfg.PostgreSQL() {
+		// Servers starting together, or this command beside them, migrate
+		// once: OpenPostgres migrates under PostgreSQL's advisory lock.
+		return migrateDB(ctx, cfg, stdout)
 	}
 	// rule: only the data directory's lock holder migrates: a running
 	// server migrated at its start, and must not have its schema changed
@@ -44,6 +49,12 @@ func migrateCmd(ctx context.Context, args []string, env config.Environment, stdo
 		return err
 	}
 	defer func() { err = errors.Join(err, lock.Release()) }()
+	return migrateDB(ctx, cfg, stdout)
+}
+
+// migrateDB opens cfg's database, which applies the pending migrations, and
+// says what it applied.
+func migrateDB(ctx context.Context, cfg *config.Config, stdout io.Writer) (err error) {
 	_, db, err := openStore(ctx, cfg, store.Options{Migrated: func(m store.Migration) {
 		fmt.Fprintf(stdout, "migrated: version %d, %s\n", m.Version, m.Name)
 	}})
@@ -58,13 +69,13 @@ func migrateCmd(ctx context.Context, args []string, env config.Environment, stdo
 // printSchemaStatus is `admit migrate -status`: one line per migration,
 // applied, pending or unknown, then what to do. It only reads, so it may
 // run beside a server, and never creates the database.
-func printSchemaStatus(ctx context.Context, path string, stdout io.Writer) error {
-	s, err := store.ReadSchema(ctx, path)
+func printSchemaStatus(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
+	s, err := readSchema(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("migrate -status: %w", err)
 	}
 	known := store.KnownVersion()
-	fmt.Fprintf(stdout, "database %s: schema version %d; this admit knows migrations up to %d\n", path, s.Version(), known)
+	fmt.Fprintf(stdout, "database %s: schema version %d; this admit knows migrations up to %d\n", databaseName(cfg), s.Version(), known)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "state\tversion\tmigration\tapplied")
 	for _, m := range s.Applied {

@@ -37,17 +37,28 @@ func preflight(ctx context.Context, env config.Environment) (*checked, error) {
 	if err != nil {
 		return nil, err
 	}
+	var errs []error
+	if err := serverkeys.Check(cfg.Secrets, cfg.DataDir); err != nil {
+		errs = append(errs, fmt.Errorf("server keys (ADMIT_DATA=%s): %w", cfg.DataDir, err))
+	}
+	if cfg.PostgreSQL() {
+		if err := refuseOwnKeysOnSharedDatabase(ctx, cfg); err != nil {
+			errs = append(errs, err)
+		}
+		// Litestream and the SQLite file's schema do not apply; the
+		// database's schema is checked when it is opened.
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		return &checked{cfg: cfg, backup: bc}, nil
+	}
 	// serve refuses a litestream.yml whose database is not admit's.
 	replica, err := bc.ReplicaFor(cfg.DBPath())
 	if err != nil {
-		return nil, fmt.Errorf("backup: %w", err)
+		return nil, errors.Join(append(errs, fmt.Errorf("backup: %w", err))...)
 	}
-	var errs []error
 	if replica != nil {
 		errs = append(errs, checkReplica(cfg, bc, replica)...)
-	}
-	if err := serverkeys.Check(cfg.Secrets, cfg.DataDir); err != nil {
-		errs = append(errs, fmt.Errorf("server keys (ADMIT_DATA=%s): %w", cfg.DataDir, err))
 	}
 	if s, err := store.ReadSchema(ctx, cfg.DBPath()); err != nil {
 		errs = append(errs, fmt.Errorf("database (ADMIT_DATA=%s): %w", cfg.DataDir, err))

@@ -20,48 +20,27 @@ import (
 
 // restoreCmd is `admit restore [-timestamp T | -txid TXID] -o PATH`.
 func restoreCmd(ctx context.Context, args []string, env config.Environment, stdout io.Writer) (err error) {
-	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	out := fs.String("o", "", "output path (must not exist)")
-	ts := fs.String("timestamp", "", "restore the database as it was at this RFC 3339 instant")
-	txid := fs.String("txid", "", "restore the database as of this transaction (16 hex digits, as Litestream prints it)")
-	if err := fs.Parse(args); err != nil {
-		return usagef("restore: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("restore: unexpected argument %q", fs.Arg(0))
-	}
-	if *out == "" {
-		return errors.New("restore: -o PATH is required: admit never restores over a file")
-	}
-	opt := backup.RestoreOptions{Output: *out}
-	if *ts != "" && *txid != "" {
-		return errors.New("restore: give -timestamp or -txid, not both")
-	}
-	if *ts != "" {
-		if opt.Timestamp, err = time.Parse(time.RFC3339, *ts); err != nil {
-			return fmt.Errorf("restore: -timestamp %q is not an RFC 3339 time such as 2025-01-02T15:04:05Z", *ts)
-		}
-	}
-	if *txid != "" {
-		if opt.TXID, err = ltx.ParseTXID(*txid); err != nil || opt.TXID == 0 {
-			return fmt.Errorf("restore: -txid %q is not a transaction ID such as 00000000000004d2 (16 hex digits)", *txid)
-		}
+	opt, err := restoreOptions(args)
+	if err != nil {
+		return err
 	}
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
 	}
+	if cfg.PostgreSQL() {
+		return errLitestreamOnPostgres("restore")
+	}
 	// rule: a restore into the live database's path holds the data
 	// directory's lock, so it is refused while a server runs and no server
 	// starts on a half-written file (docs/DEPLOY.md, "One server per data
 	// directory"). Restore itself never writes over an existing file.
-	if samePath(*out, cfg.DBPath()) {
+	if samePath(opt.Output, cfg.DBPath()) {
 		lock, lerr := datalock.Take(cfg.DataDir, "restore")
 		if lerr != nil {
 			if busy := new(datalock.BusyError); errors.As(lerr, &busy) {
 				return fmt.Errorf("restore: -o %s is the live database, and %w: stop it first, "+
-					"or restore to a new path and swap the files while admit is stopped (docs/DEPLOY.md)", *out, lerr)
+					"or restore to a new path and swap the files while admit is stopped (docs/DEPLOY.md)", opt.Output, lerr)
 			}
 			return lerr
 		}
@@ -78,6 +57,47 @@ func restoreCmd(ctx context.Context, args []string, env config.Environment, stdo
 	if err := closeRestored(ctx, res.Path); err != nil {
 		return err
 	}
+	reportRestore(stdout, opt, res)
+	return nil
+}
+
+// restoreOptions reads restore's flags: the output path, and at most one
+// of the point in time and the transaction to restore to.
+func restoreOptions(args []string) (opt backup.RestoreOptions, err error) {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	out := fs.String("o", "", "output path (must not exist)")
+	ts := fs.String("timestamp", "", "restore the database as it was at this RFC 3339 instant")
+	txid := fs.String("txid", "", "restore the database as of this transaction (16 hex digits, as Litestream prints it)")
+	if err := fs.Parse(args); err != nil {
+		return opt, usagef("restore: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return opt, usagef("restore: unexpected argument %q", fs.Arg(0))
+	}
+	if *out == "" {
+		return opt, errors.New("restore: -o PATH is required: admit never restores over a file")
+	}
+	opt.Output = *out
+	if *ts != "" && *txid != "" {
+		return opt, errors.New("restore: give -timestamp or -txid, not both")
+	}
+	if *ts != "" {
+		if opt.Timestamp, err = time.Parse(time.RFC3339, *ts); err != nil {
+			return opt, fmt.Errorf("restore: -timestamp %q is not an RFC 3339 time such as 2025-01-02T15:04:05Z", *ts)
+		}
+	}
+	if *txid != "" {
+		if opt.TXID, err = ltx.ParseTXID(*txid); err != nil || opt.TXID == 0 {
+			return opt, fmt.Errorf("restore: -txid %q is not a transaction ID such as 00000000000004d2 (16 hex digits)", *txid)
+		}
+	}
+	return opt, nil
+}
+
+// reportRestore says what was restored, to which point, and what of the
+// replica's history it could not reach.
+func reportRestore(stdout io.Writer, opt backup.RestoreOptions, res *backup.RestoreResult) {
 	point := "latest"
 	switch {
 	case !opt.Timestamp.IsZero():
@@ -98,7 +118,6 @@ func restoreCmd(ctx context.Context, args []string, env config.Environment, stdo
 	if g := res.Gap; g != nil {
 		fmt.Fprintln(stdout, gapReport(g, res.TXID, res.At))
 	}
-	return nil
 }
 
 // gapReport says plainly which replica files are missing, where the

@@ -56,7 +56,10 @@ func serve(ctx context.Context, env config.Environment, names []string, stdout, 
 	}
 	var repl *backup.Replicator
 	defer func() { closeStorage(db, repl, logger, &err) }()
-	if repl, err = startReplication(ctx, backupCfg, cfg.DBPath(), cfg.Backup.DrillInterval, db.PauseWrites, logger); err != nil {
+	if cfg.PostgreSQL() {
+		logger.Info("database: PostgreSQL; Litestream does not apply, back it up with the engine's own tools (docs/DEPLOY.md#backups-on-postgresql)",
+			"database", cfg.DatabaseLocation())
+	} else if repl, err = startReplication(ctx, backupCfg, cfg.DBPath(), cfg.Backup.DrillInterval, db.PauseWrites, logger); err != nil {
 		return err
 	}
 	defer startErasure(ctx, db, repl, logger)()
@@ -132,11 +135,20 @@ func newHandler(cfg *config.Config, keys serverkeys.Keys, db *store.DB, id ident
 		ClerkPublishableKey: cfg.Clerk.PublishableKey,
 		Keys:                keys,
 		Logger:              logger,
-		BackupRetention:     backupCfg.BackupRetention(),
+		BackupRetention:     backupRetention(cfg, backupCfg),
 		Ready:               readiness(id, repl),
 		BackupStatus:        backupStatus(repl),
 		DevSignInKey:        devKey,
 	}, db, id)
+}
+
+// backupRetention is how long erased data can survive in Litestream's
+// backup: none on PostgreSQL, whose backups are the operator's.
+func backupRetention(cfg *config.Config, bc *backup.Config) time.Duration {
+	if cfg.PostgreSQL() {
+		return 0
+	}
+	return bc.BackupRetention()
 }
 
 // startDiscovery discovers the OpenID Provider, in OpenID Connect mode,

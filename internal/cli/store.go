@@ -23,16 +23,45 @@ func loadConfig(env config.Environment) (*config.Config, error) {
 // openStore loads the server keys from cfg's data directory and opens the
 // database with opt, the binding key and the retention policy.
 func openStore(ctx context.Context, cfg *config.Config, opt store.Options) (serverkeys.Keys, *store.DB, error) {
+	if err := refuseOwnKeysOnSharedDatabase(ctx, cfg); err != nil {
+		return serverkeys.Keys{}, nil, err
+	}
 	keys, err := serverkeys.Load(cfg.Secrets, cfg.DataDir)
 	if err != nil {
 		return serverkeys.Keys{}, nil, err
 	}
 	opt.BindingKey, opt.Retention, opt.SignupQueue = keys.Binding, cfg.Retention, cfg.WriteQueue
-	db, err := store.Open(ctx, cfg.DBPath(), opt)
+	db, err := openDB(ctx, cfg, opt)
 	if err != nil {
 		return serverkeys.Keys{}, nil, err
 	}
 	return keys, db, nil
+}
+
+// openDB opens cfg's database with opt: PostgreSQL at ADMIT_DATABASE_URL
+// when it is set, else the SQLite file in the data directory.
+func openDB(ctx context.Context, cfg *config.Config, opt store.Options) (*store.DB, error) {
+	if cfg.PostgreSQL() {
+		return store.OpenPostgres(ctx, cfg.DatabaseURL, opt)
+	}
+	return store.Open(ctx, cfg.DBPath(), opt)
+}
+
+// readSchema reads the schema version of cfg's database, changing nothing.
+func readSchema(ctx context.Context, cfg *config.Config) (*store.Schema, error) {
+	if cfg.PostgreSQL() {
+		return store.ReadSchemaPostgres(ctx, cfg.DatabaseURL)
+	}
+	return store.ReadSchema(ctx, cfg.DBPath())
+}
+
+// databaseName names cfg's database in a command's output: the SQLite
+// file, or the PostgreSQL URL without its password.
+func databaseName(cfg *config.Config) string {
+	if cfg.PostgreSQL() {
+		return cfg.DatabaseShown()
+	}
+	return cfg.DBPath()
 }
 
 // closeDB closes db and adds a failure to *err: closing the last connection
@@ -53,11 +82,17 @@ func openBesideServer(ctx context.Context, env config.Environment, cmd string) (
 	if err != nil {
 		return nil, nil, err
 	}
-	schema, err := store.ReadSchema(ctx, cfg.DBPath())
+	schema, err := readSchema(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	opt := store.Options{NoMigrate: len(schema.Pending) == 0}
+	if !opt.NoMigrate && cfg.PostgreSQL() && schema.Version() > 0 {
+		// Several servers may share a PostgreSQL database: a command
+		// migrates only a new one, never one that servers may run on.
+		return nil, nil, fmt.Errorf("%s: the database needs migrations this admit applies: "+
+			"start admit serve (or run admit migrate) with this admit first, then run this command again", cmd)
+	}
 	var lock *datalock.Lock
 	if !opt.NoMigrate {
 		if lock, err = datalock.Take(cfg.DataDir, cmd); err != nil {

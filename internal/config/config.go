@@ -24,9 +24,13 @@ import (
 
 // Config is admit's configuration, read from the environment (README.md#configuration).
 type Config struct {
-	Addr      string
-	DataDir   string
-	PublicURL *url.URL
+	Addr    string
+	DataDir string
+	// DatabaseURL is ADMIT_DATABASE_URL: a postgres:// URL selects
+	// PostgreSQL; "" keeps the SQLite file in DataDir. It may hold a
+	// password: show it only as DatabaseShown.
+	DatabaseURL string
+	PublicURL   *url.URL
 	// PublicURLDerived reports that ADMIT_PUBLIC_URL was not set and the
 	// public URL comes from the listen address.
 	PublicURLDerived bool
@@ -167,7 +171,7 @@ func (c *Config) DevMode() bool { return c.Clerk.SecretKey == "" && c.OIDC.Issue
 // OIDCMode reports whether admit signs in through an OpenID Connect provider.
 func (c *Config) OIDCMode() bool { return c.OIDC.Issuer != "" }
 
-// DBPath is the SQLite file in the data directory.
+// DBPath is the SQLite file in the data directory (unused on PostgreSQL).
 func (c *Config) DBPath() string { return filepath.Join(c.DataDir, "admit.db") }
 
 // Environment gives an environment variable's value, "" when unset:
@@ -198,6 +202,7 @@ func Load(env Environment) (*Config, error) {
 			ProviderName: r.env("ADMIT_OIDC_PROVIDER_NAME", ""),
 		},
 	}
+	c.DatabaseURL = r.databaseURL()
 	host, port := r.listenAddr(c.Addr)
 	c.PublicURL, c.PublicURLDerived = r.publicURL(host, port)
 	c.NetworkHourlyLimit = r.networkHourlyLimit()

@@ -42,8 +42,11 @@ func (c *Config) Settings() []Setting {
 // setting is the Setting of the variable name of v.
 func (c *Config) setting(v Var, name string) Setting {
 	if val, ok := c.set[name]; ok {
-		if isSecret(v, name) {
+		switch {
+		case isSecret(v, name):
 			val = hidden
+		case name == "ADMIT_DATABASE_URL":
+			val = RedactDatabaseURL(val) // rule: the password is never shown
 		}
 		return Setting{Name: name, Value: val, Source: "environment"}
 	}

@@ -40,7 +40,8 @@ func (v Var) Names() []string {
 // litestream.yml may name others as $VAR or ${VAR}; those are its own.
 var Vars = []Var{
 	{Name: "ADMIT_ADDR", Summary: "listen address", Default: "`127.0.0.1:8080`", Meaning: "listen address (`:0` picks a free port)"},
-	{Name: "ADMIT_DATA", Summary: "data directory: the database, the `secrets` file and the lock", Default: "`./data`", Meaning: "data directory: `admit.db`, the generated `secrets` file (mode 0600) and the server's lock, `admit.lock`"},
+	{Name: "ADMIT_DATA", Summary: "data directory: the SQLite file, the `secrets` file and the lock", Default: "`./data`", Meaning: "data directory: `admit.db` (not with `ADMIT_DATABASE_URL`), the generated `secrets` file (mode 0600) and the server's lock, `admit.lock`"},
+	{Name: "ADMIT_DATABASE_URL", Summary: "PostgreSQL instead of the SQLite file: `postgres://…`", Default: "— (SQLite in `ADMIT_DATA`)", Meaning: "PostgreSQL instead of the SQLite file when set: a `postgres://` or `postgresql://` URL (pgx's parameters, e.g. `?sslmode=verify-full`). `ADMIT_DATA` still holds the `secrets` file and the lock; several servers may share one database with the same server keys ([docs/DEPLOY.md](#postgresql))"},
 	{Name: "ADMIT_PUBLIC_URL", Summary: "the public origin, the only one allowed to write", Default: "`http://` + address", Meaning: "the public origin; the only allowed `Origin` for writes (in development mode, `http://` on a loopback host only)"},
 	{Name: "CLERK_SECRET_KEY", Summary: "Clerk mode when set: the Backend API's secret key", Default: "—", Meaning: "Clerk mode when set: the Backend API's secret key", Secret: true},
 	{Name: "CLERK_PUBLISHABLE_KEY", Summary: "the publishable key ClerkJS loads with", Default: "— (required in Clerk mode)", Meaning: "the publishable key ClerkJS loads with"},

@@ -198,8 +198,18 @@ func get(tb testing.TB, c *http.Client, u string) (int, string) {
 }
 
 func TestRun_ServeStartsPrintsAddressAndShutsDownGracefully(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engineRun) { testServeStartsAndShutsDown(t, e) })
+}
+
+// testServeStartsAndShutsDown is TestRun_ServeStartsPrintsAddressAndShutsDownGracefully
+// on one engine.
+func testServeStartsAndShutsDown(t *testing.T, e engineRun) {
 	data := t.TempDir()
-	srv := MustRunServe(t, map[string]string{"ADMIT_ADDR": "127.0.0.1:0", "ADMIT_DATA": data})
+	env := map[string]string{"ADMIT_ADDR": "127.0.0.1:0", "ADMIT_DATA": data}
+	if e.dbURL != "" {
+		env["ADMIT_DATABASE_URL"] = e.dbURL
+	}
+	srv := MustRunServe(t, env)
 
 	if !strings.HasPrefix(srv.DevLink, srv.URL+"/dev/sign-in?key=") {
 		t.Fatalf("development sign-in link %q, want one on %s", srv.DevLink, srv.URL)
@@ -260,8 +270,12 @@ func TestRun_ServeStartsPrintsAddressAndShutsDownGracefully(t *testing.T) {
 			t.Errorf("log line holds an '@' (an email address?): %s", line)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(data, "admit.db")); err != nil {
+	_, err = os.Stat(filepath.Join(data, "admit.db"))
+	switch {
+	case e.dbURL == "" && err != nil:
 		t.Errorf("no database in ADMIT_DATA: %v", err)
+	case e.dbURL != "" && !errors.Is(err, os.ErrNotExist):
+		t.Errorf("a SQLite database in ADMIT_DATA on PostgreSQL (stat: %v)", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package handlers
+package admission
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"admit/handlers/admission"
 	"admit/handlers/reqlog"
 )
 
@@ -15,7 +14,7 @@ import (
 // does not take a few hundred bytes in this time has gone.
 const parkWriteTimeout = 5 * time.Second
 
-// parkRefusal holds a paced refusal without its request: the answer is
+// park holds a paced refusal without its request: the answer is
 // prepared now (the headers the layers above set, the prepared 503 and
 // Connection: close), the HTTP/1 connection is taken from net/http
 // (hijacked) and, when rf's hold is over (and not before the answer
@@ -31,25 +30,25 @@ const parkWriteTimeout = 5 * time.Second
 // away; its write then fails. It reports false, having done nothing,
 // when the connection cannot be taken (HTTP/2, or a writer that does not
 // reach net/http's).
-func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf admission.Refusal) bool {
+func (in *Intake) park(w http.ResponseWriter, r *http.Request, rf Refusal) bool {
 	info := reqlog.From(r.Context())
 	if info == nil || r.ProtoMajor != 1 {
 		return false
 	}
 	start := time.Now()
 	at := start.Add(rf.Hold)
-	if release, ok := admission.ScheduledRelease(w); ok && release.After(at) {
+	if release, ok := ScheduledRelease(w); ok && release.After(at) {
 		at = release
 	}
 	a := &parkedAnswer{header: w.Header().Clone(), status: http.StatusOK}
 	a.header.Set("Connection", "close")
-	s.busy.write(a, r)
+	in.Busy.Write(a, r, in.Form(r))
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return false
 	}
 	info.Parked = func(line reqlog.Line) {
-		s.afterHold(time.Until(at), func() {
+		in.AfterHold(time.Until(at), func() {
 			held := time.Since(start)
 			rf.Sent()
 			line(a.status, int64(a.size()), held)
@@ -61,9 +60,9 @@ func (s *Server) parkRefusal(w http.ResponseWriter, r *http.Request, rf admissio
 	return true
 }
 
-// parkedAnswer is a parked refusal's answer, written by a cannedAnswer
+// parkedAnswer is a parked refusal's answer, written by a CannedAnswer
 // and kept to be sent later: its status, headers and the body's parts.
-// It keeps the slices it is given, which cannedAnswer never changes, and
+// It keeps the slices it is given, which CannedAnswer never changes, and
 // copies strings (the request ID).
 type parkedAnswer struct {
 	header http.Header

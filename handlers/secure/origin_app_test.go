@@ -1,4 +1,4 @@
-package handlers
+package secure_test
 
 import (
 	"encoding/json"

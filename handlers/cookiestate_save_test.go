@@ -12,8 +12,8 @@ import (
 	"github.com/gorilla/securecookie"
 )
 
-// failingCodec is the session store's real codec, made to refuse every
-// encoding while fail is set: a session that cannot be saved.
+// failingCodec is the cookie store's real codec, made to refuse every
+// encoding while fail is set: a cookie state that cannot be saved.
 type failingCodec struct {
 	securecookie.Codec
 	fail *atomic.Bool
@@ -21,13 +21,13 @@ type failingCodec struct {
 
 func (c failingCodec) Encode(name string, value any) (string, error) {
 	if c.fail.Load() {
-		return "", errors.New("the session codec refuses to encode")
+		return "", errors.New("the cookie codec refuses to encode")
 	}
 	return c.Codec.Encode(name, value)
 }
 
-// withSessionSaveFailing makes every session save fail while fail is set.
-func withSessionSaveFailing(fail *atomic.Bool) appOption {
+// withCookieStateSaveFailing makes every cookie state save fail while fail is set.
+func withCookieStateSaveFailing(fail *atomic.Bool) appOption {
 	return func(c *appConfig) {
 		c.Server = func(h http.Handler) {
 			s := h.(*Server)
@@ -38,8 +38,8 @@ func withSessionSaveFailing(fail *atomic.Bool) appOption {
 	}
 }
 
-// sessionSetCookies are the Set-Cookie headers of r naming admit_session.
-func sessionSetCookies(r *testResponse) []string {
+// stateSetCookies are the Set-Cookie headers of r naming admit_session.
+func stateSetCookies(r *testResponse) []string {
 	var out []string
 	for _, c := range r.Header.Values("Set-Cookie") {
 		if strings.HasPrefix(c, stateCookie+"=") {
@@ -50,7 +50,7 @@ func sessionSetCookies(r *testResponse) []string {
 }
 
 // mustIssueByForm issues an invitation to a new selected entry through the
-// console's form and returns the code page's path; the session then holds
+// console's form and returns the code page's path; the cookie state then holds
 // the code for that page.
 func mustIssueByForm(t *testing.T, app *testApp, owner *testClient, email string) string {
 	t.Helper()
@@ -69,39 +69,39 @@ func mustIssueByForm(t *testing.T, app *testApp, owner *testClient, email string
 	return owLocation(posted)
 }
 
-// TestSession_FailedSaveIsAnErrorAnswer: when the session cannot be saved
+// TestCookieState_FailedSaveIsAnErrorAnswer: when the cookie state cannot be saved
 // the client gets the error adapter's 500 — page or JSON, no-store — and
-// nothing of the handler's answer; what the session held is still there
+// nothing of the handler's answer; what the cookie state held is still there
 // once saving works again.
-func TestSession_FailedSaveIsAnErrorAnswer(t *testing.T) {
+func TestCookieState_FailedSaveIsAnErrorAnswer(t *testing.T) {
 	var fail atomic.Bool
-	app := MustStartApp(t, withSessionSaveFailing(&fail))
+	app := MustStartApp(t, withCookieStateSaveFailing(&fail))
 	owner := mustOwnerClient(t, app)
 	codePage := mustIssueByForm(t, app, owner, "held@example.com")
 
 	fail.Store(true)
 	r := owner.Get(t, codePage)
-	owWantStatus(t, "code page, session not saved", r, http.StatusInternalServerError)
+	owWantStatus(t, "code page, cookie state not saved", r, http.StatusInternalServerError)
 	if got, want := r.Header.Get("Cache-Control"), "private, no-store"; got != want {
 		t.Errorf("Cache-Control=%q, want %q", got, want)
 	}
 	if codePattern.MatchString(r.Body) || strings.Contains(r.Body, "shown only this once") {
-		t.Fatalf("the code page went out although its session was not saved:\n%.600s", r.Body)
+		t.Fatalf("the code page went out although its cookie state was not saved:\n%.600s", r.Body)
 	}
 	if !strings.Contains(r.Body, "Something went wrong") || r.Header.Get("X-Request-ID") == "" ||
 		r.Header.Get("Content-Security-Policy") == "" {
 		t.Fatalf("not the error page with the security headers and request ID: %v\n%.600s", r.Header, r.Body)
 	}
-	if sc := sessionSetCookies(r); len(sc) != 0 {
-		t.Fatalf("Set-Cookie %q on an answer whose session was not saved", sc)
+	if sc := stateSetCookies(r); len(sc) != 0 {
+		t.Fatalf("Set-Cookie %q on an answer whose cookie state was not saved", sc)
 	}
 
-	// A fresh browser's first CSRF token needs a new secret in the session:
+	// A fresh browser's first CSRF token needs a new secret in the cookie state:
 	// the API answers the error JSON rather than a token that cannot verify.
 	other := app.NewClient(t)
 	other.SignIn(t, "other@example.test")
 	api := other.Get(t, "/api/csrf")
-	owWantStatus(t, "GET /api/csrf, session not saved", api, http.StatusInternalServerError)
+	owWantStatus(t, "GET /api/csrf, cookie state not saved", api, http.StatusInternalServerError)
 	if got, want := api.Body, "{\"error\":\"internal\"}\n"; got != want {
 		t.Fatalf("body %q, want %q", got, want)
 	}
@@ -115,21 +115,21 @@ func TestSession_FailedSaveIsAnErrorAnswer(t *testing.T) {
 	owWantStatus(t, "code page, saving again", again, http.StatusOK)
 	m := codePattern.FindStringSubmatch(again.Body)
 	if m == nil {
-		t.Fatal("the code held in the session was lost with the failed save")
+		t.Fatal("the code held in the cookie state was lost with the failed save")
 	}
 	if strings.Contains(app.Logs.String(), m[1]) || strings.Contains(app.Logs.String(), "held@example.com") {
 		t.Fatal("the log holds the code or the address")
 	}
-	if !strings.Contains(app.Logs.String(), "save session") {
+	if !strings.Contains(app.Logs.String(), "save cookie state") {
 		t.Fatal("the failed save is not logged as the request's failure")
 	}
 }
 
-// TestSession_AtMostOneSetCookiePerResponse: however many of the session's
+// TestCookieState_AtMostOneSetCookiePerResponse: however many of the cookie state's
 // fields a request changes — a CSRF secret made, the address cached, a
 // confirmation taken, a shown code's mark forgotten — its answer sets
-// admit's session cookie once.
-func TestSession_AtMostOneSetCookiePerResponse(t *testing.T) {
+// admit's state cookie once.
+func TestCookieState_AtMostOneSetCookiePerResponse(t *testing.T) {
 	app := MustStartApp(t)
 	owner := app.NewClient(t)
 	owner.SignIn(t, "owner@example.test")
@@ -138,7 +138,7 @@ func TestSession_AtMostOneSetCookiePerResponse(t *testing.T) {
 	// address: two changes, one cookie.
 	first := owner.Get(t, "/owner")
 	owWantStatus(t, "first page", first, http.StatusOK)
-	if got := len(sessionSetCookies(first)); got != 1 {
+	if got := len(stateSetCookies(first)); got != 1 {
 		t.Fatalf("the first page set admit_session %d times, want once", got)
 	}
 	owner.CSRF(t)
@@ -155,29 +155,29 @@ func TestSession_AtMostOneSetCookiePerResponse(t *testing.T) {
 	if !strings.Contains(page.Body, "Send recorded.") {
 		t.Fatal("the entry page does not show the confirmation")
 	}
-	if got := len(sessionSetCookies(page)); got != 1 {
-		t.Fatalf("the entry page set admit_session %d times, want once: %q", got, sessionSetCookies(page))
+	if got := len(stateSetCookies(page)); got != 1 {
+		t.Fatalf("the entry page set admit_session %d times, want once: %q", got, stateSetCookies(page))
 	}
 
-	// Signing out empties the session and leaves the note: one cookie.
+	// Signing out empties the cookie state and leaves the note: one cookie.
 	out := owner.PostForm(t, "/sign-out", url.Values{"csrf": {owner.CSRFToken}})
 	owWantStatus(t, "sign out", out, http.StatusSeeOther)
-	if got := len(sessionSetCookies(out)); got != 1 {
+	if got := len(stateSetCookies(out)); got != 1 {
 		t.Fatalf("sign-out set admit_session %d times, want once", got)
 	}
 }
 
-// TestSession_UnchangedSessionSetsNoCookie: an answer that left the session
-// as it found it sets no session cookie — a public page, a refused signup,
-// a signed-in page once the session is settled, a sign-out or a sign-in
-// with nothing of admit's session to clear.
-func TestSession_UnchangedSessionSetsNoCookie(t *testing.T) {
+// TestCookieState_UnchangedStateSetsNoCookie: an answer that left the
+// cookie state as it found it sets no state cookie — a public page, a
+// refused signup, a signed-in page once the state is settled, a sign-out
+// or a sign-in with nothing of admit's cookie state to clear.
+func TestCookieState_UnchangedStateSetsNoCookie(t *testing.T) {
 	app := MustStartApp(t)
 	noCookie := func(what string, r *testResponse, want int) {
 		t.Helper()
 		owWantStatus(t, what, r, want)
-		if sc := sessionSetCookies(r); len(sc) != 0 {
-			t.Errorf("%s: Set-Cookie %q, but the session did not change", what, sc)
+		if sc := stateSetCookies(r); len(sc) != 0 {
+			t.Errorf("%s: Set-Cookie %q, but the cookie state did not change", what, sc)
 		}
 	}
 	refused := signupFormValues(owKey(), "not-an-address", 1, true)
@@ -191,17 +191,17 @@ func TestSession_UnchangedSessionSetsNoCookie(t *testing.T) {
 			t.Errorf("an anonymous answer sets %q", sc)
 		}
 	}
-	// Nothing of admit's session to clear: only the identity's cookie.
-	noCookie("sign-out without a session", anon.PostForm(t, "/sign-out", url.Values{}), http.StatusSeeOther)
+	// Nothing of admit's cookie state to clear: only the identity's cookie.
+	noCookie("sign-out without a sign-in", anon.PostForm(t, "/sign-out", url.Values{}), http.StatusSeeOther)
 	noCookie("sign-in from a fresh browser", anon.PostForm(t, "/dev/sign-in",
 		url.Values{"email": {"owner@example.test"}, "redirect_url": {"/owner"}}), http.StatusSeeOther)
 
-	// But a sign-out replaces a session cookie it cannot read.
+	// But a sign-out replaces a state cookie it cannot read.
 	stale := app.NewClient(t)
 	u, _ := url.Parse(app.URL)
 	stale.Jar.SetCookies(u, []*http.Cookie{{Name: stateCookie, Value: "written-under-keys-long-gone", Path: "/"}})
-	owWantStatus(t, "page with an unreadable session", stale.Get(t, "/"), http.StatusOK)
-	if got := len(sessionSetCookies(stale.PostForm(t, "/sign-out", url.Values{}))); got != 1 {
+	owWantStatus(t, "page with an unreadable state cookie", stale.Get(t, "/"), http.StatusOK)
+	if got := len(stateSetCookies(stale.PostForm(t, "/sign-out", url.Values{}))); got != 1 {
 		t.Errorf("sign-out set admit_session %d times over an unreadable one, want once", got)
 	}
 

@@ -111,6 +111,12 @@ func copyToPostgres(ctx context.Context, cfg *config.Config, target string, stdo
 	} else if v != schema.Version() {
 		return fmt.Errorf("db copy: the target is at schema version %d after migrating, the source at %d", v, schema.Version())
 	}
+	// rule: a lease the source holds is a stopped server's, as this command
+	// holds the data directory's lock: it ends before the copy, so the first
+	// server on PostgreSQL takes each at once (docs/ARCHITECTURE.md#background-work-and-leases).
+	if err := endLeases(ctx, path, keys); err != nil {
+		return fmt.Errorf("db copy: end a stopped server's leases: %w", err)
+	}
 	counts, err := copyTables(ctx, src, dst, tables)
 	if err != nil {
 		return fmt.Errorf("db copy: no row was copied (the target holds admit's tables, empty): %w", err)
@@ -128,6 +134,16 @@ func copyToPostgres(ctx context.Context, cfg *config.Config, target string, stdo
 	fmt.Fprintf(stdout, "copied %d rows in %d tables, schema version %d, to %s\n", total, len(tables), schema.Version(), config.RedactDatabaseURL(target))
 	fmt.Fprintln(stdout, "serve it with ADMIT_DATABASE_URL set to that URL and the same server keys (this ADMIT_DATA's secrets file or ADMIT_SECRET_*)")
 	return nil
+}
+
+// endLeases ends every lease of the SQLite database at path, opened as it
+// is (no migration).
+func endLeases(ctx context.Context, path string, keys serverkeys.Keys) error {
+	db, err := store.Open(ctx, path, store.Options{BindingKey: keys.Binding, NoMigrate: true})
+	if err != nil {
+		return err
+	}
+	return errors.Join(db.EndLeases(ctx), db.Close())
 }
 
 // copyTable is one table of the source: its name, columns (in the

@@ -186,6 +186,36 @@ func TestDBCopy_CopiesEveryTableAndTheCopyServesOnPostgreSQL(t *testing.T) {
 	}
 }
 
+func TestDBCopy_AStoppedServersLeasesEndSoTheFirstServerOnPostgreSQLTakesThemAtOnce(t *testing.T) {
+	target := pgtest.NewDatabase(t)
+	in := mustInstallation(t)
+	ctx := context.Background()
+	keys, err := serverkeys.Load(mustLoadConfig(t, in.env).Secrets, in.env["ADMIT_DATA"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The SQLite server was killed holding the sweeper's lease for an hour.
+	db, err := store.Open(ctx, filepath.Join(in.env["ADMIT_DATA"], "admit.db"), store.Options{BindingKey: keys.Binding})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := db.TakeLease(ctx, "sweeper", "killed-sqlite-server", fileLeaseTTL); err != nil || l.Epoch != 1 {
+		t.Fatalf("take the lease: %+v, %v", l, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustRunCmd(t, in.env, "db", "copy", "--to", target)
+	pg, err := store.OpenPostgres(ctx, target, store.Options{BindingKey: keys.Binding})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	if l, err := pg.TakeLease(ctx, "sweeper", "postgresql-server", store.LeaseTTL); err != nil || !l.HeldBy("postgresql-server") || l.Epoch != 2 {
+		t.Fatalf("the first PostgreSQL server's take: %+v, %v; want it held in epoch 2", l, err)
+	}
+}
+
 func TestDBCopy_RefusesATargetThatIsNotEmpty(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {

@@ -1,9 +1,12 @@
 package systemtest
 
 import (
+	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"admit/internal/pgtest"
+	"admit/store"
 
 	"github.com/google/uuid"
 )
@@ -37,6 +41,9 @@ func TestTwoServers_OnOnePostgreSQLDatabase(t *testing.T) {
 	a := MustStartAdmit(t, bin, dir, envOf("a"))
 	b := MustStartAdmit(t, bin, dir, envOf("b"))
 	pg := openPostgres(t, dbURL)
+	// Each lease of once-only work is held by one of the two.
+	holderA, holderB := leaseHolder(t, a), leaseHolder(t, b)
+	waitForLeases(t, pg, func(h string) bool { return h == holderA || h == holderB })
 
 	// A session made on A, with A's CSRF token, works on B.
 	owner := newAPIClient()
@@ -200,6 +207,9 @@ func TestTwoServers_OnOnePostgreSQLDatabase(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged signups are not in the database", lost, len(acked))
 	}
 
+	// A's leases, if it held any, pass to B once they expire.
+	waitForLeases(t, pg, func(h string) bool { return h == holderB })
+
 	// A starts again beside B, and serves: the shared session too.
 	a2 := MustStartAdmit(t, bin, dir, envOf("a"))
 	if code, body := get(t, pub, a2.URL+"/readyz"); code != http.StatusOK {
@@ -233,4 +243,52 @@ func signupPastShedding(c *http.Client, base, key, email string, version int) (i
 		}
 	}
 	return http.StatusServiceUnavailable, nil
+}
+
+// leaseHolderLine is the log line that names a server's lease holder ID.
+var leaseHolderLine = regexp.MustCompile(`msg="background work runs under leases" holder=(\S+)`)
+
+// leaseHolder reads the holder ID the server's log names.
+func leaseHolder(tb testing.TB, p *process) string {
+	tb.Helper()
+	m := leaseHolderLine.FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		tb.Fatalf("the log names no lease holder:\n%s", p.stderr)
+	}
+	return m[1]
+}
+
+// waitForLeases waits until the sweeper's and the retirer's leases are
+// both held (unexpired) by holders ok accepts. A lease lasts
+// store.LeaseTTL, so a killed holder's passes within that.
+func waitForLeases(tb testing.TB, pg *sql.DB, ok func(holder string) bool) {
+	tb.Helper()
+	deadline := time.Now().Add(3 * store.LeaseTTL) // a guard; takeover comes within one
+	for {
+		held := 0
+		rows, err := pg.Query(`SELECT holder FROM leases WHERE name IN ('sweeper', 'retirer')
+			AND expires_at > (extract(epoch FROM clock_timestamp()) * 1000)::bigint`)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for rows.Next() {
+			var h string
+			if err := rows.Scan(&h); err != nil {
+				tb.Fatal(err)
+			}
+			if ok(h) {
+				held++
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			tb.Fatal(err)
+		}
+		if held == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("after %v the sweeper's and the retirer's leases are not both held as expected", 3*store.LeaseTTL)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -91,7 +91,7 @@ func copyToPostgres(ctx context.Context, cfg *config.Config, target string, stdo
 	if err := checkTargetEmpty(ctx, dst, tables); err != nil {
 		return fmt.Errorf("db copy: refused: %s %w", config.RedactDatabaseURL(target), err)
 	}
-	keys, err := serverkeys.Load(cfg.Secrets, cfg.DataDir)
+	keys, err := stoppedSource(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -110,12 +110,6 @@ func copyToPostgres(ctx context.Context, cfg *config.Config, target string, stdo
 		return fmt.Errorf("db copy: read the target's schema version: %w", err)
 	} else if v != schema.Version() {
 		return fmt.Errorf("db copy: the target is at schema version %d after migrating, the source at %d", v, schema.Version())
-	}
-	// rule: a lease the source holds is a stopped server's, as this command
-	// holds the data directory's lock: it ends before the copy, so the first
-	// server on PostgreSQL takes each at once (docs/ARCHITECTURE.md#background-work-and-leases).
-	if err := endLeases(ctx, path, keys); err != nil {
-		return fmt.Errorf("db copy: end a stopped server's leases: %w", err)
 	}
 	counts, err := copyTables(ctx, src, dst, tables)
 	if err != nil {
@@ -136,14 +130,26 @@ func copyToPostgres(ctx context.Context, cfg *config.Config, target string, stdo
 	return nil
 }
 
-// endLeases ends every lease of the SQLite database at path, opened as it
-// is (no migration).
-func endLeases(ctx context.Context, path string, keys serverkeys.Keys) error {
-	db, err := store.Open(ctx, path, store.Options{BindingKey: keys.Binding, NoMigrate: true})
+// stoppedSource reads the server keys of the stopped installation db copy
+// holds the data directory's lock of, and ends every lease its database
+// holds, opened as it is (no migration).
+//
+// rule: a lease the source holds is a stopped server's, as this command
+// holds the lock: it ends before the copy, so the first server on
+// PostgreSQL takes each at once (docs/ARCHITECTURE.md#background-work-and-leases).
+func stoppedSource(ctx context.Context, cfg *config.Config) (serverkeys.Keys, error) {
+	keys, err := serverkeys.Load(cfg.Secrets, cfg.DataDir)
 	if err != nil {
-		return err
+		return serverkeys.Keys{}, err
 	}
-	return errors.Join(db.EndLeases(ctx), db.Close())
+	db, err := store.Open(ctx, cfg.DBPath(), store.Options{BindingKey: keys.Binding, NoMigrate: true})
+	if err != nil {
+		return serverkeys.Keys{}, fmt.Errorf("db copy: open the source to end its leases: %w", err)
+	}
+	if err := errors.Join(db.EndLeases(ctx), db.Close()); err != nil {
+		return serverkeys.Keys{}, fmt.Errorf("db copy: end a stopped server's leases: %w", err)
+	}
+	return keys, nil
 }
 
 // copyTable is one table of the source: its name, columns (in the

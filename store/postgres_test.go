@@ -45,11 +45,13 @@ func TestPostgres_TwoServersKeepACapExact(t *testing.T) {
 	postgresOnly(t)
 	const attempts, capacity = 400, 150
 	for _, tc := range []struct {
-		name              string
-		queueCap, hourCap int
+		name                    string
+		queueCap, hourCap, netw int
 	}{
-		{"queue cap", capacity, 100000},
-		{"hourly cap", 100000, capacity},
+		{"queue cap", capacity, 100000, 0},
+		{"hourly cap", 100000, capacity, 0},
+		// Every attempt from one network: the counter row is shared.
+		{"network limit", 100000, 100000, capacity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := testutil.NewClock(testEpoch)
@@ -66,11 +68,17 @@ func TestPostgres_TwoServersKeepACapExact(t *testing.T) {
 			for i := range attempts {
 				wg.Go(func() {
 					<-start
-					_, err := servers[i%2].Signup(context.Background(), sp.signupReq(fmt.Sprintf("person%04d@example.com", i)))
+					req := sp.signupReq(fmt.Sprintf("person%04d@example.com", i))
+					if tc.netw > 0 {
+						req.Attempts = &AttemptLimit{Key: func(hour time.Time) []byte {
+							return []byte("one network " + hour.Format(time.RFC3339))
+						}, Max: tc.netw}
+					}
+					_, err := servers[i%2].Signup(context.Background(), req)
 					switch {
 					case err == nil:
 						admitted.Add(1)
-					case errors.Is(err, ErrQueueFull) || errors.Is(err, ErrIntakeFull):
+					case errors.Is(err, ErrQueueFull) || errors.Is(err, ErrIntakeFull) || errors.Is(err, ErrTooManyAttempts):
 						limited.Add(1)
 					default:
 						errs[i] = err
@@ -92,6 +100,11 @@ func TestPostgres_TwoServersKeepACapExact(t *testing.T) {
 				t.Fatalf("stored %d entries, want %d", got, capacity)
 			}
 			mustCountersMatchEntries(t, servers[1], sp.Program.ID, hourStart(testEpoch), capacity)
+			if tc.netw > 0 {
+				if got := mustCount(t, servers[0], `SELECT attempts FROM network_counters`); got != tc.netw {
+					t.Fatalf("the network's counter reads %d, want %d", got, tc.netw)
+				}
+			}
 		})
 	}
 }

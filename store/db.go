@@ -183,6 +183,22 @@ type Options struct {
 	Migrated func(Migration)
 }
 
+// complete checks opt's binding key and fills in the defaults of the
+// options left zero, for Open and OpenPostgres alike: it refuses a binding
+// key of the wrong length before anything touches the database.
+func (opt Options) complete() (Options, error) {
+	if len(opt.BindingKey) != BindingKeySize {
+		return opt, fmt.Errorf("binding key is %d bytes, want %d: refusing to start", len(opt.BindingKey), BindingKeySize)
+	}
+	if opt.Retention == (Retention{}) {
+		opt.Retention = DefaultRetention
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return opt, nil
+}
+
 // dsn builds a modernc.org/sqlite DSN with the default Options.
 func dsn(path string, readOnly bool) string { return dsnWith(path, readOnly, Options{}) }
 
@@ -227,14 +243,9 @@ func dsnWith(path string, readOnly bool, opt Options) string {
 // hold from the first statement on: migrations run under them too. It
 // refuses a binding key of the wrong length before touching the disk.
 func Open(ctx context.Context, path string, opt Options) (*DB, error) {
-	if len(opt.BindingKey) != BindingKeySize {
-		return nil, fmt.Errorf("binding key is %d bytes, want %d: refusing to start", len(opt.BindingKey), BindingKeySize)
-	}
-	if opt.Retention == (Retention{}) {
-		opt.Retention = DefaultRetention
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
+	opt, err := opt.complete()
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)

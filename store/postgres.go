@@ -69,14 +69,9 @@ const maxWriteAttempts = 5
 // holds one advisory lock from its BEGIN to its end: writes are serialised
 // as on SQLite.
 func OpenPostgres(ctx context.Context, dbURL string, opt Options) (*DB, error) {
-	if len(opt.BindingKey) != BindingKeySize {
-		return nil, fmt.Errorf("binding key is %d bytes, want %d: refusing to start", len(opt.BindingKey), BindingKeySize)
-	}
-	if opt.Retention == (Retention{}) {
-		opt.Retention = DefaultRetention
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
+	opt, err := opt.complete()
+	if err != nil {
+		return nil, err
 	}
 	name := describePostgres(dbURL)
 	cfg, err := pgx.ParseConfig(dbURL)

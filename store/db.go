@@ -183,6 +183,32 @@ type Options struct {
 	Migrated func(Migration)
 }
 
+// newDB is the DB on engine around its writer pool w, before its schema
+// is checked and its readers are opened.
+func newDB(engine Engine, w *sql.DB, opt Options) *DB {
+	return &DB{engine: engine, now: opt.Now, retention: opt.Retention,
+		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w, engine), wgate: make(chan struct{}, 1),
+		wslots: newSlots(opt.WriteReserve, DefaultWriteReserve), retireChunk: max(opt.RetireChunk, 0),
+		erasures: make(chan struct{}, 1), retirements: make(chan struct{}, 1), obs: observer(opt.Observer)}
+}
+
+// prepareSchema checks the schema of the database named name and, unless
+// opt.NoMigrate, applies the migrations it lacks, on db's engine. rule: a
+// database a newer admit migrated is never served or migrated by this one
+// (docs/DEPLOY.md, "Upgrading and rolling back").
+func (db *DB) prepareSchema(ctx context.Context, name string, opt Options) error {
+	if err := checkSchemaOn(ctx, db.engine, db.writer, name, !opt.NoMigrate); err != nil {
+		return err
+	}
+	if opt.NoMigrate {
+		return nil
+	}
+	if db.engine == PostgreSQL {
+		return migratePostgres(ctx, db.writer, opt.Migrated)
+	}
+	return migrate(ctx, db.writer, opt.Migrated)
+}
+
 // complete checks opt's binding key and fills in the defaults of the
 // options left zero, for Open and OpenPostgres alike: it refuses a binding
 // key of the wrong length before anything touches the database.
@@ -257,10 +283,8 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{Path: path, engine: SQLite, now: opt.Now, retention: opt.Retention,
-		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w, SQLite), wgate: make(chan struct{}, 1),
-		wslots: newSlots(opt.WriteReserve, DefaultWriteReserve), retireChunk: max(opt.RetireChunk, 0),
-		erasures: make(chan struct{}, 1), retirements: make(chan struct{}, 1), obs: observer(opt.Observer)}
+	db := newDB(SQLite, w, opt)
+	db.Path = path
 	if err := checkPragmas(ctx, w, false); err != nil {
 		w.Close()
 		return nil, err
@@ -272,17 +296,9 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 			return nil, fmt.Errorf("database pragma wal_autocheckpoint is %d (%v), want 0: refusing to start", pages, err)
 		}
 	}
-	// rule: a database a newer admit migrated is never served or
-	// migrated by this one (docs/DEPLOY.md, "Upgrading and rolling back").
-	if err := checkSchemaOn(ctx, SQLite, w, path, !opt.NoMigrate); err != nil {
+	if err := db.prepareSchema(ctx, path, opt); err != nil {
 		w.Close()
 		return nil, err
-	}
-	if !opt.NoMigrate {
-		if err := migrate(ctx, w, opt.Migrated); err != nil {
-			w.Close()
-			return nil, err
-		}
 	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {

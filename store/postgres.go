@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -89,19 +88,10 @@ func OpenPostgres(ctx context.Context, dbURL string, opt Options) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("connect to %s: %w", name, err)
 	}
-	db := &DB{engine: PostgreSQL, now: opt.Now, retention: opt.Retention,
-		bindingKey: bytes.Clone(opt.BindingKey), writer: w, wstmts: newStmtCache(w, PostgreSQL), wgate: make(chan struct{}, 1),
-		wslots: newSlots(opt.WriteReserve, DefaultWriteReserve), retireChunk: max(opt.RetireChunk, 0),
-		erasures: make(chan struct{}, 1), retirements: make(chan struct{}, 1), obs: observer(opt.Observer)}
-	if err := checkSchemaOn(ctx, PostgreSQL, w, name, !opt.NoMigrate); err != nil {
+	db := newDB(PostgreSQL, w, opt)
+	if err := db.prepareSchema(ctx, name, opt); err != nil {
 		w.Close()
 		return nil, err
-	}
-	if !opt.NoMigrate {
-		if err := migratePostgres(ctx, w, opt.Migrated); err != nil {
-			w.Close()
-			return nil, err
-		}
 	}
 	r, err := sql.Open("pgx", dbURL)
 	if err != nil {

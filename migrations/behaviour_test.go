@@ -126,7 +126,8 @@ var valid = map[string]kv{
 	"ended_sessions": {"sid_digest", blob(112, 32), "expires_at", 1},
 	"owner_invites": {"id", id(113), "workspace_id", id(wsID), "email_key", "new-owner@example.test", "name", nil, "created_at", 1,
 		"expires_at", 2, "claimed_at", nil, "claimed_by", nil},
-	"leases": {"name", "sweeper", "holder", "holder-1", "epoch", 1, "expires_at", 1},
+	"leases":                 {"name", "sweeper", "holder", "holder-1", "epoch", 1, "expires_at", 1},
+	"server_key_fingerprint": {"id", 1, "digest", blob(9, 32), "created_at", 1},
 }
 
 // behaviourCase is one statement and how both engines must answer it:
@@ -381,6 +382,11 @@ func behaviourCases() []behaviourCase {
 		insert("lease holder of 65", "leases", "check", "holder", long(65)),
 		insert("lease epoch starts at 1", "leases", "check", "epoch", 0),
 		insert("lease expiry missing", "leases", "not null", "expires_at", omit),
+
+		insert("one key fingerprint row", "server_key_fingerprint", "check", "id", 2),
+		insert("key fingerprint of 32 bytes", "server_key_fingerprint", "ok", "digest", blob(3, 32)),
+		insert("key fingerprint of 31 bytes", "server_key_fingerprint", "check", "digest", blob(3, 31)),
+		insert("key fingerprint missing", "server_key_fingerprint", "not null", "digest", omit),
 	}
 	for _, table := range slices.Sorted(func(yield func(string) bool) {
 		for k := range valid {

@@ -35,7 +35,31 @@ func openStore(ctx context.Context, cfg *config.Config, opt store.Options) (serv
 	if err != nil {
 		return serverkeys.Keys{}, nil, err
 	}
+	if err := agreeKeys(ctx, cfg, keys, db); err != nil {
+		db.Close()
+		return serverkeys.Keys{}, nil, err
+	}
 	return keys, db, nil
+}
+
+// agreeKeys refuses, on PostgreSQL, keys other than those of the servers
+// already on the database, naming where this server's keys come from. On
+// SQLite one server owns the database, and a restore onto new keys starts.
+func agreeKeys(ctx context.Context, cfg *config.Config, keys serverkeys.Keys, db *store.DB) error {
+	if !cfg.PostgreSQL() {
+		return nil
+	}
+	err := db.AgreeServerKeys(ctx, keys.Fingerprint())
+	if errors.Is(err, store.ErrServerKeysDiffer) {
+		return fmt.Errorf("server keys: the keys from %s differ from those of the servers already on the PostgreSQL database %s "+
+			"(binding, counter or session_tokens): every server on one database needs the same keys — "+
+			"copy the secrets file of a server already there or set the same ADMIT_SECRET_* — "+
+			"and start it again (docs/DEPLOY.md, \"Server keys on PostgreSQL\")", keysSource(cfg), cfg.DatabaseLocation())
+	}
+	if err != nil {
+		return fmt.Errorf("server keys: %w", err)
+	}
+	return nil
 }
 
 // openDB opens cfg's database with opt: PostgreSQL at ADMIT_DATABASE_URL

@@ -1,9 +1,11 @@
 package systemtest
 
 import (
+	"bytes"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -135,4 +137,27 @@ func TestPostgres_ASecondServerWithoutTheSharedKeysIsRefused(t *testing.T) {
 	owner := newAPIClient()
 	owner.signIn(t, a.URL, a.DevLink, "owner@example.test")
 	demoProgramID(t, owner, b.URL)
+
+	// A server with a secrets file of its own whose binding key differs
+	// (a mistyped copy): refused by the fingerprint the first server
+	// recorded, naming where its keys came from.
+	dataC := t.TempDir()
+	other := regexp.MustCompile(`(?m)^binding=[0-9a-f]{64}$`).ReplaceAll(keys, []byte("binding="+strings.Repeat("ab", 32)))
+	if bytes.Equal(other, keys) {
+		t.Fatal("the secrets file has no binding line to change")
+	}
+	if err := os.WriteFile(filepath.Join(dataC, "secrets"), other, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"serve", "owner"} {
+		args := []string{cmd}
+		if cmd == "owner" {
+			args = append(args, "list", "--workspace", "admit demo")
+		}
+		_, err := runCmd(t, hermetic(t, envOf(dataC)), args...)
+		if err == nil || !strings.Contains(err.Error(), "differ from those of the servers already on") ||
+			!strings.Contains(err.Error(), filepath.Join(dataC, "secrets")) {
+			t.Fatalf("admit %s with another binding key: err=%v, want a refusal naming the secrets file", cmd, err)
+		}
+	}
 }

@@ -94,6 +94,11 @@ func (db *DB) RunLeased(ctx context.Context, job LeasedJob, log *slog.Logger) {
 		wait := max(job.TTL/3, time.Millisecond)
 		switch {
 		case ctx.Err() != nil:
+			if run == nil && err == nil && l.HeldBy(job.Holder) {
+				// Taken just as the server stops: nothing runs under it
+				// yet, but it is held, so release it as a run's is.
+				db.releaseLease(ctx, l, log)
+			}
 			return
 		case err != nil:
 			if run != nil {
@@ -151,9 +156,15 @@ func (db *DB) stopLeased(ctx context.Context, run *leasedRun, log *slog.Logger) 
 		cause = errLeaseStopped
 	}
 	run.stopFor(cause)
+	db.releaseLease(ctx, run.lease, log)
+}
+
+// releaseLease releases l as the server stops, within leaseReleaseTimeout
+// of ctx's end.
+func (db *DB) releaseLease(ctx context.Context, l Lease, log *slog.Logger) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseReleaseTimeout)
 	defer cancel()
-	if err := db.ReleaseLease(rctx, run.lease); err != nil {
-		log.Warn("releasing a lease failed: another server takes its work over when it expires", "lease", run.lease.Name, "err", err)
+	if err := db.ReleaseLease(rctx, l); err != nil {
+		log.Warn("releasing a lease failed: another server takes its work over when it expires", "lease", l.Name, "err", err)
 	}
 }
